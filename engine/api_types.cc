@@ -1,0 +1,83 @@
+// The public API's small free functions: names, sizes and parameter validation.
+#include <vkflash/vkflash.hpp>
+
+#include <cmath>
+#include <string>
+
+namespace vkflash {
+
+const char* ErrorCodeName(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kOk: return "ok";
+    case ErrorCode::kInvalidArgument: return "invalid argument";
+    case ErrorCode::kUnsupported: return "unsupported";
+    case ErrorCode::kDeviceNotFound: return "device not found";
+    case ErrorCode::kVulkan: return "vulkan error";
+    case ErrorCode::kOutOfMemory: return "out of memory";
+    case ErrorCode::kIo: return "i/o error";
+  }
+  return "unknown error";
+}
+
+std::string Status::ToString() const {
+  if (ok()) return "ok";
+  return std::string(ErrorCodeName(code_)) + ": " + message_;
+}
+
+size_t DataTypeSize(DataType type) { return type == DataType::kFloat16 ? 2 : 4; }
+
+const char* DataTypeName(DataType type) { return type == DataType::kFloat16 ? "float16" : "float32"; }
+
+const char* DeviceTypeName(VkPhysicalDeviceType type) {
+  switch (type) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "CPU";
+    default: return "other";
+  }
+}
+
+const char* PipelineCacheStateName(PipelineCacheState state) {
+  switch (state) {
+    case PipelineCacheState::kNotUsed: return "not used";
+    case PipelineCacheState::kStartedEmpty: return "started empty";
+    case PipelineCacheState::kLoaded: return "loaded";
+    case PipelineCacheState::kIgnoredForeign: return "ignored (another device or driver)";
+    case PipelineCacheState::kIgnoredCorrupt: return "ignored (corrupt)";
+  }
+  return "unknown";
+}
+
+float ForwardParams::effective_scale() const {
+  return scale.has_value() ? *scale : 1.0f / std::sqrt(float(shape.head_dim));
+}
+
+Status ValidateForwardParams(const ForwardParams& params) {
+  const AttentionShape& s = params.shape;
+  if (s.head_dim == 0 || s.head_dim > kMaxHeadDim) {
+    return Status::Error(ErrorCode::kUnsupported, "head dim " + std::to_string(s.head_dim) +
+                                                      " is not supported (1.." + std::to_string(kMaxHeadDim) + ")");
+  }
+  if (s.q_heads == 0 || s.kv_heads == 0) {
+    return Status::Error(ErrorCode::kInvalidArgument, "q_heads and kv_heads must be at least 1");
+  }
+  if (s.q_heads % s.kv_heads != 0) {
+    return Status::Error(ErrorCode::kInvalidArgument, "q_heads (" + std::to_string(s.q_heads) +
+                                                          ") must be a multiple of kv_heads (" +
+                                                          std::to_string(s.kv_heads) + ")");
+  }
+  // The kernels index elements with 32-bit integers.
+  if (s.q_elements() > 0xffffffffull || s.kv_elements() > 0xffffffffull) {
+    return Status::Error(ErrorCode::kUnsupported, "tensors of 2^32 or more elements are not supported");
+  }
+  if (params.scale.has_value() && !std::isfinite(*params.scale)) {
+    return Status::Error(ErrorCode::kInvalidArgument, "scale must be a finite number");
+  }
+  if (params.dtype != DataType::kFloat32 && params.dtype != DataType::kFloat16) {
+    return Status::Error(ErrorCode::kInvalidArgument, "unknown data type");
+  }
+  return Status::Ok();
+}
+
+}  // namespace vkflash

@@ -1,0 +1,60 @@
+#include "attention/buffer_checks.h"
+
+#include <string>
+
+namespace vkflash::attention {
+namespace {
+
+bool Overlap(const NamedView& a, const NamedView& b) {
+  if (a.view.buffer != b.view.buffer) return false;
+  const uint64_t a_end = a.view.offset + a.required_bytes, b_end = b.view.offset + b.required_bytes;
+  return a.view.offset < b_end && b.view.offset < a_end;
+}
+
+}  // namespace
+
+Status CheckViews(const DeviceInfo& device, std::initializer_list<NamedView> views) {
+  for (const NamedView& v : views) {
+    const std::string name = v.name;
+    if (v.view.buffer == VK_NULL_HANDLE) {
+      return Status::Error(ErrorCode::kInvalidArgument, "buffer '" + name + "' is VK_NULL_HANDLE");
+    }
+    if (v.view.size < v.required_bytes) {
+      return Status::Error(ErrorCode::kInvalidArgument, "buffer '" + name + "' holds " + std::to_string(v.view.size) +
+                                                            " bytes; the shape needs " + std::to_string(v.required_bytes));
+    }
+    if (v.required_bytes > device.max_storage_buffer_range) {
+      return Status::Error(ErrorCode::kUnsupported,
+                           "tensor '" + name + "' needs " + std::to_string(v.required_bytes) +
+                               " bytes, more than this device's maxStorageBufferRange (" +
+                               std::to_string(device.max_storage_buffer_range) + ")");
+    }
+    if (device.min_storage_buffer_offset_alignment > 1 && v.view.offset % device.min_storage_buffer_offset_alignment) {
+      return Status::Error(ErrorCode::kInvalidArgument,
+                           "buffer '" + name + "' offset " + std::to_string(v.view.offset) +
+                               " is not a multiple of minStorageBufferOffsetAlignment (" +
+                               std::to_string(device.min_storage_buffer_offset_alignment) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+Status CheckNoOverlap(std::initializer_list<NamedView> outputs, std::initializer_list<NamedView> inputs) {
+  for (auto out = outputs.begin(); out != outputs.end(); ++out) {
+    for (const NamedView& in : inputs) {
+      if (Overlap(*out, in)) {
+        return Status::Error(ErrorCode::kInvalidArgument,
+                             std::string("output '") + out->name + "' overlaps input '" + in.name + "'");
+      }
+    }
+    for (auto other = out + 1; other != outputs.end(); ++other) {
+      if (Overlap(*out, *other)) {
+        return Status::Error(ErrorCode::kInvalidArgument,
+                             std::string("outputs '") + out->name + "' and '" + other->name + "' overlap");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace vkflash::attention

@@ -1,0 +1,80 @@
+#include "attention/forward_op.h"
+
+#include <array>
+#include <cmath>
+
+#include "attention/buffer_checks.h"
+#include "attention/tile_config.h"
+#include "common/shader_interface.h"
+#include "util/status_macros.h"
+#include "vulkan/shader_library.h"
+
+namespace vkflash::attention {
+
+Result<std::unique_ptr<ForwardOperator>> ForwardOperator::Create(const vk::Device& device, const DeviceInfo& info,
+                                                                 vk::PipelineStore& pipelines) {
+  auto op = std::unique_ptr<ForwardOperator>(new ForwardOperator(info, pipelines));
+  VKF_ASSIGN_OR_RETURN(op->layout_, vk::KernelLayout::Create(device, VKF_FWD_BINDING_COUNT, sizeof(gpu::ForwardPush)));
+  return op;
+}
+
+Status ForwardOperator::Record(VkCommandBuffer cmd, const ForwardParams& params, const ForwardBuffers& buffers) {
+  VKF_RETURN_IF_ERROR(ValidateForwardParams(params));
+  const AttentionShape& shape = params.shape;
+  if (shape.q_elements() == 0) return Status::Ok();  // nothing to compute (batch or q_len is 0)
+
+  const uint64_t element = DataTypeSize(params.dtype);
+  const NamedView q{"q", buffers.q, shape.q_elements() * element};
+  const NamedView o{"o", buffers.o, shape.q_elements() * element};
+  const NamedView lse{"lse", buffers.lse, shape.lse_elements() * sizeof(float)};
+  VKF_RETURN_IF_ERROR(CheckViews(info_, {q, o}));
+  if (!buffers.lse.empty()) VKF_RETURN_IF_ERROR(CheckViews(info_, {lse}));
+
+  // With kv_len == 0 no key tile is visited: K and V are never read, and every row gets O = 0,
+  // LSE = -inf. A zero-sized range cannot be bound, so Q stands in for them.
+  NamedView k{"k", buffers.k, shape.kv_elements() * element};
+  NamedView v{"v", buffers.v, shape.kv_elements() * element};
+  if (shape.kv_elements() == 0) {
+    k.view = v.view = buffers.q;
+  } else {
+    VKF_RETURN_IF_ERROR(CheckViews(info_, {k, v}));
+  }
+  if (buffers.lse.empty()) {
+    VKF_RETURN_IF_ERROR(CheckNoOverlap({o}, {q, k, v}));
+  } else {
+    VKF_RETURN_IF_ERROR(CheckNoOverlap({o, lse}, {q, k, v}));
+  }
+
+  VKF_ASSIGN_OR_RETURN(const KernelChoice choice, ChooseForwardKernel(info_, params));
+  const uint32_t group_count_x = (shape.q_len + choice.block_q - 1) / choice.block_q;
+  if (group_count_x > info_.max_workgroup_count[0] || shape.q_heads > info_.max_workgroup_count[1] ||
+      shape.batch > info_.max_workgroup_count[2]) {
+    return Status::Error(ErrorCode::kUnsupported, "q_len / q_heads / batch exceed maxComputeWorkGroupCount");
+  }
+
+  const vk::ShaderBlob* shader = vk::FindShader(choice.kernel);
+  if (shader == nullptr) return Status::Error(ErrorCode::kUnsupported, "kernel '" + choice.kernel + "' is not built");
+  const std::array<uint32_t, 7> spec = {choice.workgroup_size, shape.head_dim, choice.block_q, choice.block_kv,
+                                        choice.threads_per_row, params.causal ? 1u : 0u,
+                                        buffers.lse.empty() ? 0u : 1u};
+  VKF_ASSIGN_OR_RETURN(VkPipeline pipeline, pipelines_.Get(*shader, layout_->pipeline_layout(), spec));
+
+  // An unused LSE binding still needs a valid buffer: O stands in (WRITE_LSE = false never touches it).
+  const std::array<BufferView, VKF_FWD_BINDING_COUNT> bindings = {q.view, k.view, v.view, o.view,
+                                                                  buffers.lse.empty() ? o.view : buffers.lse};
+  gpu::ForwardPush push{};
+  push.batch = shape.batch;
+  push.q_heads = shape.q_heads;
+  push.kv_heads = shape.kv_heads;
+  push.q_len = shape.q_len;
+  push.kv_len = shape.kv_len;
+  push.scale_log2 = params.effective_scale() * float(M_LOG2E);
+
+  vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+  VKF_RETURN_IF_ERROR(layout_->BindBuffers(cmd, bindings));
+  vkCmdPushConstants(cmd, layout_->pipeline_layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
+  vkCmdDispatch(cmd, group_count_x, shape.q_heads, shape.batch);
+  return Status::Ok();
+}
+
+}  // namespace vkflash::attention

@@ -1,0 +1,70 @@
+#include "attention/tile_config.h"
+
+#include <string>
+
+namespace vkflash::attention {
+namespace {
+
+struct TileShape {
+  uint32_t block_q, block_kv;
+};
+
+// Largest first: more rows per workgroup amortize each K/V tile over more queries.
+constexpr TileShape kForwardTiles[] = {{32, 32}, {16, 32}, {16, 16}, {8, 16}, {8, 8}, {4, 8},
+                                       {4, 4},   {2, 4},   {1, 4},   {1, 2},  {1, 1}};
+constexpr uint32_t kThreadsPerRow[] = {8, 4, 2, 1};
+
+bool Fits(const DeviceInfo& device, uint32_t head_dim, TileShape tile, uint32_t threads_per_row, bool subgroup) {
+  const uint32_t workgroup = tile.block_q * threads_per_row;
+  if (workgroup > device.max_workgroup_invocations) return false;
+  if (subgroup) {
+    // Rows must not straddle subgroups, and every subgroup must be full (shuffles read lanes of
+    // the same row only), whatever size in [min, max] the driver picks.
+    if (threads_per_row > device.min_subgroup_size) return false;
+    if (device.max_subgroup_size == 0 || workgroup % device.max_subgroup_size != 0) return false;
+  }
+  return ForwardSharedBytes(head_dim, tile.block_q, tile.block_kv, threads_per_row, subgroup) <=
+         device.usable_shared_memory_bytes;
+}
+
+}  // namespace
+
+uint32_t ForwardSharedBytes(uint32_t head_dim, uint32_t block_q, uint32_t block_kv, uint32_t threads_per_row,
+                            bool subgroup_reductions) {
+  const uint32_t head_vec4 = (head_dim + 3) / 4;
+  const uint32_t kv_stride = head_vec4 | 1u;
+  uint32_t floats = 4 * (block_q * head_vec4 + block_kv * kv_stride) + block_q * block_kv;
+  if (!subgroup_reductions) floats += block_q * threads_per_row;
+  return floats * uint32_t(sizeof(float));
+}
+
+Result<KernelChoice> ChooseForwardKernel(const DeviceInfo& device, const ForwardParams& params) {
+  if (params.dtype == DataType::kFloat16 && !device.storage_buffer_16bit) {
+    return Status::Error(ErrorCode::kUnsupported,
+                         "float16 tensors need storageBuffer16BitAccess, which '" + device.name + "' lacks");
+  }
+  const uint32_t head_dim = params.shape.head_dim;
+  for (bool subgroup : {true, false}) {
+    if (subgroup && !device.use_subgroup_ops) continue;
+    for (uint32_t threads_per_row : kThreadsPerRow) {
+      for (TileShape tile : kForwardTiles) {
+        if (!Fits(device, head_dim, tile, threads_per_row, subgroup)) continue;
+        KernelChoice choice;
+        choice.kernel = std::string("forward_") + (params.dtype == DataType::kFloat16 ? "f16" : "f32") +
+                        (subgroup ? "_subgroup" : "_shared");
+        choice.block_q = tile.block_q;
+        choice.block_kv = tile.block_kv;
+        choice.threads_per_row = threads_per_row;
+        choice.workgroup_size = tile.block_q * threads_per_row;
+        choice.subgroup_reductions = subgroup;
+        choice.shared_memory_bytes = ForwardSharedBytes(head_dim, tile.block_q, tile.block_kv, threads_per_row, subgroup);
+        return choice;
+      }
+    }
+  }
+  return Status::Error(ErrorCode::kUnsupported,
+                       "no forward tile fits head dim " + std::to_string(head_dim) + " in " +
+                           std::to_string(device.usable_shared_memory_bytes) + " bytes of shared memory");
+}
+
+}  // namespace vkflash::attention

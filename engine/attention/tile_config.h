@@ -1,0 +1,19 @@
+// Kernel and tile choice for the attention kernels, from the device's limits alone (shared
+// memory, workgroup size, subgroup sizes and operations): never from a GPU's name.
+#pragma once
+
+#include <vkflash/vkflash.hpp>
+
+namespace vkflash::attention {
+
+// Shared memory the scalar forward kernel declares for these tiles. Must match
+// shaders/attention_forward.comp (vec4 q_tile and kv_tile with their padded rows, p_tile, the
+// reduction scratch of the shared-memory variant).
+uint32_t ForwardSharedBytes(uint32_t head_dim, uint32_t block_q, uint32_t block_kv, uint32_t threads_per_row,
+                            bool subgroup_reductions);
+
+// The largest tiles that fit the device's usable limits. kUnsupported when nothing fits (or the
+// device cannot store the dtype).
+Result<KernelChoice> ChooseForwardKernel(const DeviceInfo& device, const ForwardParams& params);
+
+}  // namespace vkflash::attention

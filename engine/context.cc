@@ -1,0 +1,208 @@
+// vkflash::Context: owns (or adopts) the device and everything made on it, and implements the
+// public calls by handing them to the pieces under engine/vulkan and engine/attention.
+#include <vkflash/vkflash.hpp>
+
+#include <cstring>
+#include <utility>
+
+#include "attention/forward_op.h"
+#include "attention/tile_config.h"
+#include "device_selection.h"
+#include "util/environment.h"
+#include "util/status_macros.h"
+#include "vulkan/barriers.h"
+#include "vulkan/command_runner.h"
+#include "vulkan/device.h"
+#include "vulkan/device_caps.h"
+#include "vulkan/instance.h"
+#include "vulkan/memory.h"
+#include "vulkan/pipeline_store.h"
+
+namespace vkflash {
+
+// Members are destroyed bottom-up: operators, pipelines and the runner before the device, the
+// device before the instance.
+struct Context::Impl {
+  ContextOptions options;
+  DeviceInfo info;
+  std::unique_ptr<vk::Instance> instance;  // null when adopted
+  std::unique_ptr<vk::Device> device;
+  std::unique_ptr<vk::CommandRunner> runner;
+  std::unique_ptr<vk::PipelineStore> pipelines;
+  std::unique_ptr<attention::ForwardOperator> forward;
+
+  // Builds everything that sits on top of `device`.
+  Status InitOnDevice() {
+    VKF_ASSIGN_OR_RETURN(runner, vk::CommandRunner::Create(*device));
+    VKF_ASSIGN_OR_RETURN(pipelines, vk::PipelineStore::Create(*device, info, options.pipeline_cache_path));
+    VKF_ASSIGN_OR_RETURN(forward, attention::ForwardOperator::Create(*device, info, *pipelines));
+    return Status::Ok();
+  }
+
+  Status Transfer(const BufferView& view, size_t bytes, bool upload, void* host);
+};
+
+Context::Context(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Context::~Context() {
+  if (!impl_) return;
+  if (impl_->pipelines && !impl_->options.pipeline_cache_path.empty()) {
+    (void)impl_->pipelines->Save(impl_->options.pipeline_cache_path);  // best effort: a cache is optional
+  }
+}
+
+Result<std::unique_ptr<Context>> Context::Create(const ContextOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  const bool validation = options.enable_validation || env::Flag("VKFLASH_VALIDATION");
+  VKF_ASSIGN_OR_RETURN(impl->instance, vk::Instance::Create(validation, options.message_callback));
+
+  std::vector<VkPhysicalDevice> handles;
+  VKF_ASSIGN_OR_RETURN(auto devices, ProbeAllDevices(impl->instance->handle(), &handles));
+  std::string selector = options.device_selector;
+  if (selector.empty()) selector = env::Get("VKFLASH_DEVICE").value_or("");
+  VKF_ASSIGN_OR_RETURN(const uint32_t index, SelectDevice(devices, selector));
+  impl->info = devices[index];
+  if (impl->info.api_version < VK_API_VERSION_1_1) {
+    return Status::Error(ErrorCode::kUnsupported, "device '" + impl->info.name + "' only supports Vulkan 1.0");
+  }
+  VKF_RETURN_IF_ERROR(vk::ApplyLimits(options, &impl->info));
+  VKF_ASSIGN_OR_RETURN(impl->device, vk::Device::Create(handles[index], impl->info));
+  VKF_RETURN_IF_ERROR(impl->InitOnDevice());
+  return std::unique_ptr<Context>(new Context(std::move(impl)));
+}
+
+Result<std::unique_ptr<Context>> Context::Adopt(const ExternalDevice& external, const ContextOptions& options) {
+  if (external.physical_device == VK_NULL_HANDLE) {
+    return Status::Error(ErrorCode::kInvalidArgument, "ExternalDevice.physical_device is VK_NULL_HANDLE");
+  }
+  if (external.api_version < VK_API_VERSION_1_1) {
+    return Status::Error(ErrorCode::kUnsupported, "vkflash needs an instance created for Vulkan 1.1 or newer");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->info = vk::ProbeDevice(external.physical_device, 0);
+  // Only what the engine enabled on its device may be used.
+  impl->info.storage_buffer_16bit = impl->info.storage_buffer_16bit && external.storage_buffer_16bit_access_enabled;
+  impl->info.use_push_descriptors = impl->info.push_descriptor && external.push_descriptor_enabled;
+  VKF_RETURN_IF_ERROR(vk::ApplyLimits(options, &impl->info));
+  VKF_ASSIGN_OR_RETURN(impl->device, vk::Device::Adopt(external, impl->info));
+  VKF_RETURN_IF_ERROR(impl->InitOnDevice());
+  return std::unique_ptr<Context>(new Context(std::move(impl)));
+}
+
+const DeviceInfo& Context::device_info() const { return impl_->info; }
+VkDevice Context::device() const { return impl_->device->handle(); }
+
+Result<Buffer> Context::CreateBuffer(VkDeviceSize bytes) {
+  if (bytes == 0) return Status::Error(ErrorCode::kInvalidArgument, "CreateBuffer needs bytes > 0");
+  VKF_ASSIGN_OR_RETURN(vk::ScopedBuffer scoped,
+                       vk::ScopedBuffer::Create(*impl_->device, bytes,
+                                                VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                                    VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                                                VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT));
+  Buffer buffer;
+  buffer.owner_ = this;
+  buffer.size_ = bytes;
+  scoped.Release(&buffer.buffer_, &buffer.memory_);
+  return buffer;
+}
+
+Status Context::Impl::Transfer(const BufferView& view, size_t bytes, bool upload, void* host) {
+  if (view.buffer == VK_NULL_HANDLE) return Status::Error(ErrorCode::kInvalidArgument, "transfer to a null buffer");
+  if (bytes > view.size) {
+    return Status::Error(ErrorCode::kInvalidArgument, "transfer of " + std::to_string(bytes) +
+                                                          " bytes does not fit a view of " + std::to_string(view.size));
+  }
+  if (bytes == 0) return Status::Ok();
+  VKF_ASSIGN_OR_RETURN(vk::ScopedBuffer staging,
+                       vk::ScopedBuffer::Create(*device, bytes,
+                                                upload ? VK_BUFFER_USAGE_TRANSFER_SRC_BIT : VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                                                VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                                                VK_MEMORY_PROPERTY_HOST_CACHED_BIT));
+  if (upload) std::memcpy(staging.mapped(), host, bytes);
+  VKF_RETURN_IF_ERROR(runner->Run([&](VkCommandBuffer cmd) {
+    // Earlier work on the device buffer (any stage) completes before the copy touches it.
+    vk::FullBarrier(cmd);
+    VkBufferCopy region{};
+    region.size = bytes;
+    if (upload) {
+      region.dstOffset = view.offset;
+      vkCmdCopyBuffer(cmd, staging.buffer(), view.buffer, 1, &region);
+      vk::FullBarrier(cmd);
+    } else {
+      region.srcOffset = view.offset;
+      vkCmdCopyBuffer(cmd, view.buffer, staging.buffer(), 1, &region);
+      vk::MemoryBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+                        VK_ACCESS_HOST_READ_BIT);
+    }
+    return Status::Ok();
+  }));
+  if (!upload) std::memcpy(host, staging.mapped(), bytes);
+  return Status::Ok();
+}
+
+Status Context::Upload(const BufferView& dst, const void* src, size_t bytes) {
+  return impl_->Transfer(dst, bytes, true, const_cast<void*>(src));
+}
+
+Status Context::Download(const BufferView& src, void* dst, size_t bytes) {
+  return impl_->Transfer(src, bytes, false, dst);
+}
+
+Result<KernelChoice> Context::ChooseForwardKernel(const ForwardParams& params) const {
+  VKF_RETURN_IF_ERROR(ValidateForwardParams(params));
+  return attention::ChooseForwardKernel(impl_->info, params);
+}
+
+Status Context::RecordForward(VkCommandBuffer cmd, const ForwardParams& params, const ForwardBuffers& buffers) {
+  if (cmd == VK_NULL_HANDLE) return Status::Error(ErrorCode::kInvalidArgument, "command buffer is VK_NULL_HANDLE");
+  return impl_->forward->Record(cmd, params, buffers);
+}
+
+Status Context::Forward(const ForwardParams& params, const ForwardBuffers& buffers) {
+  return impl_->runner->Run([&](VkCommandBuffer cmd) {
+    vk::FullBarrier(cmd);
+    VKF_RETURN_IF_ERROR(impl_->forward->Record(cmd, params, buffers));
+    vk::FullBarrier(cmd);
+    return Status::Ok();
+  });
+}
+
+Status Context::SavePipelineCache(const std::string& path) {
+  return impl_->pipelines->Save(path.empty() ? impl_->options.pipeline_cache_path : path);
+}
+
+PipelineCacheState Context::pipeline_cache_state() const { return impl_->pipelines->state(); }
+size_t Context::pipeline_count() const { return impl_->pipelines->pipeline_count(); }
+
+void Context::ForgetBuffer(VkBuffer buffer) { impl_->forward->Forget(buffer); }
+
+// ---- Buffer ----
+
+Buffer::Buffer(Buffer&& other) noexcept { *this = std::move(other); }
+
+Buffer& Buffer::operator=(Buffer&& other) noexcept {
+  if (this != &other) {
+    Release();
+    owner_ = std::exchange(other.owner_, nullptr);
+    buffer_ = std::exchange(other.buffer_, VK_NULL_HANDLE);
+    memory_ = std::exchange(other.memory_, VK_NULL_HANDLE);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+Buffer::~Buffer() { Release(); }
+
+void Buffer::Release() {
+  if (owner_ == nullptr) return;
+  owner_->ForgetBuffer(buffer_);
+  vk::FreeBufferAndMemory(owner_->device(), buffer_, memory_);
+  owner_ = nullptr;
+  buffer_ = VK_NULL_HANDLE;
+  memory_ = VK_NULL_HANDLE;
+  size_ = 0;
+}
+
+}  // namespace vkflash

@@ -1,0 +1,81 @@
+#include "vulkan/device.h"
+
+#include <vector>
+
+#include "util/status_macros.h"
+#include "util/vk_check.h"
+#include "vulkan/device_caps.h"
+
+namespace vkflash::vk {
+
+Result<std::unique_ptr<Device>> Device::Create(VkPhysicalDevice physical, const DeviceInfo& info) {
+  auto device = std::unique_ptr<Device>(new Device());
+  device->physical_ = physical;
+  device->owned_ = true;
+  if (!FindComputeQueueFamily(physical, &device->queue_family_)) {
+    return Status::Error(ErrorCode::kUnsupported, "device '" + info.name + "' has no compute queue");
+  }
+
+  const float priority = 1.0f;
+  VkDeviceQueueCreateInfo queue_info{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  queue_info.queueFamilyIndex = device->queue_family_;
+  queue_info.queueCount = 1;
+  queue_info.pQueuePriorities = &priority;
+
+  std::vector<const char*> extensions;
+  if (info.use_push_descriptors) extensions.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+
+  VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  storage16.storageBuffer16BitAccess = info.storage_buffer_16bit ? VK_TRUE : VK_FALSE;
+  VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  features.pNext = &storage16;
+
+  VkDeviceCreateInfo create_info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  create_info.pNext = &features;
+  create_info.queueCreateInfoCount = 1;
+  create_info.pQueueCreateInfos = &queue_info;
+  create_info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  create_info.ppEnabledExtensionNames = extensions.data();
+  VKF_VK_RETURN_IF_ERROR(vkCreateDevice(physical, &create_info, nullptr, &device->device_), "vkCreateDevice");
+  vkGetDeviceQueue(device->device_, device->queue_family_, 0, &device->queue_);
+  vkGetPhysicalDeviceMemoryProperties(physical, &device->memory_properties_);
+  VKF_RETURN_IF_ERROR(device->LoadFunctions(info.use_push_descriptors));
+  return device;
+}
+
+Result<std::unique_ptr<Device>> Device::Adopt(const ExternalDevice& external, const DeviceInfo& info) {
+  if (external.instance == VK_NULL_HANDLE || external.physical_device == VK_NULL_HANDLE ||
+      external.device == VK_NULL_HANDLE || external.queue == VK_NULL_HANDLE) {
+    return Status::Error(ErrorCode::kInvalidArgument,
+                         "ExternalDevice needs instance, physical_device, device and queue");
+  }
+  auto device = std::unique_ptr<Device>(new Device());
+  device->physical_ = external.physical_device;
+  device->device_ = external.device;
+  device->queue_ = external.queue;
+  device->queue_family_ = external.queue_family_index;
+  device->owned_ = false;
+  vkGetPhysicalDeviceMemoryProperties(external.physical_device, &device->memory_properties_);
+  VKF_RETURN_IF_ERROR(device->LoadFunctions(info.use_push_descriptors));
+  return device;
+}
+
+Status Device::LoadFunctions(bool use_push_descriptors) {
+  if (!use_push_descriptors) return Status::Ok();
+  push_with_template_ = reinterpret_cast<PFN_vkCmdPushDescriptorSetWithTemplateKHR>(
+      vkGetDeviceProcAddr(device_, "vkCmdPushDescriptorSetWithTemplateKHR"));
+  if (push_with_template_ == nullptr) {
+    return Status::Error(ErrorCode::kUnsupported,
+                         "vkCmdPushDescriptorSetWithTemplateKHR not found: was VK_KHR_push_descriptor enabled?");
+  }
+  return Status::Ok();
+}
+
+Device::~Device() {
+  if (owned_ && device_ != VK_NULL_HANDLE) {
+    vkDeviceWaitIdle(device_);
+    vkDestroyDevice(device_, nullptr);
+  }
+}
+
+}  // namespace vkflash::vk

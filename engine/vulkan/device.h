@@ -1,0 +1,44 @@
+// The VkDevice vkflash records and submits with: created by vkflash, or adopted from an engine
+// (then never destroyed here).
+#pragma once
+
+#include <vkflash/vkflash.hpp>
+
+#include <memory>
+
+namespace vkflash::vk {
+
+class Device {
+ public:
+  // Creates a logical device on `physical` with one compute queue, enabling what `info` says
+  // vkflash can use (16-bit storage, push descriptors).
+  static Result<std::unique_ptr<Device>> Create(VkPhysicalDevice physical, const DeviceInfo& info);
+  // Wraps an engine's device. `info` must already reflect what the engine enabled.
+  static Result<std::unique_ptr<Device>> Adopt(const ExternalDevice& external, const DeviceInfo& info);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  VkPhysicalDevice physical() const { return physical_; }
+  VkDevice handle() const { return device_; }
+  VkQueue queue() const { return queue_; }
+  uint32_t queue_family() const { return queue_family_; }
+  const VkPhysicalDeviceMemoryProperties& memory_properties() const { return memory_properties_; }
+
+  // Non-null when push descriptors are in use (VK_KHR_push_descriptor enabled and not disabled).
+  PFN_vkCmdPushDescriptorSetWithTemplateKHR push_descriptor_with_template() const { return push_with_template_; }
+
+ private:
+  Device() = default;
+  Status LoadFunctions(bool use_push_descriptors);
+
+  VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t queue_family_ = 0;
+  bool owned_ = false;
+  VkPhysicalDeviceMemoryProperties memory_properties_{};
+  PFN_vkCmdPushDescriptorSetWithTemplateKHR push_with_template_ = nullptr;
+};
+
+}  // namespace vkflash::vk

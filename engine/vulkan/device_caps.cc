@@ -1,0 +1,116 @@
+#include "vulkan/device_caps.h"
+
+#include <cstring>
+#include <vector>
+
+#include "util/environment.h"
+
+namespace vkflash::vk {
+
+bool HasDeviceExtension(VkPhysicalDevice device, const char* name) {
+  uint32_t count = 0;
+  if (vkEnumerateDeviceExtensionProperties(device, nullptr, &count, nullptr) != VK_SUCCESS) return false;
+  std::vector<VkExtensionProperties> extensions(count);
+  if (vkEnumerateDeviceExtensionProperties(device, nullptr, &count, extensions.data()) < 0) return false;
+  for (const auto& extension : extensions)
+    if (std::strcmp(extension.extensionName, name) == 0) return true;
+  return false;
+}
+
+bool FindComputeQueueFamily(VkPhysicalDevice device, uint32_t* family) {
+  uint32_t count = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(device, &count, nullptr);
+  std::vector<VkQueueFamilyProperties> families(count);
+  vkGetPhysicalDeviceQueueFamilyProperties(device, &count, families.data());
+  int best = -1;
+  for (uint32_t i = 0; i < count; ++i) {
+    if (!(families[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
+    const bool compute_only = !(families[i].queueFlags & VK_QUEUE_GRAPHICS_BIT);
+    if (best < 0 || (compute_only && (families[best].queueFlags & VK_QUEUE_GRAPHICS_BIT))) best = int(i);
+  }
+  if (best < 0) return false;
+  *family = uint32_t(best);
+  return true;
+}
+
+DeviceInfo ProbeDevice(VkPhysicalDevice device, uint32_t index) {
+  DeviceInfo info;
+  info.index = index;
+
+  VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceSubgroupSizeControlPropertiesEXT size_control{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES_EXT};
+  VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  properties.pNext = &subgroup;
+
+  VkPhysicalDeviceProperties basic;
+  vkGetPhysicalDeviceProperties(device, &basic);
+  const bool has_size_control = basic.apiVersion >= VK_API_VERSION_1_3 ||
+                                HasDeviceExtension(device, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+  const bool has_driver_props = basic.apiVersion >= VK_API_VERSION_1_2 ||
+                                HasDeviceExtension(device, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+  void** tail = &subgroup.pNext;
+  if (has_size_control) { *tail = &size_control; tail = &size_control.pNext; }
+  if (has_driver_props) { *tail = &driver; tail = &driver.pNext; }
+  vkGetPhysicalDeviceProperties2(device, &properties);
+  const VkPhysicalDeviceLimits& limits = properties.properties.limits;
+
+  info.name = properties.properties.deviceName;
+  info.type = properties.properties.deviceType;
+  info.vendor_id = properties.properties.vendorID;
+  info.device_id = properties.properties.deviceID;
+  info.api_version = properties.properties.apiVersion;
+  info.driver_version = properties.properties.driverVersion;
+  std::memcpy(info.pipeline_cache_uuid, properties.properties.pipelineCacheUUID, VK_UUID_SIZE);
+  if (has_driver_props) info.driver = std::string(driver.driverName) + " " + driver.driverInfo;
+
+  info.shared_memory_bytes = limits.maxComputeSharedMemorySize;
+  info.max_workgroup_invocations = limits.maxComputeWorkGroupInvocations;
+  for (int i = 0; i < 3; ++i) info.max_workgroup_count[i] = limits.maxComputeWorkGroupCount[i];
+  info.max_storage_buffer_range = limits.maxStorageBufferRange;
+  info.min_storage_buffer_offset_alignment = limits.minStorageBufferOffsetAlignment;
+  info.timestamp_period_ns = limits.timestampComputeAndGraphics ? limits.timestampPeriod : 0.0f;
+
+  info.subgroup_size = subgroup.subgroupSize;
+  info.min_subgroup_size = has_size_control ? size_control.minSubgroupSize : subgroup.subgroupSize;
+  info.max_subgroup_size = has_size_control ? size_control.maxSubgroupSize : subgroup.subgroupSize;
+  info.subgroup_shuffle_in_compute = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                                     (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
+
+  VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  VkPhysicalDeviceShaderFloat16Int8Features float16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  features.pNext = &storage16;
+  if (info.api_version >= VK_API_VERSION_1_2 || HasDeviceExtension(device, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME)) {
+    storage16.pNext = &float16;
+  }
+  vkGetPhysicalDeviceFeatures2(device, &features);
+  info.storage_buffer_16bit = storage16.storageBuffer16BitAccess;
+  info.shader_float16 = float16.shaderFloat16;
+
+  info.push_descriptor = HasDeviceExtension(device, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+  info.nv_cooperative_matrix = HasDeviceExtension(device, "VK_NV_cooperative_matrix");
+  info.khr_cooperative_matrix = HasDeviceExtension(device, "VK_KHR_cooperative_matrix");
+
+  info.usable_shared_memory_bytes = info.shared_memory_bytes;
+  info.use_subgroup_ops = info.subgroup_shuffle_in_compute;
+  info.use_push_descriptors = info.push_descriptor;
+  return info;
+}
+
+Status ApplyLimits(const ContextOptions& options, DeviceInfo* info) {
+  uint32_t max_shared = options.max_shared_bytes;
+  if (max_shared == 0) {
+    std::string error;
+    auto from_env = env::PositiveInteger("VKFLASH_MAX_SHARED_BYTES", &error);
+    if (!error.empty()) return Status::Error(ErrorCode::kInvalidArgument, error);
+    if (from_env) max_shared = *from_env;
+  }
+  if (max_shared != 0 && max_shared < info->usable_shared_memory_bytes) info->usable_shared_memory_bytes = max_shared;
+  if (options.disable_subgroup_ops || env::Flag("VKFLASH_DISABLE_SUBGROUP_OPS")) info->use_subgroup_ops = false;
+  if (options.disable_push_descriptors || env::Flag("VKFLASH_DISABLE_PUSH_DESCRIPTORS")) info->use_push_descriptors = false;
+  return Status::Ok();
+}
+
+}  // namespace vkflash::vk

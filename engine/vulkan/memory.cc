@@ -1,0 +1,91 @@
+#include "vulkan/memory.h"
+
+#include <utility>
+
+#include "util/status_macros.h"
+#include "util/vk_check.h"
+
+namespace vkflash::vk {
+namespace {
+
+int FindMemoryType(const VkPhysicalDeviceMemoryProperties& props, uint32_t allowed_types,
+                   VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) {
+  int fallback = -1;
+  for (uint32_t i = 0; i < props.memoryTypeCount; ++i) {
+    if (!(allowed_types & (1u << i))) continue;
+    const VkMemoryPropertyFlags flags = props.memoryTypes[i].propertyFlags;
+    if ((flags & required) != required) continue;
+    if ((flags & preferred) == preferred) return int(i);
+    if (fallback < 0) fallback = int(i);
+  }
+  return fallback;
+}
+
+}  // namespace
+
+Result<ScopedBuffer> ScopedBuffer::Create(const Device& device, VkDeviceSize size, VkBufferUsageFlags usage,
+                                          VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) {
+  if (size == 0) return Status::Error(ErrorCode::kInvalidArgument, "a buffer needs a size > 0");
+  ScopedBuffer result;
+  result.device_ = device.handle();
+  result.size_ = size;
+
+  VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  info.size = size;
+  info.usage = usage;
+  info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  VKF_VK_RETURN_IF_ERROR(vkCreateBuffer(device.handle(), &info, nullptr, &result.buffer_), "vkCreateBuffer");
+
+  VkMemoryRequirements requirements;
+  vkGetBufferMemoryRequirements(device.handle(), result.buffer_, &requirements);
+  const int type = FindMemoryType(device.memory_properties(), requirements.memoryTypeBits, required, preferred);
+  if (type < 0) {
+    return Status::Error(ErrorCode::kUnsupported, "no memory type with the properties a buffer needs");
+  }
+  VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  alloc.allocationSize = requirements.size;
+  alloc.memoryTypeIndex = uint32_t(type);
+  VKF_VK_RETURN_IF_ERROR(vkAllocateMemory(device.handle(), &alloc, nullptr, &result.memory_),
+                         "vkAllocateMemory");
+  VKF_VK_RETURN_IF_ERROR(vkBindBufferMemory(device.handle(), result.buffer_, result.memory_, 0),
+                         "vkBindBufferMemory");
+  if (required & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) {
+    VKF_VK_RETURN_IF_ERROR(vkMapMemory(device.handle(), result.memory_, 0, VK_WHOLE_SIZE, 0, &result.mapped_),
+                           "vkMapMemory");
+  }
+  return result;
+}
+
+ScopedBuffer& ScopedBuffer::operator=(ScopedBuffer&& other) noexcept {
+  if (this != &other) {
+    Reset();
+    device_ = std::exchange(other.device_, VK_NULL_HANDLE);
+    buffer_ = std::exchange(other.buffer_, VK_NULL_HANDLE);
+    memory_ = std::exchange(other.memory_, VK_NULL_HANDLE);
+    size_ = std::exchange(other.size_, 0);
+    mapped_ = std::exchange(other.mapped_, nullptr);
+  }
+  return *this;
+}
+
+void ScopedBuffer::Release(VkBuffer* buffer, VkDeviceMemory* memory) {
+  *buffer = std::exchange(buffer_, VK_NULL_HANDLE);
+  *memory = std::exchange(memory_, VK_NULL_HANDLE);
+  mapped_ = nullptr;  // stays mapped; vkFreeMemory unmaps
+  size_ = 0;
+}
+
+void ScopedBuffer::Reset() {
+  FreeBufferAndMemory(device_, buffer_, memory_);
+  buffer_ = VK_NULL_HANDLE;
+  memory_ = VK_NULL_HANDLE;
+  mapped_ = nullptr;
+  size_ = 0;
+}
+
+void FreeBufferAndMemory(VkDevice device, VkBuffer buffer, VkDeviceMemory memory) {
+  if (buffer != VK_NULL_HANDLE) vkDestroyBuffer(device, buffer, nullptr);
+  if (memory != VK_NULL_HANDLE) vkFreeMemory(device, memory, nullptr);
+}
+
+}  // namespace vkflash::vk

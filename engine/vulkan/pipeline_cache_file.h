@@ -1,0 +1,27 @@
+// The on-disk pipeline cache: vkflash's own header (magic, the device identity, a checksum) in
+// front of the driver's VkPipelineCache blob. A file from another device or driver, or one that
+// is truncated or altered, is never handed to the driver.
+#pragma once
+
+#include <vkflash/vkflash.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vkflash::vk {
+
+struct CacheFileRead {
+  PipelineCacheState state = PipelineCacheState::kStartedEmpty;
+  std::vector<uint8_t> driver_blob;  // non-empty only when state == kLoaded
+};
+
+// Reads `path`. A missing file is kStartedEmpty; an unreadable, foreign or corrupt file is
+// reported in `state` (not as an error): the cache then starts empty.
+CacheFileRead ReadPipelineCacheFile(const std::string& path, const DeviceInfo& device);
+
+// Writes header + `driver_blob` to `path` atomically (temporary file, then rename).
+Status WritePipelineCacheFile(const std::string& path, const DeviceInfo& device,
+                              const std::vector<uint8_t>& driver_blob);
+
+}  // namespace vkflash::vk

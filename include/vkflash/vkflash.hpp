@@ -1,0 +1,274 @@
+// vkflash — exact FlashAttention for any Vulkan device. Public C++ API.
+//
+// Quick use (headless, library owns the device):
+//   auto ctx = vkflash::Context::Create();             // picks the best device
+//   if (!ctx.ok()) { log(ctx.status().ToString()); }
+//   auto q = (*ctx)->CreateBuffer(bytes);  ... Upload ... Forward ... Download
+//
+// Inside an engine: Context::Adopt() takes the engine's VkInstance/VkPhysicalDevice/VkDevice/queue,
+// and RecordForward() records into the engine's own command buffer.
+//
+// Tensor layout (the numerical contract, see DESIGN.md): row-major [B, H, N, D].
+//   Q: [B, Hq, Nq, D]   K, V: [B, Hkv, Nk, D]   O: like Q   LSE: [B, Hq, Nq] float32
+//   Hq % Hkv == 0; query head h reads kv head h / (Hq / Hkv).
+//   scale defaults to 1/sqrt(D). causal is bottom-right aligned: row i sees key j iff j <= i + Nk - Nq.
+//   A row that sees no key gets O = 0 and LSE = -inf.
+#pragma once
+
+#include <vkflash/result.hpp>
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace vkflash {
+
+// ---------------------------------------------------------------------------------------------
+// Data types and shapes
+// ---------------------------------------------------------------------------------------------
+
+// Storage type of Q, K, V, O (and dO, dQ, dK, dV). Arithmetic is always float32.
+enum class DataType : uint32_t { kFloat32 = 0, kFloat16 = 1 };
+
+size_t DataTypeSize(DataType type);
+const char* DataTypeName(DataType type);  // "float32" / "float16"
+
+// Head dims the kernels accept: 1..kMaxHeadDim.
+inline constexpr uint32_t kMaxHeadDim = 256;
+
+// The sizes of one attention call. Q is [batch, q_heads, q_len, head_dim], K and V are
+// [batch, kv_heads, kv_len, head_dim].
+struct AttentionShape {
+  uint32_t batch = 1;
+  uint32_t q_heads = 1;
+  uint32_t kv_heads = 1;
+  uint32_t q_len = 0;
+  uint32_t kv_len = 0;
+  uint32_t head_dim = 0;
+
+  uint64_t q_elements() const { return uint64_t(batch) * q_heads * q_len * head_dim; }
+  uint64_t kv_elements() const { return uint64_t(batch) * kv_heads * kv_len * head_dim; }
+  uint64_t lse_elements() const { return uint64_t(batch) * q_heads * q_len; }
+};
+
+// What to compute.
+struct ForwardParams {
+  AttentionShape shape;
+  DataType dtype = DataType::kFloat32;
+  bool causal = false;
+  std::optional<float> scale;  // softmax scale; default 1/sqrt(head_dim)
+
+  float effective_scale() const;
+};
+
+// Checks a ForwardParams against the contract (shape, heads, head dim, finite scale) without
+// touching any device. Returns kInvalidArgument or kUnsupported with the reason.
+Status ValidateForwardParams(const ForwardParams& params);
+
+// ---------------------------------------------------------------------------------------------
+// Buffers
+// ---------------------------------------------------------------------------------------------
+
+// A byte range of a VkBuffer. The library never owns, frees or keeps it past the call, except
+// for descriptor sets on devices without push descriptors (see Context::ForgetBuffer).
+// The buffer needs VK_BUFFER_USAGE_STORAGE_BUFFER_BIT (and TRANSFER_SRC/DST for Upload/Download);
+// offset must be a multiple of minStorageBufferOffsetAlignment.
+struct BufferView {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceSize offset = 0;
+  VkDeviceSize size = 0;
+
+  bool empty() const { return buffer == VK_NULL_HANDLE; }
+};
+
+class Context;
+
+// A device-local buffer owned by vkflash (storage + transfer usage). Move-only; frees its memory
+// when destroyed. It must not outlive the Context that made it.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Buffer&& other) noexcept;
+  Buffer& operator=(Buffer&& other) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer();
+
+  BufferView view() const { return {buffer_, 0, size_}; }
+  VkBuffer handle() const { return buffer_; }
+  VkDeviceSize size() const { return size_; }
+
+ private:
+  friend class Context;
+  void Release();
+
+  Context* owner_ = nullptr;
+  VkBuffer buffer_ = VK_NULL_HANDLE;
+  VkDeviceMemory memory_ = VK_NULL_HANDLE;
+  VkDeviceSize size_ = 0;
+};
+
+// The buffers of one forward call. `lse` may be left empty: the LSE is then not written.
+// Sizes: q, o: shape.q_elements() * DataTypeSize(dtype); k, v: shape.kv_elements() * size;
+// lse: shape.lse_elements() * 4 bytes.
+struct ForwardBuffers {
+  BufferView q, k, v, o;
+  BufferView lse;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Devices and kernels
+// ---------------------------------------------------------------------------------------------
+
+// What the capabilities probe found, and what vkflash will use after the portability knobs.
+struct DeviceInfo {
+  uint32_t index = 0;  // position in vkEnumeratePhysicalDevices
+  std::string name;
+  std::string driver;  // driver name and info, where the device reports them
+  VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
+  uint32_t vendor_id = 0, device_id = 0, api_version = 0, driver_version = 0;
+  uint8_t pipeline_cache_uuid[VK_UUID_SIZE] = {};
+
+  // Device limits and features as reported.
+  uint32_t shared_memory_bytes = 0;         // maxComputeSharedMemorySize
+  uint32_t max_workgroup_invocations = 0;   // maxComputeWorkGroupInvocations
+  uint32_t max_workgroup_count[3] = {0, 0, 0};
+  uint64_t max_storage_buffer_range = 0;
+  uint64_t min_storage_buffer_offset_alignment = 0;
+  uint32_t subgroup_size = 0, min_subgroup_size = 0, max_subgroup_size = 0;
+  bool subgroup_shuffle_in_compute = false;  // SHUFFLE ops supported in compute shaders
+  bool storage_buffer_16bit = false;         // storageBuffer16BitAccess (float16 tensors)
+  bool shader_float16 = false;
+  bool push_descriptor = false;              // VK_KHR_push_descriptor
+  bool nv_cooperative_matrix = false;
+  bool khr_cooperative_matrix = false;
+  float timestamp_period_ns = 0.0f;          // 0: no compute timestamps
+
+  // What vkflash uses, after ContextOptions / VKFLASH_* limits are applied.
+  uint32_t usable_shared_memory_bytes = 0;
+  bool use_subgroup_ops = false;
+  bool use_push_descriptors = false;
+};
+
+const char* DeviceTypeName(VkPhysicalDeviceType type);
+
+// The kernel and tiles chosen for a ForwardParams on this context's device.
+struct KernelChoice {
+  std::string kernel;              // e.g. "forward_scalar_f16"
+  uint32_t block_q = 0;            // Br: query rows per workgroup
+  uint32_t block_kv = 0;           // Bc: key/value rows per shared-memory tile
+  uint32_t threads_per_row = 0;    // invocations sharing one query row
+  uint32_t workgroup_size = 0;
+  bool subgroup_reductions = false;  // false: shared-memory reductions
+  uint32_t shared_memory_bytes = 0;
+};
+
+// Lists the Vulkan devices with their capabilities (no device is created).
+Result<std::vector<DeviceInfo>> EnumerateDevices();
+
+// ---------------------------------------------------------------------------------------------
+// Context
+// ---------------------------------------------------------------------------------------------
+
+enum class MessageSeverity { kInfo, kWarning, kError };
+
+struct ContextOptions {
+  // Device choice: an index into EnumerateDevices(), or a case-insensitive substring of its name.
+  // Empty: the VKFLASH_DEVICE environment variable, else the best device (discrete > integrated >
+  // virtual > CPU). Ignored by Adopt().
+  std::string device_selector;
+
+  // Use less than the device offers, so that mobile-sized configurations can run anywhere.
+  // 0 / false: the VKFLASH_MAX_SHARED_BYTES, VKFLASH_DISABLE_SUBGROUP_OPS and
+  // VKFLASH_DISABLE_PUSH_DESCRIPTORS environment variables decide (unset: the device's limits).
+  uint32_t max_shared_bytes = 0;
+  bool disable_subgroup_ops = false;
+  bool disable_push_descriptors = false;
+
+  // Enables VK_LAYER_KHRONOS_validation with synchronization validation (Create() only; fails
+  // with kUnsupported if the layer is missing). Messages go to `message_callback`.
+  bool enable_validation = false;
+  std::function<void(MessageSeverity, const std::string&)> message_callback;
+
+  // Pipeline cache file: loaded by Create()/Adopt() if present (a blob from another
+  // device/driver, or a corrupt one, is ignored), saved when the Context is destroyed.
+  std::string pipeline_cache_path;
+};
+
+// An engine's own Vulkan objects for Context::Adopt(). vkflash never destroys them. The device
+// must have been created with a queue of `queue_family_index` that supports compute, and with
+// the features below enabled where the flags say so.
+struct ExternalDevice {
+  VkInstance instance = VK_NULL_HANDLE;
+  VkPhysicalDevice physical_device = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;  // used only by the synchronous helpers
+  uint32_t queue_family_index = 0;
+  uint32_t api_version = VK_API_VERSION_1_1;  // the instance's apiVersion (>= 1.1)
+  bool storage_buffer_16bit_access_enabled = false;  // needed for float16 tensors
+  bool push_descriptor_enabled = false;              // VK_KHR_push_descriptor enabled
+};
+
+enum class PipelineCacheState {
+  kNotUsed,         // no pipeline_cache_path
+  kStartedEmpty,    // no file at the path yet
+  kLoaded,          // the file's blob was given to the driver
+  kIgnoredForeign,  // made by another device, driver or vkflash version: not trusted
+  kIgnoredCorrupt,  // truncated, bad checksum or not a vkflash cache: not trusted
+};
+const char* PipelineCacheStateName(PipelineCacheState state);
+
+class Context {
+ public:
+  static Result<std::unique_ptr<Context>> Create(const ContextOptions& options = {});
+  static Result<std::unique_ptr<Context>> Adopt(const ExternalDevice& device,
+                                                const ContextOptions& options = {});
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  const DeviceInfo& device_info() const;
+  VkDevice device() const;
+
+  // Device-local storage buffer of `bytes` (> 0) bytes.
+  Result<Buffer> CreateBuffer(VkDeviceSize bytes);
+  // Copies through a staging buffer and waits. `bytes` must fit in the view.
+  Status Upload(const BufferView& dst, const void* src, size_t bytes);
+  Status Download(const BufferView& src, void* dst, size_t bytes);
+
+  // Which kernel and tiles a forward call with these params runs with here.
+  Result<KernelChoice> ChooseForwardKernel(const ForwardParams& params) const;
+
+  // Records the forward pass into `cmd` (in the recording state, on a queue family with compute).
+  // Barriers: the caller makes prior writes to q/k/v visible to COMPUTE_SHADER reads before this
+  // call, and makes the compute-shader writes to o/lse available to its consumers after it
+  // (srcStage COMPUTE_SHADER, srcAccess SHADER_WRITE). Binds its own pipeline and descriptors:
+  // re-bind yours afterwards. Buffers must stay alive until the command buffer completes.
+  Status RecordForward(VkCommandBuffer cmd, const ForwardParams& params,
+                       const ForwardBuffers& buffers);
+  // RecordForward on the context's queue, then waits for it.
+  Status Forward(const ForwardParams& params, const ForwardBuffers& buffers);
+
+  // Saves the pipeline cache (to `path`, or to options.pipeline_cache_path when empty).
+  Status SavePipelineCache(const std::string& path = "");
+  PipelineCacheState pipeline_cache_state() const;
+  size_t pipeline_count() const;  // pipelines created so far (one per kernel variant)
+
+  // On devices without push descriptors, vkflash keeps descriptor sets per buffer binding. Call
+  // this before destroying a caller-owned VkBuffer that was passed in (when nothing recorded
+  // with it is still pending). A no-op with push descriptors.
+  void ForgetBuffer(VkBuffer buffer);
+
+  struct Impl;
+
+ private:
+  friend class Buffer;
+  explicit Context(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vkflash

@@ -1,0 +1,156 @@
+// FlashAttention-2 forward, scalar (no tensor cores): one workgroup per (Q tile, head, batch).
+//
+// The Q tile (BLOCK_Q rows) is loaded once; K and V tiles (BLOCK_KV rows) stream through one
+// shared-memory buffer. THREADS_PER_ROW invocations share each query row: they split the keys of
+// S and the head-dim columns of O. Softmax is online (Milakov & Gimelshein), in base 2.
+//
+// Variants by define: VKF_STORAGE_F16 (tensor element type), VKF_SUBGROUP_OPS (row reductions).
+// Everything else is a specialization constant (see common/shader_interface.h).
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common/variant_extensions.glsl"
+
+#include "common/shader_interface.h"
+
+layout(local_size_x_id = VKF_SPEC_WORKGROUP_SIZE) in;
+layout(constant_id = VKF_SPEC_HEAD_DIM) const uint HEAD_DIM = 64;
+layout(constant_id = VKF_SPEC_BLOCK_Q) const uint BLOCK_Q = 8;
+layout(constant_id = VKF_SPEC_BLOCK_KV) const uint BLOCK_KV = 16;
+layout(constant_id = VKF_SPEC_THREADS_PER_ROW) const uint THREADS_PER_ROW = 8;
+layout(constant_id = VKF_SPEC_CAUSAL) const bool CAUSAL = false;
+layout(constant_id = VKF_SPEC_WRITE_LSE) const bool WRITE_LSE = true;
+
+const uint WORKGROUP_SIZE = gl_WorkGroupSize.x;  // == BLOCK_Q * THREADS_PER_ROW (engine checks)
+// Shared tiles hold rows of vec4 (head dim padded with zeros to a multiple of 4): one 128-bit
+// shared load feeds four multiply-adds.
+const uint HEAD_VEC4 = (HEAD_DIM + 3) / 4;
+const uint KV_STRIDE = HEAD_VEC4 | 1u;  // odd row stride in vec4: lanes reading different keys hit different banks
+const uint VEC4_PER_THREAD = (HEAD_VEC4 + THREADS_PER_ROW - 1) / THREADS_PER_ROW;
+
+#include "common/tensor_io.glsl"
+#include "common/row_reduce.glsl"
+#include "common/attention_mask.glsl"
+
+VKF_TENSOR_IN(VKF_FWD_BINDING_Q, q_data);
+VKF_TENSOR_IN(VKF_FWD_BINDING_K, k_data);
+VKF_TENSOR_IN(VKF_FWD_BINDING_V, v_data);
+VKF_TENSOR_OUT(VKF_FWD_BINDING_O, o_data);
+layout(std430, set = 0, binding = VKF_FWD_BINDING_LSE) writeonly buffer lse_block { float lse_data[]; };
+
+layout(push_constant) uniform PushBlock { ForwardPush pc; };
+
+shared vec4 q_tile[BLOCK_Q * HEAD_VEC4];
+shared vec4 kv_tile[BLOCK_KV * KV_STRIDE];  // K, then V, of the current key block
+shared float p_tile[BLOCK_Q * BLOCK_KV];     // S, then P = exp2(S - m), of the current block
+
+// Four consecutive elements of a row starting at column 4 * d4; columns past HEAD_DIM are 0.
+vec4 load_q4(uint row_base, uint d4) {
+  vec4 x = vec4(0.0);
+  for (uint j = 0; j < 4; ++j)
+    if (4 * d4 + j < HEAD_DIM) x[j] = float(q_data[row_base + 4 * d4 + j]);
+  return x;
+}
+vec4 load_kv4(bool load_v, uint row_base, uint d4) {
+  vec4 x = vec4(0.0);
+  for (uint j = 0; j < 4; ++j)
+    if (4 * d4 + j < HEAD_DIM) x[j] = load_v ? float(v_data[row_base + 4 * d4 + j]) : float(k_data[row_base + 4 * d4 + j]);
+  return x;
+}
+
+// Copies rows [kv_begin, kv_begin + BLOCK_KV) of this head's K or V into kv_tile; rows past
+// kv_len become zeros (they are masked out of S, and P is 0 there).
+void load_kv_tile(bool load_v, uint head_base, uint kv_begin) {
+  for (uint i = gl_LocalInvocationIndex; i < BLOCK_KV * HEAD_VEC4; i += WORKGROUP_SIZE) {
+    const uint r = i / HEAD_VEC4, d4 = i % HEAD_VEC4;
+    const uint key = kv_begin + r;
+    kv_tile[r * KV_STRIDE + d4] = key < pc.kv_len ? load_kv4(load_v, head_base + key * HEAD_DIM, d4) : vec4(0.0);
+  }
+}
+
+void main() {
+  const uint tid = gl_LocalInvocationIndex;
+  const uint row = tid / THREADS_PER_ROW;   // query row inside the tile
+  const uint lane = tid % THREADS_PER_ROW;  // position among the row's invocations
+  const uint head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
+  const uint kv_head = head / (pc.q_heads / pc.kv_heads);  // GQA / MQA
+  const uint q_begin = gl_WorkGroupID.x * BLOCK_Q;
+  const uint q_end = min(q_begin + BLOCK_Q, pc.q_len);
+  const uint q_row = q_begin + row;
+  const uint q_head_base = (batch * pc.q_heads + head) * pc.q_len * HEAD_DIM;
+  const uint kv_head_base = (batch * pc.kv_heads + kv_head) * pc.kv_len * HEAD_DIM;
+
+  // Load the Q tile once; rows past q_len are zeros and are never stored.
+  for (uint i = tid; i < BLOCK_Q * HEAD_VEC4; i += WORKGROUP_SIZE) {
+    const uint r = i / HEAD_VEC4;
+    q_tile[i] = q_begin + r < pc.q_len ? load_q4(q_head_base + (q_begin + r) * HEAD_DIM, i % HEAD_VEC4) : vec4(0.0);
+  }
+
+  float m = NEG_INF;         // running row max of S (base-2 units), the same in every lane of a row
+  float l_partial = 0.0;     // this lane's share of the running row sum of P
+  vec4 acc[VEC4_PER_THREAD];  // this lane's columns of the unnormalized O row: vec4 d4 = lane + k * THREADS_PER_ROW
+  for (uint k = 0; k < VEC4_PER_THREAD; ++k) acc[k] = vec4(0.0);
+
+  // Tiles wholly above the causal diagonal are never visited.
+  const uint kv_end = visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);
+  for (uint kv_begin = 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
+    load_kv_tile(false, kv_head_base, kv_begin);
+    barrier();  // K tile (and, on the first pass, the Q tile) visible
+
+    // S = Q K^T * scale * log2(e); this lane takes keys c = lane, lane + THREADS_PER_ROW, ...
+    const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
+    float tile_max = NEG_INF;
+    for (uint c = lane; c < BLOCK_KV; c += THREADS_PER_ROW) {
+      float s = 0.0;
+      for (uint d4 = 0; d4 < HEAD_VEC4; ++d4) s += dot(q_tile[row * HEAD_VEC4 + d4], kv_tile[c * KV_STRIDE + d4]);
+      s *= pc.scale_log2;
+      if (masked_tile && !key_visible(q_row, kv_begin + c, pc.q_len, pc.kv_len)) s = NEG_INF;
+      p_tile[row * BLOCK_KV + c] = s;
+      tile_max = max(tile_max, s);
+    }
+    tile_max = row_max(tile_max);
+
+    // Online softmax: new running max, P = exp2(S - m_new), rescale what was accumulated.
+    const float m_new = max(m, tile_max);
+    const float m_ref = m_new == NEG_INF ? 0.0 : m_new;  // row saw no key yet: keeps exp2 off NaN
+    const float alpha = exp2(m - m_ref);                  // exp(m_old - m_new); 0 when m_old = -inf
+    float tile_sum = 0.0;
+    for (uint c = lane; c < BLOCK_KV; c += THREADS_PER_ROW) {
+      const float p = exp2(p_tile[row * BLOCK_KV + c] - m_ref);
+      p_tile[row * BLOCK_KV + c] = p;
+      tile_sum += p;
+    }
+    l_partial = l_partial * alpha + tile_sum;
+    for (uint k = 0; k < VEC4_PER_THREAD; ++k) acc[k] *= alpha;
+    m = m_new;
+    barrier();  // everyone is done with K
+
+    load_kv_tile(true, kv_head_base, kv_begin);
+    barrier();  // V tile and the whole P tile visible
+
+    // O += P V, for this lane's columns.
+    for (uint k = 0; k < VEC4_PER_THREAD; ++k) {
+      const uint d4 = lane + k * THREADS_PER_ROW;
+      if (d4 < HEAD_VEC4) {
+        vec4 sum = vec4(0.0);
+        for (uint c = 0; c < BLOCK_KV; ++c) sum += p_tile[row * BLOCK_KV + c] * kv_tile[c * KV_STRIDE + d4];
+        acc[k] += sum;
+      }
+    }
+    barrier();  // everyone is done with V and P before the next tile overwrites them
+  }
+
+  // Epilogue: O = acc / l, LSE = ln(l) + m (natural log). A row that saw no key: O = 0, LSE = -inf.
+  const float l = row_sum(l_partial);
+  if (q_row < pc.q_len) {
+    const float inv_l = l > 0.0 ? 1.0 / l : 0.0;
+    const uint out_base = q_head_base + q_row * HEAD_DIM;
+    for (uint k = 0; k < VEC4_PER_THREAD; ++k) {
+      const uint d4 = lane + k * THREADS_PER_ROW;
+      for (uint j = 0; j < 4; ++j)
+        if (d4 < HEAD_VEC4 && 4 * d4 + j < HEAD_DIM) o_data[out_base + 4 * d4 + j] = storage_t(acc[k][j] * inv_l);
+    }
+    if (WRITE_LSE && lane == 0) {
+      lse_data[(batch * pc.q_heads + head) * pc.q_len + q_row] = l > 0.0 ? (m + log2(l)) * LN2 : NEG_INF;
+    }
+  }
+}

@@ -1,0 +1,10 @@
+// GLSL extensions that a kernel variant needs. Included right after #version: extensions must
+// precede every declaration. Each variant only declares the capabilities it uses, so that a
+// device without (say) subgroup shuffles can still create the other variants' pipelines.
+#if VKF_STORAGE_F16
+#extension GL_EXT_shader_16bit_storage : require
+#endif
+#if VKF_SUBGROUP_OPS
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#endif

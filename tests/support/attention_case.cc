@@ -1,0 +1,90 @@
+#include "attention_case.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <random>
+
+#include "half.h"
+#include "reference_attention.h"
+
+namespace vkflash::testing {
+
+std::vector<float> RandomValues(uint64_t count, DataType dtype, uint32_t seed, float amplitude) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, amplitude);
+  std::vector<float> values(count);
+  for (float& x : values) x = dtype == DataType::kFloat16 ? tools::RoundToHalf(normal(rng)) : normal(rng);
+  return values;
+}
+
+std::vector<uint8_t> ToStorage(const std::vector<float>& values, DataType dtype) {
+  std::vector<uint8_t> bytes(values.size() * DataTypeSize(dtype));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (dtype == DataType::kFloat16) {
+      const uint16_t h = tools::FloatToHalf(values[i]);
+      std::memcpy(bytes.data() + 2 * i, &h, 2);
+    } else {
+      std::memcpy(bytes.data() + 4 * i, &values[i], 4);
+    }
+  }
+  return bytes;
+}
+
+std::vector<float> FromStorage(const std::vector<uint8_t>& bytes, DataType dtype) {
+  std::vector<float> values(bytes.size() / DataTypeSize(dtype));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (dtype == DataType::kFloat16) {
+      uint16_t h;
+      std::memcpy(&h, bytes.data() + 2 * i, 2);
+      values[i] = tools::HalfToFloat(h);
+    } else {
+      std::memcpy(&values[i], bytes.data() + 4 * i, 4);
+    }
+  }
+  return values;
+}
+
+namespace {
+
+Buffer MakeBuffer(Context& context, const std::vector<uint8_t>& bytes) {
+  auto buffer = context.CreateBuffer(bytes.empty() ? 4 : bytes.size());
+  REQUIRE(buffer.ok());
+  if (!bytes.empty()) REQUIRE(context.Upload(buffer->view(), bytes.data(), bytes.size()).ok());
+  return std::move(buffer).value();
+}
+
+}  // namespace
+
+ForwardRun RunForwardCase(Context& context, const ForwardParams& params, uint32_t seed) {
+  const AttentionShape& s = params.shape;
+  ForwardRun run;
+  run.q = RandomValues(s.q_elements(), params.dtype, seed);
+  run.k = RandomValues(s.kv_elements(), params.dtype, seed + 1000);
+  run.v = RandomValues(s.kv_elements(), params.dtype, seed + 2000);
+
+  const size_t o_bytes = s.q_elements() * DataTypeSize(params.dtype), lse_bytes = s.lse_elements() * 4;
+  Buffer q = MakeBuffer(context, ToStorage(run.q, params.dtype));
+  Buffer k = MakeBuffer(context, ToStorage(run.k, params.dtype));
+  Buffer v = MakeBuffer(context, ToStorage(run.v, params.dtype));
+  Buffer o = MakeBuffer(context, std::vector<uint8_t>(o_bytes, 0xff));      // NaN in both dtypes
+  Buffer lse = MakeBuffer(context, std::vector<uint8_t>(lse_bytes, 0xff));  // NaN
+
+  const Status status = context.Forward(params, {q.view(), k.view(), v.view(), o.view(), lse.view()});
+  INFO(status.ToString());
+  REQUIRE(status.ok());
+  std::vector<uint8_t> o_out(o_bytes);
+  run.lse.resize(s.lse_elements());
+  REQUIRE(context.Download(o.view(), o_out.data(), o_bytes).ok());
+  REQUIRE(context.Download(lse.view(), run.lse.data(), lse_bytes).ok());
+  run.o = FromStorage(o_out, params.dtype);
+
+  const auto reference = tools::ReferenceAttentionForward(params, run.q, run.k, run.v);
+  run.ref_o = reference.o;
+  run.ref_lse = reference.lse;
+  run.o_error = tools::RelativeError(run.o, run.ref_o);
+  run.lse_error = tools::RelativeError(run.lse, run.ref_lse);
+  return run;
+}
+
+}  // namespace vkflash::testing

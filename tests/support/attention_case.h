@@ -1,0 +1,33 @@
+// One attention call end to end on a test context: random inputs, poisoned outputs, the GPU
+// forward, and the float64 reference to compare with.
+#pragma once
+
+#include <vkflash/vkflash.hpp>
+
+#include <cstdint>
+#include <vector>
+
+namespace vkflash::testing {
+
+// Contract tolerances (DESIGN.md): ||out - ref|| / ||ref||.
+inline double ForwardTolerance(DataType dtype) { return dtype == DataType::kFloat16 ? 5e-3 : 2e-4; }
+
+struct ForwardRun {
+  std::vector<float> q, k, v;       // inputs as the GPU saw them (float16-rounded for float16)
+  std::vector<float> o, lse;        // GPU results (O widened to float)
+  std::vector<double> ref_o, ref_lse;
+  double o_error = 0, lse_error = 0;
+};
+
+// Normal(0, 1) values times `amplitude`, rounded to float16 when dtype is float16.
+std::vector<float> RandomValues(uint64_t count, DataType dtype, uint32_t seed, float amplitude = 1.0f);
+
+// Packs floats into the storage dtype's bytes, and back.
+std::vector<uint8_t> ToStorage(const std::vector<float>& values, DataType dtype);
+std::vector<float> FromStorage(const std::vector<uint8_t>& bytes, DataType dtype);
+
+// Runs a forward on `context` with random inputs from `seed`; O and LSE buffers are filled with
+// NaN before the run, so anything the kernel fails to write shows up. REQUIREs success.
+ForwardRun RunForwardCase(Context& context, const ForwardParams& params, uint32_t seed);
+
+}  // namespace vkflash::testing

@@ -1,0 +1,38 @@
+// Test contexts run with VK_LAYER_KHRONOS_validation and synchronization validation on. Every
+// warning or error the layer reports is recorded; tests check the record, and the test binary
+// fails at exit if anything was ever recorded (tests/test_main.cc).
+#pragma once
+
+#include <vkflash/vkflash.hpp>
+
+#include <string>
+#include <vector>
+
+namespace vkflash::testing {
+
+// Named configurations of the portability knobs.
+enum class Knobs {
+  kDevice,            // what the device offers
+  kMobile,            // 16 KB shared memory, no subgroup operations (shared-memory reductions)
+  kNoPushDescriptors, // descriptor sets from pools
+};
+const char* KnobsName(Knobs knobs);
+
+// A context for `knobs`, created once per test process and reused (creation with validation is
+// slow). REQUIREs that creation succeeded.
+Context& SharedContext(Knobs knobs);
+// Destroys the shared contexts (before the process exits, while the loader is still there).
+void ReleaseSharedContexts();
+
+// Options with validation on and messages going to the record.
+ContextOptions ValidatedOptions();
+
+// Adds a message to the record (for test code that makes its own Vulkan instance).
+void RecordValidationMessage(MessageSeverity severity, const std::string& message);
+
+// Every validation message so far, as "severity: text".
+const std::vector<std::string>& ValidationMessages();
+// Fails the current test if the layer reported anything since the last call, and clears the record.
+void RequireNoValidationMessages();
+
+}  // namespace vkflash::testing

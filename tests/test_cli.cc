@@ -1,0 +1,186 @@
+// The `vkflash` executable as users script it: correct outputs through .npy files, and the
+// bad-input contract (exit 2, one line on stderr, no output file left behind). Runs with
+// VKFLASH_VALIDATION=1: any validation message the CLI prints fails the test.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "npy.h"
+#include "reference_attention.h"
+#include "support/attention_case.h"
+
+using namespace vkflash;
+using namespace vkflash::testing;
+
+namespace {
+
+const std::string kDir = "vkflash_cli_test_files";
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+CliResult RunCli(const std::string& args, const std::string& env = "") {
+  ::mkdir(kDir.c_str(), 0755);
+  const std::string out = kDir + "/stdout.txt", err = kDir + "/stderr.txt";
+  const std::string command =
+      "VKFLASH_VALIDATION=1 " + env + " " + VKFLASH_CLI_PATH + " " + args + " >" + out + " 2>" + err;
+  const int status = std::system(command.c_str());
+  CliResult result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.out = Slurp(out);
+  result.err = Slurp(err);
+  return result;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string Path(const std::string& name) { return kDir + "/" + name; }
+
+void WriteTensor(const std::string& name, DataType dtype, std::vector<uint64_t> shape, uint32_t seed) {
+  uint64_t count = 1;
+  for (uint64_t d : shape) count *= d;
+  ::mkdir(kDir.c_str(), 0755);
+  REQUIRE(tools::WriteNpy(Path(name), tools::MakeNpy(dtype, shape, RandomValues(count, dtype, seed))).ok());
+}
+
+std::vector<float> ReadFloats(const std::string& name) {
+  auto array = tools::ReadNpy(Path(name));
+  REQUIRE(array.ok());
+  std::vector<float> values(array->element_count());
+  for (uint64_t i = 0; i < values.size(); ++i) values[i] = array->at(i);
+  return values;
+}
+
+void RequireBadInput(const std::string& args, const std::string& needle, const std::string& env = "") {
+  std::remove(Path("bad_out.npy").c_str());
+  std::remove(Path("bad_lse.npy").c_str());
+  INFO("vkflash " << args);
+  const CliResult r = RunCli(args, env);
+  INFO("stderr: " << r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);  // one line
+  CHECK(r.err.find(needle) != std::string::npos);
+  CHECK(r.err.find("[validation") == std::string::npos);
+  CHECK_FALSE(Exists(Path("bad_out.npy")));
+  CHECK_FALSE(Exists(Path("bad_lse.npy")));
+}
+
+}  // namespace
+
+TEST_CASE("CLI forward writes O and LSE matching the float64 reference", "[cli]") {
+  struct Case {
+    DataType dtype;
+    bool causal;
+    const char* scale;
+  };
+  for (const Case c : {Case{DataType::kFloat32, true, ""}, Case{DataType::kFloat16, false, "0.2"},
+                       Case{DataType::kFloat16, true, ""}}) {
+    WriteTensor("q.npy", c.dtype, {2, 4, 19, 40}, 1);
+    WriteTensor("k.npy", c.dtype, {2, 2, 33, 40}, 2);
+    WriteTensor("v.npy", c.dtype, {2, 2, 33, 40}, 3);
+    std::string args = "forward --q " + Path("q.npy") + " --k " + Path("k.npy") + " --v " + Path("v.npy") +
+                       " --out " + Path("o.npy") + " --lse " + Path("lse.npy");
+    if (c.causal) args += " --causal";
+    if (*c.scale) args += std::string(" --scale ") + c.scale;
+    INFO(args);
+    const CliResult r = RunCli(args);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.err.empty());
+
+    auto o_file = tools::ReadNpy(Path("o.npy"));
+    REQUIRE(o_file.ok());
+    CHECK(o_file->dtype == c.dtype);  // outputs keep the input dtype
+    CHECK(o_file->shape == std::vector<uint64_t>{2, 4, 19, 40});
+    auto lse_file = tools::ReadNpy(Path("lse.npy"));
+    REQUIRE(lse_file.ok());
+    CHECK(lse_file->dtype == DataType::kFloat32);
+    CHECK(lse_file->shape == std::vector<uint64_t>{2, 4, 19});
+
+    ForwardParams params;
+    params.shape = {2, 4, 2, 19, 33, 40};
+    params.dtype = c.dtype;
+    params.causal = c.causal;
+    if (*c.scale) params.scale = std::stof(c.scale);
+    const auto reference = tools::ReferenceAttentionForward(params, ReadFloats("q.npy"), ReadFloats("k.npy"), ReadFloats("v.npy"));
+    CHECK(tools::RelativeError(ReadFloats("o.npy"), reference.o) <= ForwardTolerance(c.dtype));
+    CHECK(tools::RelativeError(ReadFloats("lse.npy"), reference.lse) <= ForwardTolerance(c.dtype));
+  }
+}
+
+TEST_CASE("CLI refuses bad input with exit 2, one line, and no output file", "[cli]") {
+  WriteTensor("q.npy", DataType::kFloat32, {1, 4, 8, 16}, 1);
+  WriteTensor("k.npy", DataType::kFloat32, {1, 2, 8, 16}, 2);
+  WriteTensor("v.npy", DataType::kFloat32, {1, 2, 8, 16}, 3);
+  WriteTensor("v_short.npy", DataType::kFloat32, {1, 2, 7, 16}, 3);
+  WriteTensor("k3.npy", DataType::kFloat32, {1, 3, 8, 16}, 2);
+  WriteTensor("k_f16.npy", DataType::kFloat16, {1, 2, 8, 16}, 2);
+  WriteTensor("q_d512.npy", DataType::kFloat32, {1, 1, 2, 512}, 1);
+  WriteTensor("k_d512.npy", DataType::kFloat32, {1, 1, 2, 512}, 1);
+  WriteTensor("q_3d.npy", DataType::kFloat32, {4, 8, 16}, 1);
+  WriteTensor("q_d8.npy", DataType::kFloat32, {1, 4, 8, 8}, 1);
+  {
+    std::ofstream corrupt(Path("corrupt.npy"), std::ios::binary);
+    corrupt << "\x93NUMPY garbage";
+  }
+  const std::string q = " --q " + Path("q.npy"), k = " --k " + Path("k.npy"), v = " --v " + Path("v.npy");
+  const std::string out = " --out " + Path("bad_out.npy") + " --lse " + Path("bad_lse.npy");
+
+  RequireBadInput("forward --q " + Path("missing.npy") + k + v + out, "missing.npy");
+  RequireBadInput("forward --q " + Path("corrupt.npy") + k + v + out, "corrupt.npy");
+  RequireBadInput("forward" + q + k + " --v " + Path("v_short.npy") + out, "shape");
+  RequireBadInput("forward" + q + " --k " + Path("k3.npy") + " --v " + Path("k3.npy") + out, "multiple");
+  RequireBadInput("forward" + q + " --k " + Path("k_f16.npy") + " --v " + Path("k_f16.npy") + out, "dtype");
+  RequireBadInput("forward --q " + Path("q_d512.npy") + " --k " + Path("k_d512.npy") + " --v " + Path("k_d512.npy") + out,
+                  "head dim");
+  RequireBadInput("forward --q " + Path("q_d8.npy") + k + v + out, "head dim");
+  RequireBadInput("forward --q " + Path("q_3d.npy") + k + v + out, "4 dimensions");
+  RequireBadInput("forward" + q + k + v + out + " --bogus", "bogus");
+  RequireBadInput("forward" + q + k + out, "--v");
+  RequireBadInput("forward" + q + k + v + out + " --scale nan", "scale");
+  RequireBadInput("forward" + q + k + v + out + " --device 99", "99");
+  RequireBadInput("forward" + q + k + v + out, "no-such-gpu", "VKFLASH_DEVICE=no-such-gpu");
+  RequireBadInput("forward" + q + k + v + " --out " + Path("no_such_dir/o.npy"), "no_such_dir");
+  RequireBadInput("frobnicate", "frobnicate");
+}
+
+TEST_CASE("CLI leaves an existing output file untouched when it fails", "[cli]") {
+  WriteTensor("q.npy", DataType::kFloat32, {1, 1, 4, 16}, 1);
+  {
+    std::ofstream keep(Path("keep.npy"));
+    keep << "previous contents";
+  }
+  const CliResult r = RunCli("forward --q " + Path("q.npy") + " --k " + Path("missing.npy") + " --v " +
+                             Path("missing.npy") + " --out " + Path("keep.npy"));
+  CHECK(r.exit_code == 2);
+  CHECK(Slurp(Path("keep.npy")) == "previous contents");
+}
+
+TEST_CASE("CLI info and help succeed", "[cli]") {
+  CliResult r = RunCli("info");
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("forward kernels chosen") != std::string::npos);
+  CHECK(r.err.empty());
+  r = RunCli("--help");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("forward") != std::string::npos);
+}

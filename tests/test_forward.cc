@@ -1,0 +1,177 @@
+// Forward pass vs the float64 CPU reference, over awkward shapes, both dtypes, causal and not,
+// and the portability knobs.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+
+#include "reference_attention.h"
+#include "support/attention_case.h"
+#include "support/validated_context.h"
+
+using namespace vkflash;
+using namespace vkflash::testing;
+
+namespace {
+
+std::string Describe(const ForwardParams& p) {
+  const auto& s = p.shape;
+  return "B=" + std::to_string(s.batch) + " Hq=" + std::to_string(s.q_heads) + " Hkv=" + std::to_string(s.kv_heads) +
+         " Nq=" + std::to_string(s.q_len) + " Nk=" + std::to_string(s.kv_len) + " D=" + std::to_string(s.head_dim) +
+         " " + DataTypeName(p.dtype) + (p.causal ? " causal" : "") +
+         (p.scale ? " scale=" + std::to_string(*p.scale) : "");
+}
+
+void CheckAgainstReference(Context& context, const ForwardParams& params, uint32_t seed) {
+  INFO(Describe(params));
+  const ForwardRun run = RunForwardCase(context, params, seed);
+  CHECK(run.o_error <= ForwardTolerance(params.dtype));
+  CHECK(run.lse_error <= ForwardTolerance(params.dtype));
+  // Rows that see no key: exactly zero output, LSE = -inf, never NaN.
+  for (size_t row = 0; row < run.ref_lse.size(); ++row) {
+    if (std::isinf(run.ref_lse[row])) {
+      REQUIRE(std::isinf(run.lse[row]));
+      REQUIRE(run.lse[row] < 0);
+      for (uint32_t d = 0; d < params.shape.head_dim; ++d) REQUIRE(run.o[row * params.shape.head_dim + d] == 0.0f);
+    }
+  }
+  RequireNoValidationMessages();
+}
+
+// {batch, q_heads, kv_heads, q_len, kv_len, head_dim}: lengths of 1, primes, Nq != Nk both
+// ways, GQA and MQA, tails that are not a multiple of any tile, every listed head dim and odd ones.
+const AttentionShape kShapes[] = {
+    {1, 1, 1, 1, 1, 16},   {1, 2, 2, 7, 13, 32},  {2, 4, 2, 64, 64, 64},  {1, 3, 1, 37, 101, 80},
+    {1, 2, 2, 100, 31, 96}, {1, 1, 1, 41, 41, 128}, {1, 2, 1, 5, 67, 160}, {1, 1, 1, 3, 40, 192},
+    {1, 1, 1, 19, 23, 256}, {2, 2, 1, 11, 5, 8},    {1, 1, 1, 9, 17, 1},   {1, 2, 2, 13, 29, 3},
+    {1, 1, 1, 33, 65, 72},
+};
+
+}  // namespace
+
+TEST_CASE("forward matches the float64 reference on device limits", "[forward]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  uint32_t seed = 1;
+  for (const AttentionShape& shape : kShapes) {
+    for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
+      for (bool causal : {false, true}) {
+        ForwardParams params;
+        params.shape = shape;
+        params.dtype = dtype;
+        params.causal = causal;
+        CheckAgainstReference(context, params, seed++);
+      }
+    }
+  }
+}
+
+TEST_CASE("forward on mobile-sized limits: 16 KB shared memory, shared-memory reductions", "[forward][knobs]") {
+  Context& context = SharedContext(Knobs::kMobile);
+  const DeviceInfo& info = context.device_info();
+  REQUIRE(info.usable_shared_memory_bytes == 16384);
+  REQUIRE_FALSE(info.use_subgroup_ops);
+  uint32_t seed = 500;
+  for (const AttentionShape& shape : kShapes) {
+    for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
+      ForwardParams params;
+      params.shape = shape;
+      params.dtype = dtype;
+      params.causal = (seed % 2) == 0;
+      auto choice = context.ChooseForwardKernel(params);
+      REQUIRE(choice.ok());
+      CHECK(choice->shared_memory_bytes <= 16384);
+      CHECK_FALSE(choice->subgroup_reductions);
+      CheckAgainstReference(context, params, seed++);
+    }
+  }
+}
+
+TEST_CASE("forward with descriptor pools instead of push descriptors", "[forward][knobs]") {
+  Context& context = SharedContext(Knobs::kNoPushDescriptors);
+  REQUIRE_FALSE(context.device_info().use_push_descriptors);
+  ForwardParams params;
+  params.shape = {2, 4, 2, 45, 70, 64};
+  for (bool causal : {false, true}) {
+    params.causal = causal;
+    // Each run makes and frees its own buffers: freeing must drop the cached descriptor sets
+    // that name them (a stale set pointing at a destroyed buffer is a validation error).
+    CheckAgainstReference(context, params, 900);
+    CheckAgainstReference(context, params, 901);
+  }
+}
+
+TEST_CASE("forward with a custom scale", "[forward]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  for (float scale : {0.0f, 0.03f, 1.0f, -0.5f}) {
+    ForwardParams params;
+    params.shape = {1, 2, 1, 29, 47, 64};
+    params.scale = scale;
+    params.causal = scale > 0.5f;
+    CheckAgainstReference(context, params, 77);
+  }
+}
+
+TEST_CASE("forward with large logits stays finite (online softmax rescaling)", "[forward]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  ForwardParams params;
+  params.shape = {1, 1, 1, 40, 200, 32};
+  params.scale = 8.0f;  // logits of order +-100: a naive exp overflows
+  CheckAgainstReference(context, params, 3);
+}
+
+TEST_CASE("causal rows that see no key give zeros and -inf, and Nk = 0 is all such rows", "[forward][causal]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  ForwardParams params;
+  params.causal = true;
+  params.shape = {1, 2, 1, 50, 10, 16};  // rows 0..39 see no key (bottom-right alignment)
+  CheckAgainstReference(context, params, 11);
+  params.shape = {1, 2, 1, 6, 0, 16};    // no keys at all: every row, causal or not
+  CheckAgainstReference(context, params, 12);
+  params.causal = false;
+  CheckAgainstReference(context, params, 13);
+}
+
+TEST_CASE("forward results are bit-identical run after run", "[forward]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  ForwardParams params;
+  params.shape = {1, 2, 2, 70, 90, 64};
+  params.causal = true;
+  const ForwardRun first = RunForwardCase(context, params, 5);
+  const ForwardRun second = RunForwardCase(context, params, 5);
+  REQUIRE(first.o == second.o);
+  REQUIRE(first.lse == second.lse);
+  RequireNoValidationMessages();
+}
+
+TEST_CASE("LSE is optional, and tensors can live at offsets inside one caller buffer", "[forward]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  ForwardParams params;
+  params.shape = {1, 2, 1, 21, 34, 32};
+  const auto& s = params.shape;
+  const VkDeviceSize align = std::max<VkDeviceSize>(context.device_info().min_storage_buffer_offset_alignment, 4);
+  auto Align = [&](VkDeviceSize x) { return (x + align - 1) / align * align; };
+  const VkDeviceSize q_bytes = s.q_elements() * 4, kv_bytes = s.kv_elements() * 4;
+  const VkDeviceSize q_off = 0, k_off = Align(q_bytes), v_off = Align(k_off + kv_bytes), o_off = Align(v_off + kv_bytes);
+  auto big = context.CreateBuffer(o_off + q_bytes);
+  REQUIRE(big.ok());
+
+  const auto q = RandomValues(s.q_elements(), DataType::kFloat32, 1);
+  const auto k = RandomValues(s.kv_elements(), DataType::kFloat32, 2);
+  const auto v = RandomValues(s.kv_elements(), DataType::kFloat32, 3);
+  const VkBuffer b = big->handle();
+  REQUIRE(context.Upload({b, q_off, q_bytes}, q.data(), q_bytes).ok());
+  REQUIRE(context.Upload({b, k_off, kv_bytes}, k.data(), kv_bytes).ok());
+  REQUIRE(context.Upload({b, v_off, kv_bytes}, v.data(), kv_bytes).ok());
+  const std::vector<float> poison(s.q_elements(), NAN);
+  REQUIRE(context.Upload({b, o_off, q_bytes}, poison.data(), q_bytes).ok());
+
+  ForwardBuffers buffers{{b, q_off, q_bytes}, {b, k_off, kv_bytes}, {b, v_off, kv_bytes}, {b, o_off, q_bytes}, {}};
+  const Status status = context.Forward(params, buffers);
+  INFO(status.ToString());
+  REQUIRE(status.ok());
+  std::vector<float> o(s.q_elements());
+  REQUIRE(context.Download({b, o_off, q_bytes}, o.data(), q_bytes).ok());
+  const auto reference = tools::ReferenceAttentionForward(params, q, k, v);
+  CHECK(tools::RelativeError(o, reference.o) <= ForwardTolerance(DataType::kFloat32));
+  RequireNoValidationMessages();
+}

@@ -1,0 +1,77 @@
+// `vkflash info`: the Vulkan devices, their limits, and the kernels/tiles vkflash picks.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "attention_io.h"
+#include "cli_error.h"
+#include "commands.h"
+
+namespace vkflash::cli {
+namespace {
+
+std::string Version(uint32_t v) {
+  return std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v)) + "." +
+         std::to_string(VK_API_VERSION_PATCH(v));
+}
+
+const char* YesNo(bool b) { return b ? "yes" : "no"; }
+
+void PrintDevice(const DeviceInfo& d, bool selected) {
+  std::printf("%s %u: %s (%s), Vulkan %s%s%s\n", selected ? "*" : " ", d.index, d.name.c_str(), DeviceTypeName(d.type),
+              Version(d.api_version).c_str(), d.driver.empty() ? "" : ", driver ", d.driver.c_str());
+  std::printf("    shared memory %u B, subgroup %u (%u..%u), subgroup shuffle %s, fp16 storage %s, fp16 math %s\n",
+              d.shared_memory_bytes, d.subgroup_size, d.min_subgroup_size, d.max_subgroup_size,
+              YesNo(d.subgroup_shuffle_in_compute), YesNo(d.storage_buffer_16bit), YesNo(d.shader_float16));
+  std::printf("    push descriptors %s, cooperative matrix NV %s / KHR %s, max storage buffer %llu B, "
+              "workgroup <= %u invocations, timestamps %s\n",
+              YesNo(d.push_descriptor), YesNo(d.nv_cooperative_matrix), YesNo(d.khr_cooperative_matrix),
+              static_cast<unsigned long long>(d.max_storage_buffer_range), d.max_workgroup_invocations,
+              d.timestamp_period_ns > 0 ? (std::to_string(d.timestamp_period_ns) + " ns/tick").c_str() : "no");
+}
+
+void PrintKernelTable(const Context& context) {
+  const DeviceInfo& d = context.device_info();
+  std::printf("\nvkflash uses device %u: %u B of shared memory, %s reductions, %s\n", d.index,
+              d.usable_shared_memory_bytes, d.use_subgroup_ops ? "subgroup" : "shared-memory",
+              d.use_push_descriptors ? "push descriptors" : "descriptor pools");
+  std::printf("forward kernels chosen:\n  %-8s %-8s %-22s %4s %4s %11s %9s %12s\n", "head_dim", "dtype", "kernel", "Br",
+              "Bc", "threads/row", "workgroup", "shared bytes");
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
+    for (uint32_t head_dim : {32u, 64u, 128u, 256u}) {
+      ForwardParams params;
+      params.dtype = dtype;
+      params.shape.head_dim = head_dim;
+      auto choice = context.ChooseForwardKernel(params);
+      if (!choice.ok()) {
+        std::printf("  %-8u %-8s %s\n", head_dim, DataTypeName(dtype), choice.status().message().c_str());
+        continue;
+      }
+      std::printf("  %-8u %-8s %-22s %4u %4u %11u %9u %12u\n", head_dim, DataTypeName(dtype), choice->kernel.c_str(),
+                  choice->block_q, choice->block_kv, choice->threads_per_row, choice->workgroup_size,
+                  choice->shared_memory_bytes);
+    }
+  }
+}
+
+}  // namespace
+
+Command AddInfoCommand(CLI::App& parent) {
+  auto device = std::make_shared<std::string>();
+  CLI::App* app = parent.add_subcommand("info", "List Vulkan devices, their limits and the kernels vkflash picks");
+  app->add_option("--device", *device, "Device index or name substring (default: VKFLASH_DEVICE, else the best)");
+  return {app, [device]() {
+            auto devices = EnumerateDevices();
+            if (!devices.ok()) return ReportError(devices.status());
+            auto context = OpenContext(*device);
+            std::printf("vkflash %s\nVulkan devices (* = the one vkflash uses):\n", VKFLASH_VERSION);
+            for (const DeviceInfo& d : *devices) {
+              PrintDevice(d, context.ok() && d.index == (*context)->device_info().index);
+            }
+            if (!context.ok()) return ReportError(context.status());
+            PrintKernelTable(**context);
+            return kExitOk;
+          }};
+}
+
+}  // namespace vkflash::cli
