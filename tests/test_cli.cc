@@ -22,7 +22,12 @@ using namespace vkflash::testing;
 
 namespace {
 
-const std::string kDir = "vkflash_cli_test_files";
+// Each test case works in a folder of its own: CTest runs them in parallel.
+std::string g_dir = "vkflash_cli_test_files";
+void UseFolder(const std::string& name) {
+  g_dir = "vkflash_cli_" + name;
+  ::mkdir(g_dir.c_str(), 0755);
+}
 
 struct CliResult {
   int exit_code = -1;
@@ -35,8 +40,7 @@ std::string Slurp(const std::string& path) {
 }
 
 CliResult RunCli(const std::string& args, const std::string& env = "") {
-  ::mkdir(kDir.c_str(), 0755);
-  const std::string out = kDir + "/stdout.txt", err = kDir + "/stderr.txt";
+  const std::string out = g_dir + "/stdout.txt", err = g_dir + "/stderr.txt";
   const std::string command =
       "VKFLASH_VALIDATION=1 " + env + " " + VKFLASH_CLI_PATH + " " + args + " >" + out + " 2>" + err;
   const int status = std::system(command.c_str());
@@ -52,12 +56,11 @@ bool Exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-std::string Path(const std::string& name) { return kDir + "/" + name; }
+std::string Path(const std::string& name) { return g_dir + "/" + name; }
 
 void WriteTensor(const std::string& name, DataType dtype, std::vector<uint64_t> shape, uint32_t seed) {
   uint64_t count = 1;
   for (uint64_t d : shape) count *= d;
-  ::mkdir(kDir.c_str(), 0755);
   REQUIRE(tools::WriteNpy(Path(name), tools::MakeNpy(dtype, shape, RandomValues(count, dtype, seed))).ok());
 }
 
@@ -86,6 +89,7 @@ void RequireBadInput(const std::string& args, const std::string& needle, const s
 }  // namespace
 
 TEST_CASE("CLI forward writes O and LSE matching the float64 reference", "[cli]") {
+  UseFolder("forward");
   struct Case {
     DataType dtype;
     bool causal;
@@ -127,6 +131,7 @@ TEST_CASE("CLI forward writes O and LSE matching the float64 reference", "[cli]"
 }
 
 TEST_CASE("CLI refuses bad input with exit 2, one line, and no output file", "[cli]") {
+  UseFolder("bad_input");
   WriteTensor("q.npy", DataType::kFloat32, {1, 4, 8, 16}, 1);
   WriteTensor("k.npy", DataType::kFloat32, {1, 2, 8, 16}, 2);
   WriteTensor("v.npy", DataType::kFloat32, {1, 2, 8, 16}, 3);
@@ -163,6 +168,7 @@ TEST_CASE("CLI refuses bad input with exit 2, one line, and no output file", "[c
 }
 
 TEST_CASE("CLI leaves an existing output file untouched when it fails", "[cli]") {
+  UseFolder("untouched");
   WriteTensor("q.npy", DataType::kFloat32, {1, 1, 4, 16}, 1);
   {
     std::ofstream keep(Path("keep.npy"));
@@ -175,6 +181,7 @@ TEST_CASE("CLI leaves an existing output file untouched when it fails", "[cli]")
 }
 
 TEST_CASE("CLI info and help succeed", "[cli]") {
+  UseFolder("info");
   CliResult r = RunCli("info");
   INFO(r.err);
   CHECK(r.exit_code == 0);

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine, from the project's root, after ../shared/gpu/prepare.sh filled .gpu/
+# (with vulkan-validationlayers added to .gpu/extra), .gl/ holds libglvnd's packages (the NVIDIA
+# Vulkan driver fails to create an instance without them: apt-get download libvulkan1 libegl1
+# libglvnd0 libopengl0 libgl1 libglx0 libgles2) and a build is in build-gpu/:
+#   device run, carry [".gpu", ".gl", "build-gpu"]: bash tools/gpu/device_checks.sh
+# Prints the device, vkflash's choices, CPU-checked forward runs, and the whole test suite.
+set -uo pipefail
+for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
+source .gpu/env.sh  # the Vulkan loader and the NVIDIA driver; unpacks .gpu/extra into /tmp/vkt
+# The validation layer from .gpu/extra: point its manifest at the unpacked library (setting
+# LD_LIBRARY_PATH to /tmp/vkt instead would put Debian's X11 libraries in front of the driver's).
+layer_dir=/tmp/vkt/usr/share/vulkan/explicit_layer.d
+sed -i 's#"library_path": "libVkLayer#"library_path": "/tmp/vkt/usr/lib/x86_64-linux-gnu/libVkLayer#' \
+  "$layer_dir/VkLayer_khronos_validation.json"
+export VK_LAYER_PATH=$layer_dir
+build=${VKFLASH_BUILD_DIR:-build-gpu}
+
+vulkaninfo --summary 2>/dev/null | sed -n '/Devices:/,$p' | head -20
+"$build/vkflash" info
+for args in "--dtype f32" "--dtype f16 --causal" "--d 128 --nq 1000 --nk 1500 --dtype f16" \
+            "--d 256 --nq 333 --nk 777 --causal" "--d 80 --hq 16 --hkv 1 --nq 513 --nk 513 --dtype f16 --causal"; do
+  echo; "$build/vkflash" check $args
+done
+echo; VKFLASH_MAX_SHARED_BYTES=16384 VKFLASH_DISABLE_SUBGROUP_OPS=1 "$build/vkflash" check --d 128 --dtype f16 --causal
+
+# CTest files name absolute paths of the machine that built them: give it the same root here.
+built_root=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")
+if [ "$built_root" != "$PWD" ]; then mkdir -p "$(dirname "$built_root")" && ln -sfn "$PWD" "$built_root"; fi
+cd "$build" && ctest -j8 --output-on-failure
