@@ -49,11 +49,13 @@ const char* PipelineCacheStateName(PipelineCacheState state) {
   return "unknown";
 }
 
-float ForwardParams::effective_scale() const {
+float AttentionParams::effective_scale() const {
   return scale.has_value() ? *scale : 1.0f / std::sqrt(float(shape.head_dim));
 }
 
-Status ValidateForwardParams(const ForwardParams& params) {
+uint64_t BackwardWorkspaceBytes(const AttentionShape& shape) { return shape.lse_elements() * sizeof(float); }
+
+Status ValidateAttentionParams(const AttentionParams& params) {
   const AttentionShape& s = params.shape;
   if (s.head_dim == 0 || s.head_dim > kMaxHeadDim) {
     return Status::Error(ErrorCode::kUnsupported, "head dim " + std::to_string(s.head_dim) +

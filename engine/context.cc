@@ -5,6 +5,7 @@
 #include <cstring>
 #include <utility>
 
+#include "attention/backward_op.h"
 #include "attention/forward_op.h"
 #include "attention/tile_config.h"
 #include "device_selection.h"
@@ -30,12 +31,14 @@ struct Context::Impl {
   std::unique_ptr<vk::CommandRunner> runner;
   std::unique_ptr<vk::PipelineStore> pipelines;
   std::unique_ptr<attention::ForwardOperator> forward;
+  std::unique_ptr<attention::BackwardOperator> backward;
 
   // Builds everything that sits on top of `device`.
   Status InitOnDevice() {
     VKF_ASSIGN_OR_RETURN(runner, vk::CommandRunner::Create(*device));
     VKF_ASSIGN_OR_RETURN(pipelines, vk::PipelineStore::Create(*device, info, options.pipeline_cache_path));
     VKF_ASSIGN_OR_RETURN(forward, attention::ForwardOperator::Create(*device, info, *pipelines));
+    VKF_ASSIGN_OR_RETURN(backward, attention::BackwardOperator::Create(*device, info, *pipelines));
     return Status::Ok();
   }
 
@@ -150,20 +153,47 @@ Status Context::Download(const BufferView& src, void* dst, size_t bytes) {
   return impl_->Transfer(src, bytes, false, dst);
 }
 
-Result<KernelChoice> Context::ChooseForwardKernel(const ForwardParams& params) const {
-  VKF_RETURN_IF_ERROR(ValidateForwardParams(params));
+Result<KernelChoice> Context::ChooseForwardKernel(const AttentionParams& params) const {
+  VKF_RETURN_IF_ERROR(ValidateAttentionParams(params));
   return attention::ChooseForwardKernel(impl_->info, params);
 }
 
-Status Context::RecordForward(VkCommandBuffer cmd, const ForwardParams& params, const ForwardBuffers& buffers) {
+Status Context::RecordForward(VkCommandBuffer cmd, const AttentionParams& params, const ForwardBuffers& buffers) {
   if (cmd == VK_NULL_HANDLE) return Status::Error(ErrorCode::kInvalidArgument, "command buffer is VK_NULL_HANDLE");
   return impl_->forward->Record(cmd, params, buffers);
 }
 
-Status Context::Forward(const ForwardParams& params, const ForwardBuffers& buffers) {
+Status Context::Forward(const AttentionParams& params, const ForwardBuffers& buffers) {
   return impl_->runner->Run([&](VkCommandBuffer cmd) {
     vk::FullBarrier(cmd);
     VKF_RETURN_IF_ERROR(impl_->forward->Record(cmd, params, buffers));
+    vk::FullBarrier(cmd);
+    return Status::Ok();
+  });
+}
+
+Result<BackwardKernelChoice> Context::ChooseBackwardKernels(const AttentionParams& params) const {
+  VKF_RETURN_IF_ERROR(ValidateAttentionParams(params));
+  return attention::ChooseBackwardKernels(impl_->info, params);
+}
+
+Status Context::RecordBackward(VkCommandBuffer cmd, const AttentionParams& params, const BackwardBuffers& buffers) {
+  if (cmd == VK_NULL_HANDLE) return Status::Error(ErrorCode::kInvalidArgument, "command buffer is VK_NULL_HANDLE");
+  return impl_->backward->Record(cmd, params, buffers);
+}
+
+Status Context::Backward(const AttentionParams& params, const BackwardBuffers& buffers) {
+  VKF_RETURN_IF_ERROR(ValidateAttentionParams(params));
+  BackwardBuffers with_workspace = buffers;
+  Buffer workspace;  // freed (and forgotten by the descriptor cache) when this call returns
+  const uint64_t workspace_bytes = BackwardWorkspaceBytes(params.shape);
+  if (buffers.workspace.empty() && workspace_bytes > 0) {
+    VKF_ASSIGN_OR_RETURN(workspace, CreateBuffer(workspace_bytes));
+    with_workspace.workspace = workspace.view();
+  }
+  return impl_->runner->Run([&](VkCommandBuffer cmd) {
+    vk::FullBarrier(cmd);
+    VKF_RETURN_IF_ERROR(impl_->backward->Record(cmd, params, with_workspace));
     vk::FullBarrier(cmd);
     return Status::Ok();
   });
@@ -173,10 +203,17 @@ Status Context::SavePipelineCache(const std::string& path) {
   return impl_->pipelines->Save(path.empty() ? impl_->options.pipeline_cache_path : path);
 }
 
+uint64_t Context::allocated_bytes() const { return impl_->device->allocated_bytes(); }
+uint64_t Context::peak_allocated_bytes() const { return impl_->device->peak_allocated_bytes(); }
+void Context::ResetPeakAllocatedBytes() { impl_->device->ResetPeak(); }
+
 PipelineCacheState Context::pipeline_cache_state() const { return impl_->pipelines->state(); }
 size_t Context::pipeline_count() const { return impl_->pipelines->pipeline_count(); }
 
-void Context::ForgetBuffer(VkBuffer buffer) { impl_->forward->Forget(buffer); }
+void Context::ForgetBuffer(VkBuffer buffer) {
+  impl_->forward->Forget(buffer);
+  impl_->backward->Forget(buffer);
+}
 
 // ---- Buffer ----
 
@@ -198,7 +235,7 @@ Buffer::~Buffer() { Release(); }
 void Buffer::Release() {
   if (owner_ == nullptr) return;
   owner_->ForgetBuffer(buffer_);
-  vk::FreeBufferAndMemory(owner_->device(), buffer_, memory_);
+  vk::FreeBufferAndMemory(*owner_->impl_->device, buffer_, memory_, size_);
   owner_ = nullptr;
   buffer_ = VK_NULL_HANDLE;
   memory_ = VK_NULL_HANDLE;

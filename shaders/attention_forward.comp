@@ -37,25 +37,16 @@ VKF_TENSOR_IN(VKF_FWD_BINDING_V, v_data);
 VKF_TENSOR_OUT(VKF_FWD_BINDING_O, o_data);
 layout(std430, set = 0, binding = VKF_FWD_BINDING_LSE) writeonly buffer lse_block { float lse_data[]; };
 
-layout(push_constant) uniform PushBlock { ForwardPush pc; };
+layout(push_constant) uniform PushBlock { AttentionPush pc; };
 
 shared vec4 q_tile[BLOCK_Q * HEAD_VEC4];
 shared vec4 kv_tile[BLOCK_KV * KV_STRIDE];  // K, then V, of the current key block
 shared float p_tile[BLOCK_Q * BLOCK_KV];     // S, then P = exp2(S - m), of the current block
 
-// Four consecutive elements of a row starting at column 4 * d4; columns past HEAD_DIM are 0.
-vec4 load_q4(uint row_base, uint d4) {
-  vec4 x = vec4(0.0);
-  for (uint j = 0; j < 4; ++j)
-    if (4 * d4 + j < HEAD_DIM) x[j] = float(q_data[row_base + 4 * d4 + j]);
-  return x;
-}
-vec4 load_kv4(bool load_v, uint row_base, uint d4) {
-  vec4 x = vec4(0.0);
-  for (uint j = 0; j < 4; ++j)
-    if (4 * d4 + j < HEAD_DIM) x[j] = load_v ? float(v_data[row_base + 4 * d4 + j]) : float(k_data[row_base + 4 * d4 + j]);
-  return x;
-}
+VKF_DEFINE_VEC4_LOADER(load_q4, q_data)
+VKF_DEFINE_VEC4_LOADER(load_k4, k_data)
+VKF_DEFINE_VEC4_LOADER(load_v4, v_data)
+VKF_DEFINE_VEC4_STORER(store_o4, o_data)
 
 // Copies rows [kv_begin, kv_begin + BLOCK_KV) of this head's K or V into kv_tile; rows past
 // kv_len become zeros (they are masked out of S, and P is 0 there).
@@ -63,7 +54,8 @@ void load_kv_tile(bool load_v, uint head_base, uint kv_begin) {
   for (uint i = gl_LocalInvocationIndex; i < BLOCK_KV * HEAD_VEC4; i += WORKGROUP_SIZE) {
     const uint r = i / HEAD_VEC4, d4 = i % HEAD_VEC4;
     const uint key = kv_begin + r;
-    kv_tile[r * KV_STRIDE + d4] = key < pc.kv_len ? load_kv4(load_v, head_base + key * HEAD_DIM, d4) : vec4(0.0);
+    const uint row_base = head_base + key * HEAD_DIM;
+    kv_tile[r * KV_STRIDE + d4] = key >= pc.kv_len ? vec4(0.0) : load_v ? load_v4(row_base, d4) : load_k4(row_base, d4);
   }
 }
 
@@ -101,7 +93,7 @@ void main() {
     float tile_max = NEG_INF;
     for (uint c = lane; c < BLOCK_KV; c += THREADS_PER_ROW) {
       float s = 0.0;
-      for (uint d4 = 0; d4 < HEAD_VEC4; ++d4) s += dot(q_tile[row * HEAD_VEC4 + d4], kv_tile[c * KV_STRIDE + d4]);
+      [[dont_unroll]] for (uint d4 = 0; d4 < HEAD_VEC4; ++d4) s += dot(q_tile[row * HEAD_VEC4 + d4], kv_tile[c * KV_STRIDE + d4]);
       s *= pc.scale_log2;
       if (masked_tile && !key_visible(q_row, kv_begin + c, pc.q_len, pc.kv_len)) s = NEG_INF;
       p_tile[row * BLOCK_KV + c] = s;
@@ -132,7 +124,7 @@ void main() {
       const uint d4 = lane + k * THREADS_PER_ROW;
       if (d4 < HEAD_VEC4) {
         vec4 sum = vec4(0.0);
-        for (uint c = 0; c < BLOCK_KV; ++c) sum += p_tile[row * BLOCK_KV + c] * kv_tile[c * KV_STRIDE + d4];
+        [[dont_unroll]] for (uint c = 0; c < BLOCK_KV; ++c) sum += p_tile[row * BLOCK_KV + c] * kv_tile[c * KV_STRIDE + d4];
         acc[k] += sum;
       }
     }
@@ -146,8 +138,7 @@ void main() {
     const uint out_base = q_head_base + q_row * HEAD_DIM;
     for (uint k = 0; k < VEC4_PER_THREAD; ++k) {
       const uint d4 = lane + k * THREADS_PER_ROW;
-      for (uint j = 0; j < 4; ++j)
-        if (d4 < HEAD_VEC4 && 4 * d4 + j < HEAD_DIM) o_data[out_base + 4 * d4 + j] = storage_t(acc[k][j] * inv_l);
+      if (d4 < HEAD_VEC4) store_o4(out_base, d4, acc[k] * inv_l);
     }
     if (WRITE_LSE && lane == 0) {
       lse_data[(batch * pc.q_heads + head) * pc.q_len + q_row] = l > 0.0 ? (m + log2(l)) * LN2 : NEG_INF;

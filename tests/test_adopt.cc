@@ -141,7 +141,7 @@ struct Engine {
 }  // namespace
 
 TEST_CASE("adopted device: the engine records vkflash into its own command buffer", "[adopt]") {
-  ForwardParams params;
+  AttentionParams params;
   params.shape = {1, 4, 2, 37, 52, 64};
   params.causal = true;
   const auto& s = params.shape;
@@ -204,7 +204,7 @@ TEST_CASE("adopted device: the engine records vkflash into its own command buffe
     CHECK(tools::RelativeError(lse, reference.lse) <= ForwardTolerance(DataType::kFloat32));
 
     // float16 needs storageBuffer16BitAccess, which this engine did not enable.
-    ForwardParams f16 = params;
+    AttentionParams f16 = params;
     f16.dtype = DataType::kFloat16;
     CHECK(context.ChooseForwardKernel(f16).status().code() == ErrorCode::kUnsupported);
     vkFreeCommandBuffers(engine.device, engine.pool, 1, &cmd);

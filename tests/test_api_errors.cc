@@ -15,7 +15,7 @@ struct Tensors {
   ForwardBuffers views() const { return {q.view(), k.view(), v.view(), o.view(), lse.view()}; }
 };
 
-Tensors MakeTensors(Context& context, const ForwardParams& p) {
+Tensors MakeTensors(Context& context, const AttentionParams& p) {
   const uint64_t e = DataTypeSize(p.dtype);
   auto make = [&](uint64_t bytes) {
     auto b = context.CreateBuffer(bytes);
@@ -26,8 +26,8 @@ Tensors MakeTensors(Context& context, const ForwardParams& p) {
           make(p.shape.q_elements() * e), make(p.shape.lse_elements() * 4)};
 }
 
-ForwardParams Valid() {
-  ForwardParams p;
+AttentionParams Valid() {
+  AttentionParams p;
   p.shape = {1, 4, 2, 16, 16, 32};
   return p;
 }
@@ -38,7 +38,7 @@ TEST_CASE("invalid parameters are refused before anything runs", "[errors]") {
   Context& context = SharedContext(Knobs::kDevice);
   Tensors t = MakeTensors(context, Valid());
 
-  ForwardParams p = Valid();
+  AttentionParams p = Valid();
   p.shape.q_heads = 3;  // not a multiple of kv_heads = 2
   Status s = context.Forward(p, t.views());
   CHECK(s.code() == ErrorCode::kInvalidArgument);
@@ -64,7 +64,7 @@ TEST_CASE("invalid parameters are refused before anything runs", "[errors]") {
 
 TEST_CASE("buffers that are too small, null, misaligned or overlapping are refused", "[errors]") {
   Context& context = SharedContext(Knobs::kDevice);
-  const ForwardParams p = Valid();
+  const AttentionParams p = Valid();
   Tensors t = MakeTensors(context, p);
 
   ForwardBuffers b = t.views();
@@ -111,7 +111,7 @@ TEST_CASE("transfers and buffers check their sizes", "[errors]") {
 
 TEST_CASE("an empty query set is a no-op", "[errors]") {
   Context& context = SharedContext(Knobs::kDevice);
-  ForwardParams p = Valid();
+  AttentionParams p = Valid();
   p.shape.q_len = 0;
   CHECK(context.Forward(p, {}).ok());
   p = Valid();

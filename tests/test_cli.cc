@@ -119,7 +119,7 @@ TEST_CASE("CLI forward writes O and LSE matching the float64 reference", "[cli]"
     CHECK(lse_file->dtype == DataType::kFloat32);
     CHECK(lse_file->shape == std::vector<uint64_t>{2, 4, 19});
 
-    ForwardParams params;
+    AttentionParams params;
     params.shape = {2, 4, 2, 19, 33, 40};
     params.dtype = c.dtype;
     params.causal = c.causal;

@@ -14,7 +14,7 @@ using namespace vkflash::testing;
 
 namespace {
 
-std::string Describe(const ForwardParams& p) {
+std::string Describe(const AttentionParams& p) {
   const auto& s = p.shape;
   return "B=" + std::to_string(s.batch) + " Hq=" + std::to_string(s.q_heads) + " Hkv=" + std::to_string(s.kv_heads) +
          " Nq=" + std::to_string(s.q_len) + " Nk=" + std::to_string(s.kv_len) + " D=" + std::to_string(s.head_dim) +
@@ -22,7 +22,7 @@ std::string Describe(const ForwardParams& p) {
          (p.scale ? " scale=" + std::to_string(*p.scale) : "");
 }
 
-void CheckAgainstReference(Context& context, const ForwardParams& params, uint32_t seed) {
+void CheckAgainstReference(Context& context, const AttentionParams& params, uint32_t seed) {
   INFO(Describe(params));
   const ForwardRun run = RunForwardCase(context, params, seed);
   CHECK(run.o_error <= ForwardTolerance(params.dtype));
@@ -55,7 +55,7 @@ TEST_CASE("forward matches the float64 reference on device limits", "[forward]")
   for (const AttentionShape& shape : kShapes) {
     for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
       for (bool causal : {false, true}) {
-        ForwardParams params;
+        AttentionParams params;
         params.shape = shape;
         params.dtype = dtype;
         params.causal = causal;
@@ -73,7 +73,7 @@ TEST_CASE("forward on mobile-sized limits: 16 KB shared memory, shared-memory re
   uint32_t seed = 500;
   for (const AttentionShape& shape : kShapes) {
     for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
-      ForwardParams params;
+      AttentionParams params;
       params.shape = shape;
       params.dtype = dtype;
       params.causal = (seed % 2) == 0;
@@ -89,7 +89,7 @@ TEST_CASE("forward on mobile-sized limits: 16 KB shared memory, shared-memory re
 TEST_CASE("forward with descriptor pools instead of push descriptors", "[forward][knobs]") {
   Context& context = SharedContext(Knobs::kNoPushDescriptors);
   REQUIRE_FALSE(context.device_info().use_push_descriptors);
-  ForwardParams params;
+  AttentionParams params;
   params.shape = {2, 4, 2, 45, 70, 64};
   for (bool causal : {false, true}) {
     params.causal = causal;
@@ -103,7 +103,7 @@ TEST_CASE("forward with descriptor pools instead of push descriptors", "[forward
 TEST_CASE("forward with a custom scale", "[forward]") {
   Context& context = SharedContext(Knobs::kDevice);
   for (float scale : {0.0f, 0.03f, 1.0f, -0.5f}) {
-    ForwardParams params;
+    AttentionParams params;
     params.shape = {1, 2, 1, 29, 47, 64};
     params.scale = scale;
     params.causal = scale > 0.5f;
@@ -113,7 +113,7 @@ TEST_CASE("forward with a custom scale", "[forward]") {
 
 TEST_CASE("forward with large logits stays finite (online softmax rescaling)", "[forward]") {
   Context& context = SharedContext(Knobs::kDevice);
-  ForwardParams params;
+  AttentionParams params;
   params.shape = {1, 1, 1, 40, 200, 32};
   params.scale = 8.0f;  // logits of order +-100: a naive exp overflows
   CheckAgainstReference(context, params, 3);
@@ -121,7 +121,7 @@ TEST_CASE("forward with large logits stays finite (online softmax rescaling)", "
 
 TEST_CASE("causal rows that see no key give zeros and -inf, and Nk = 0 is all such rows", "[forward][causal]") {
   Context& context = SharedContext(Knobs::kDevice);
-  ForwardParams params;
+  AttentionParams params;
   params.causal = true;
   params.shape = {1, 2, 1, 50, 10, 16};  // rows 0..39 see no key (bottom-right alignment)
   CheckAgainstReference(context, params, 11);
@@ -133,7 +133,7 @@ TEST_CASE("causal rows that see no key give zeros and -inf, and Nk = 0 is all su
 
 TEST_CASE("forward results are bit-identical run after run", "[forward]") {
   Context& context = SharedContext(Knobs::kDevice);
-  ForwardParams params;
+  AttentionParams params;
   params.shape = {1, 2, 2, 70, 90, 64};
   params.causal = true;
   const ForwardRun first = RunForwardCase(context, params, 5);
@@ -145,7 +145,7 @@ TEST_CASE("forward results are bit-identical run after run", "[forward]") {
 
 TEST_CASE("LSE is optional, and tensors can live at offsets inside one caller buffer", "[forward]") {
   Context& context = SharedContext(Knobs::kDevice);
-  ForwardParams params;
+  AttentionParams params;
   params.shape = {1, 2, 1, 21, 34, 32};
   const auto& s = params.shape;
   const VkDeviceSize align = std::max<VkDeviceSize>(context.device_info().min_storage_buffer_offset_alignment, 4);

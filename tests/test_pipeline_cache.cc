@@ -45,8 +45,8 @@ std::unique_ptr<Context> OpenWithCache(const std::string& path) {
   return std::move(context).value();
 }
 
-ForwardParams SmallCall() {
-  ForwardParams p;
+AttentionParams SmallCall() {
+  AttentionParams p;
   p.shape = {1, 2, 1, 9, 14, 32};
   p.causal = true;
   return p;
@@ -58,7 +58,7 @@ TEST_CASE("a pipeline is created once per kernel variant", "[pipeline-cache]") {
   auto context = OpenWithCache("");
   CHECK(context->pipeline_cache_state() == PipelineCacheState::kNotUsed);
   CHECK(context->pipeline_count() == 0);
-  ForwardParams p = SmallCall();
+  AttentionParams p = SmallCall();
   RunForwardCase(*context, p, 1);
   CHECK(context->pipeline_count() == 1);
   RunForwardCase(*context, p, 2);  // same variant, same constants

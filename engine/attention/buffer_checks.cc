@@ -13,7 +13,7 @@ bool Overlap(const NamedView& a, const NamedView& b) {
 
 }  // namespace
 
-Status CheckViews(const DeviceInfo& device, std::initializer_list<NamedView> views) {
+Status CheckViews(const DeviceInfo& device, const std::vector<NamedView>& views) {
   for (const NamedView& v : views) {
     const std::string name = v.name;
     if (v.view.buffer == VK_NULL_HANDLE) {
@@ -39,7 +39,7 @@ Status CheckViews(const DeviceInfo& device, std::initializer_list<NamedView> vie
   return Status::Ok();
 }
 
-Status CheckNoOverlap(std::initializer_list<NamedView> outputs, std::initializer_list<NamedView> inputs) {
+Status CheckNoOverlap(const std::vector<NamedView>& outputs, const std::vector<NamedView>& inputs) {
   for (auto out = outputs.begin(); out != outputs.end(); ++out) {
     for (const NamedView& in : inputs) {
       if (Overlap(*out, in)) {

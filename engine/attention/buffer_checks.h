@@ -4,7 +4,7 @@
 
 #include <vkflash/vkflash.hpp>
 
-#include <initializer_list>
+#include <vector>
 
 namespace vkflash::attention {
 
@@ -16,10 +16,10 @@ struct NamedView {
 
 // Each view: non-null, at least `required_bytes`, within maxStorageBufferRange, offset aligned to
 // minStorageBufferOffsetAlignment.
-Status CheckViews(const DeviceInfo& device, std::initializer_list<NamedView> views);
+Status CheckViews(const DeviceInfo& device, const std::vector<NamedView>& views);
 
 // Outputs must not overlap any input or each other: the kernels read inputs while other
 // workgroups write outputs.
-Status CheckNoOverlap(std::initializer_list<NamedView> outputs, std::initializer_list<NamedView> inputs);
+Status CheckNoOverlap(const std::vector<NamedView>& outputs, const std::vector<NamedView>& inputs);
 
 }  // namespace vkflash::attention

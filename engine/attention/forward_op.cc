@@ -1,11 +1,10 @@
 #include "attention/forward_op.h"
 
 #include <array>
-#include <cmath>
 
 #include "attention/buffer_checks.h"
+#include "attention/kernel_constants.h"
 #include "attention/tile_config.h"
-#include "common/shader_interface.h"
 #include "util/status_macros.h"
 #include "vulkan/shader_library.h"
 
@@ -14,12 +13,12 @@ namespace vkflash::attention {
 Result<std::unique_ptr<ForwardOperator>> ForwardOperator::Create(const vk::Device& device, const DeviceInfo& info,
                                                                  vk::PipelineStore& pipelines) {
   auto op = std::unique_ptr<ForwardOperator>(new ForwardOperator(info, pipelines));
-  VKF_ASSIGN_OR_RETURN(op->layout_, vk::KernelLayout::Create(device, VKF_FWD_BINDING_COUNT, sizeof(gpu::ForwardPush)));
+  VKF_ASSIGN_OR_RETURN(op->layout_, vk::KernelLayout::Create(device, VKF_FWD_BINDING_COUNT, sizeof(gpu::AttentionPush)));
   return op;
 }
 
-Status ForwardOperator::Record(VkCommandBuffer cmd, const ForwardParams& params, const ForwardBuffers& buffers) {
-  VKF_RETURN_IF_ERROR(ValidateForwardParams(params));
+Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& params, const ForwardBuffers& buffers) {
+  VKF_RETURN_IF_ERROR(ValidateAttentionParams(params));
   const AttentionShape& shape = params.shape;
   if (shape.q_elements() == 0) return Status::Ok();  // nothing to compute (batch or q_len is 0)
 
@@ -54,21 +53,13 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const ForwardParams& params,
 
   const vk::ShaderBlob* shader = vk::FindShader(choice.kernel);
   if (shader == nullptr) return Status::Error(ErrorCode::kUnsupported, "kernel '" + choice.kernel + "' is not built");
-  const std::array<uint32_t, 7> spec = {choice.workgroup_size, shape.head_dim, choice.block_q, choice.block_kv,
-                                        choice.threads_per_row, params.causal ? 1u : 0u,
-                                        buffers.lse.empty() ? 0u : 1u};
+  const SpecConstants spec = MakeSpecConstants(choice, params, /*write_lse=*/!buffers.lse.empty());
   VKF_ASSIGN_OR_RETURN(VkPipeline pipeline, pipelines_.Get(*shader, layout_->pipeline_layout(), spec));
 
   // An unused LSE binding still needs a valid buffer: O stands in (WRITE_LSE = false never touches it).
   const std::array<BufferView, VKF_FWD_BINDING_COUNT> bindings = {q.view, k.view, v.view, o.view,
                                                                   buffers.lse.empty() ? o.view : buffers.lse};
-  gpu::ForwardPush push{};
-  push.batch = shape.batch;
-  push.q_heads = shape.q_heads;
-  push.kv_heads = shape.kv_heads;
-  push.q_len = shape.q_len;
-  push.kv_len = shape.kv_len;
-  push.scale_log2 = params.effective_scale() * float(M_LOG2E);
+  const gpu::AttentionPush push = MakeAttentionPush(params);
 
   vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
   VKF_RETURN_IF_ERROR(layout_->BindBuffers(cmd, bindings));

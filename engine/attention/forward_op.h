@@ -17,7 +17,7 @@ class ForwardOperator {
   static Result<std::unique_ptr<ForwardOperator>> Create(const vk::Device& device, const DeviceInfo& info,
                                                          vk::PipelineStore& pipelines);
 
-  Status Record(VkCommandBuffer cmd, const ForwardParams& params, const ForwardBuffers& buffers);
+  Status Record(VkCommandBuffer cmd, const AttentionParams& params, const ForwardBuffers& buffers);
   void Forget(VkBuffer buffer) { layout_->Forget(buffer); }
 
  private:

@@ -9,12 +9,13 @@ struct TileShape {
   uint32_t block_q, block_kv;
 };
 
-// Largest first: more rows per workgroup amortize each K/V tile over more queries.
+// (rows a workgroup owns, rows of each streamed tile), largest first: more owned rows amortize
+// each streamed tile over more work.
 constexpr TileShape kForwardTiles[] = {{32, 32}, {16, 32}, {16, 16}, {8, 16}, {8, 8}, {4, 8},
                                        {4, 4},   {2, 4},   {1, 4},   {1, 2},  {1, 1}};
 constexpr uint32_t kThreadsPerRow[] = {8, 4, 2, 1};
 
-bool Fits(const DeviceInfo& device, uint32_t head_dim, TileShape tile, uint32_t threads_per_row, bool subgroup) {
+bool ForwardFits(const DeviceInfo& device, uint32_t head_dim, TileShape tile, uint32_t threads_per_row, bool subgroup) {
   const uint32_t workgroup = tile.block_q * threads_per_row;
   if (workgroup > device.max_workgroup_invocations) return false;
   if (subgroup) {
@@ -25,6 +26,22 @@ bool Fits(const DeviceInfo& device, uint32_t head_dim, TileShape tile, uint32_t 
   }
   return ForwardSharedBytes(head_dim, tile.block_q, tile.block_kv, threads_per_row, subgroup) <=
          device.usable_shared_memory_bytes;
+}
+
+Status CheckDtype(const DeviceInfo& device, DataType dtype) {
+  if (dtype == DataType::kFloat16 && !device.storage_buffer_16bit) {
+    return Status::Error(ErrorCode::kUnsupported,
+                         "float16 tensors need storageBuffer16BitAccess, which '" + device.name + "' lacks");
+  }
+  return Status::Ok();
+}
+
+const char* DtypeSuffix(DataType dtype) { return dtype == DataType::kFloat16 ? "f16" : "f32"; }
+
+Status NothingFits(const DeviceInfo& device, uint32_t head_dim) {
+  return Status::Error(ErrorCode::kUnsupported,
+                       "no tile fits head dim " + std::to_string(head_dim) + " in " +
+                           std::to_string(device.usable_shared_memory_bytes) + " bytes of shared memory");
 }
 
 }  // namespace
@@ -38,20 +55,16 @@ uint32_t ForwardSharedBytes(uint32_t head_dim, uint32_t block_q, uint32_t block_
   return floats * uint32_t(sizeof(float));
 }
 
-Result<KernelChoice> ChooseForwardKernel(const DeviceInfo& device, const ForwardParams& params) {
-  if (params.dtype == DataType::kFloat16 && !device.storage_buffer_16bit) {
-    return Status::Error(ErrorCode::kUnsupported,
-                         "float16 tensors need storageBuffer16BitAccess, which '" + device.name + "' lacks");
-  }
+Result<KernelChoice> ChooseForwardKernel(const DeviceInfo& device, const AttentionParams& params) {
+  if (Status s = CheckDtype(device, params.dtype); !s.ok()) return s;
   const uint32_t head_dim = params.shape.head_dim;
   for (bool subgroup : {true, false}) {
     if (subgroup && !device.use_subgroup_ops) continue;
     for (uint32_t threads_per_row : kThreadsPerRow) {
       for (TileShape tile : kForwardTiles) {
-        if (!Fits(device, head_dim, tile, threads_per_row, subgroup)) continue;
+        if (!ForwardFits(device, head_dim, tile, threads_per_row, subgroup)) continue;
         KernelChoice choice;
-        choice.kernel = std::string("forward_") + (params.dtype == DataType::kFloat16 ? "f16" : "f32") +
-                        (subgroup ? "_subgroup" : "_shared");
+        choice.kernel = std::string("forward_") + DtypeSuffix(params.dtype) + (subgroup ? "_subgroup" : "_shared");
         choice.block_q = tile.block_q;
         choice.block_kv = tile.block_kv;
         choice.threads_per_row = threads_per_row;
@@ -62,9 +75,52 @@ Result<KernelChoice> ChooseForwardKernel(const DeviceInfo& device, const Forward
       }
     }
   }
-  return Status::Error(ErrorCode::kUnsupported,
-                       "no forward tile fits head dim " + std::to_string(head_dim) + " in " +
-                           std::to_string(device.usable_shared_memory_bytes) + " bytes of shared memory");
+  return NothingFits(device, head_dim);
+}
+
+uint32_t BackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed, bool dkdv) {
+  const uint32_t head_vec4 = (head_dim + 3) / 4;
+  const uint32_t stride = head_vec4 | 1u;
+  const uint32_t vec4s = 2 * owned * head_vec4 + 2 * streamed * stride;  // owned rows, streamed tiles
+  const uint32_t floats = dkdv ? 2 * owned * streamed + 2 * streamed     // P^T, dS^T, LSE, delta
+                               : owned * streamed;                       // dS
+  return 16 * vec4s + 4 * floats;
+}
+
+Result<BackwardKernelChoice> ChooseBackwardKernels(const DeviceInfo& device, const AttentionParams& params) {
+  if (Status s = CheckDtype(device, params.dtype); !s.ok()) return s;
+  const uint32_t head_dim = params.shape.head_dim;
+  // Both gradient kernels hold two owned row blocks and two streamed tiles: the forward's list
+  // of (owned, streamed) shapes serves them too.
+  auto choose = [&](bool dkdv) -> Result<KernelChoice> {
+    for (uint32_t threads_per_row : kThreadsPerRow) {
+      for (TileShape tile : kForwardTiles) {
+        const uint32_t owned = tile.block_q, streamed = tile.block_kv;
+        const uint32_t bytes = BackwardSharedBytes(head_dim, owned, streamed, dkdv);
+        if (owned * threads_per_row > device.max_workgroup_invocations || bytes > device.usable_shared_memory_bytes) {
+          continue;
+        }
+        KernelChoice choice;
+        choice.kernel = std::string(dkdv ? "backward_dkdv_" : "backward_dq_") + DtypeSuffix(params.dtype);
+        choice.block_q = dkdv ? streamed : owned;
+        choice.block_kv = dkdv ? owned : streamed;
+        choice.threads_per_row = threads_per_row;
+        choice.workgroup_size = owned * threads_per_row;
+        choice.subgroup_reductions = false;
+        choice.shared_memory_bytes = bytes;
+        return choice;
+      }
+    }
+    return NothingFits(device, head_dim);
+  };
+  BackwardKernelChoice choice;
+  auto dkdv = choose(true);
+  if (!dkdv.ok()) return dkdv.status();
+  auto dq = choose(false);
+  if (!dq.ok()) return dq.status();
+  choice.dkdv = *dkdv;
+  choice.dq = *dq;
+  return choice;
 }
 
 }  // namespace vkflash::attention

@@ -14,6 +14,12 @@ uint32_t ForwardSharedBytes(uint32_t head_dim, uint32_t block_q, uint32_t block_
 
 // The largest tiles that fit the device's usable limits. kUnsupported when nothing fits (or the
 // device cannot store the dtype).
-Result<KernelChoice> ChooseForwardKernel(const DeviceInfo& device, const ForwardParams& params);
+Result<KernelChoice> ChooseForwardKernel(const DeviceInfo& device, const AttentionParams& params);
+
+// Shared memory of the backward gradient kernels (shaders/attention_backward_{dkdv,dq}.comp):
+// `owned` rows stay in the workgroup, tiles of `streamed` rows pass through.
+uint32_t BackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed, bool dkdv);
+
+Result<BackwardKernelChoice> ChooseBackwardKernels(const DeviceInfo& device, const AttentionParams& params);
 
 }  // namespace vkflash::attention

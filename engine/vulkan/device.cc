@@ -71,6 +71,13 @@ Status Device::LoadFunctions(bool use_push_descriptors) {
   return Status::Ok();
 }
 
+void Device::OnAllocate(uint64_t bytes) const {
+  const uint64_t now = allocated_bytes_ += bytes;
+  uint64_t peak = peak_allocated_bytes_;
+  while (now > peak && !peak_allocated_bytes_.compare_exchange_weak(peak, now)) {
+  }
+}
+
 Device::~Device() {
   if (owned_ && device_ != VK_NULL_HANDLE) {
     vkDeviceWaitIdle(device_);

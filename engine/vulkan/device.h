@@ -4,6 +4,7 @@
 
 #include <vkflash/vkflash.hpp>
 
+#include <atomic>
 #include <memory>
 
 namespace vkflash::vk {
@@ -25,6 +26,14 @@ class Device {
   uint32_t queue_family() const { return queue_family_; }
   const VkPhysicalDeviceMemoryProperties& memory_properties() const { return memory_properties_; }
 
+  // Bytes of the buffers vkflash holds on this device now, and the most since ResetPeak().
+  // Kept by every allocation path (vk::ScopedBuffer), so tests can bound what a call allocates.
+  void OnAllocate(uint64_t bytes) const;
+  void OnFree(uint64_t bytes) const { allocated_bytes_ -= bytes; }
+  uint64_t allocated_bytes() const { return allocated_bytes_; }
+  uint64_t peak_allocated_bytes() const { return peak_allocated_bytes_; }
+  void ResetPeak() const { peak_allocated_bytes_ = allocated_bytes_.load(); }
+
   // Non-null when push descriptors are in use (VK_KHR_push_descriptor enabled and not disabled).
   PFN_vkCmdPushDescriptorSetWithTemplateKHR push_descriptor_with_template() const { return push_with_template_; }
 
@@ -39,6 +48,8 @@ class Device {
   bool owned_ = false;
   VkPhysicalDeviceMemoryProperties memory_properties_{};
   PFN_vkCmdPushDescriptorSetWithTemplateKHR push_with_template_ = nullptr;
+  mutable std::atomic<uint64_t> allocated_bytes_{0};
+  mutable std::atomic<uint64_t> peak_allocated_bytes_{0};
 };
 
 }  // namespace vkflash::vk

@@ -27,8 +27,7 @@ Result<ScopedBuffer> ScopedBuffer::Create(const Device& device, VkDeviceSize siz
                                           VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) {
   if (size == 0) return Status::Error(ErrorCode::kInvalidArgument, "a buffer needs a size > 0");
   ScopedBuffer result;
-  result.device_ = device.handle();
-  result.size_ = size;
+  result.device_ = &device;
 
   VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   info.size = size;
@@ -47,6 +46,8 @@ Result<ScopedBuffer> ScopedBuffer::Create(const Device& device, VkDeviceSize siz
   alloc.memoryTypeIndex = uint32_t(type);
   VKF_VK_RETURN_IF_ERROR(vkAllocateMemory(device.handle(), &alloc, nullptr, &result.memory_),
                          "vkAllocateMemory");
+  result.size_ = size;
+  device.OnAllocate(size);
   VKF_VK_RETURN_IF_ERROR(vkBindBufferMemory(device.handle(), result.buffer_, result.memory_, 0),
                          "vkBindBufferMemory");
   if (required & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) {
@@ -59,7 +60,7 @@ Result<ScopedBuffer> ScopedBuffer::Create(const Device& device, VkDeviceSize siz
 ScopedBuffer& ScopedBuffer::operator=(ScopedBuffer&& other) noexcept {
   if (this != &other) {
     Reset();
-    device_ = std::exchange(other.device_, VK_NULL_HANDLE);
+    device_ = std::exchange(other.device_, nullptr);
     buffer_ = std::exchange(other.buffer_, VK_NULL_HANDLE);
     memory_ = std::exchange(other.memory_, VK_NULL_HANDLE);
     size_ = std::exchange(other.size_, 0);
@@ -76,16 +77,19 @@ void ScopedBuffer::Release(VkBuffer* buffer, VkDeviceMemory* memory) {
 }
 
 void ScopedBuffer::Reset() {
-  FreeBufferAndMemory(device_, buffer_, memory_);
+  if (device_ != nullptr) FreeBufferAndMemory(*device_, buffer_, memory_, size_);
   buffer_ = VK_NULL_HANDLE;
   memory_ = VK_NULL_HANDLE;
   mapped_ = nullptr;
   size_ = 0;
 }
 
-void FreeBufferAndMemory(VkDevice device, VkBuffer buffer, VkDeviceMemory memory) {
-  if (buffer != VK_NULL_HANDLE) vkDestroyBuffer(device, buffer, nullptr);
-  if (memory != VK_NULL_HANDLE) vkFreeMemory(device, memory, nullptr);
+void FreeBufferAndMemory(const Device& device, VkBuffer buffer, VkDeviceMemory memory, VkDeviceSize size) {
+  if (buffer != VK_NULL_HANDLE) vkDestroyBuffer(device.handle(), buffer, nullptr);
+  if (memory != VK_NULL_HANDLE) {
+    vkFreeMemory(device.handle(), memory, nullptr);
+    device.OnFree(size);  // counted once the memory exists (see Create)
+  }
 }
 
 }  // namespace vkflash::vk

@@ -20,7 +20,7 @@ class ScopedBuffer {
   ScopedBuffer& operator=(ScopedBuffer&& other) noexcept;
   ~ScopedBuffer() { Reset(); }
 
-  // Hands the handles over to the caller (who frees them with FreeBufferAndMemory).
+  // Hands the handles over to the caller, who frees them with FreeBufferAndMemory.
   void Release(VkBuffer* buffer, VkDeviceMemory* memory);
   void Reset();
 
@@ -29,13 +29,14 @@ class ScopedBuffer {
   void* mapped() const { return mapped_; }
 
  private:
-  VkDevice device_ = VK_NULL_HANDLE;
+  const Device* device_ = nullptr;
   VkBuffer buffer_ = VK_NULL_HANDLE;
   VkDeviceMemory memory_ = VK_NULL_HANDLE;
   VkDeviceSize size_ = 0;
   void* mapped_ = nullptr;
 };
 
-void FreeBufferAndMemory(VkDevice device, VkBuffer buffer, VkDeviceMemory memory);
+// Frees a buffer of `size` bytes made by ScopedBuffer::Create (and counts it as freed).
+void FreeBufferAndMemory(const Device& device, VkBuffer buffer, VkDeviceMemory memory, VkDeviceSize size);
 
 }  // namespace vkflash::vk

@@ -55,8 +55,8 @@ struct AttentionShape {
   uint64_t lse_elements() const { return uint64_t(batch) * q_heads * q_len; }
 };
 
-// What to compute.
-struct ForwardParams {
+// What to compute (forward and backward take the same parameters).
+struct AttentionParams {
   AttentionShape shape;
   DataType dtype = DataType::kFloat32;
   bool causal = false;
@@ -65,9 +65,9 @@ struct ForwardParams {
   float effective_scale() const;
 };
 
-// Checks a ForwardParams against the contract (shape, heads, head dim, finite scale) without
+// Checks an AttentionParams against the contract (shape, heads, head dim, finite scale) without
 // touching any device. Returns kInvalidArgument or kUnsupported with the reason.
-Status ValidateForwardParams(const ForwardParams& params);
+Status ValidateAttentionParams(const AttentionParams& params);
 
 // ---------------------------------------------------------------------------------------------
 // Buffers
@@ -120,6 +120,18 @@ struct ForwardBuffers {
   BufferView lse;
 };
 
+// The buffers of one backward call. o and lse are the forward's outputs for the same params
+// (run the forward with an LSE buffer). d_o is like O; dq like Q; dk and dv like K.
+// workspace: BackwardWorkspaceBytes(shape) bytes of scratch (rowsum(dO * O) per query row);
+// RecordBackward needs one, Backward() allocates one when it is left empty.
+struct BackwardBuffers {
+  BufferView q, k, v, o, lse, d_o;
+  BufferView dq, dk, dv;
+  BufferView workspace;
+};
+
+uint64_t BackwardWorkspaceBytes(const AttentionShape& shape);
+
 // ---------------------------------------------------------------------------------------------
 // Devices and kernels
 // ---------------------------------------------------------------------------------------------
@@ -156,7 +168,7 @@ struct DeviceInfo {
 
 const char* DeviceTypeName(VkPhysicalDeviceType type);
 
-// The kernel and tiles chosen for a ForwardParams on this context's device.
+// The kernel and tiles chosen for a AttentionParams on this context's device.
 struct KernelChoice {
   std::string kernel;              // e.g. "forward_scalar_f16"
   uint32_t block_q = 0;            // Br: query rows per workgroup
@@ -165,6 +177,14 @@ struct KernelChoice {
   uint32_t workgroup_size = 0;
   bool subgroup_reductions = false;  // false: shared-memory reductions
   uint32_t shared_memory_bytes = 0;
+};
+
+// The backward pass runs three kernels; the two gradient kernels have tiles of their own.
+// dkdv: block_kv key rows per workgroup, query tiles of block_q streamed through.
+// dq: block_q query rows per workgroup, key tiles of block_kv streamed through.
+struct BackwardKernelChoice {
+  KernelChoice dkdv;
+  KernelChoice dq;
 };
 
 // Lists the Vulkan devices with their capabilities (no device is created).
@@ -241,22 +261,40 @@ class Context {
   Status Download(const BufferView& src, void* dst, size_t bytes);
 
   // Which kernel and tiles a forward call with these params runs with here.
-  Result<KernelChoice> ChooseForwardKernel(const ForwardParams& params) const;
+  Result<KernelChoice> ChooseForwardKernel(const AttentionParams& params) const;
 
   // Records the forward pass into `cmd` (in the recording state, on a queue family with compute).
   // Barriers: the caller makes prior writes to q/k/v visible to COMPUTE_SHADER reads before this
   // call, and makes the compute-shader writes to o/lse available to its consumers after it
   // (srcStage COMPUTE_SHADER, srcAccess SHADER_WRITE). Binds its own pipeline and descriptors:
   // re-bind yours afterwards. Buffers must stay alive until the command buffer completes.
-  Status RecordForward(VkCommandBuffer cmd, const ForwardParams& params,
+  Status RecordForward(VkCommandBuffer cmd, const AttentionParams& params,
                        const ForwardBuffers& buffers);
   // RecordForward on the context's queue, then waits for it.
-  Status Forward(const ForwardParams& params, const ForwardBuffers& buffers);
+  Status Forward(const AttentionParams& params, const ForwardBuffers& buffers);
+
+  // Which kernels and tiles a backward call with these params runs with here.
+  Result<BackwardKernelChoice> ChooseBackwardKernels(const AttentionParams& params) const;
+
+  // Records the backward pass (FlashAttention-2: P recomputed from Q, K and LSE; no N x N
+  // buffer): a preprocess dispatch, a barrier, then the dK/dV and dQ dispatches. Deterministic:
+  // no atomics, the same inputs give bit-identical gradients. The caller's barriers are as for
+  // RecordForward (inputs: q, k, v, o, lse, d_o; outputs: dq, dk, dv and the workspace).
+  Status RecordBackward(VkCommandBuffer cmd, const AttentionParams& params, const BackwardBuffers& buffers);
+  // RecordBackward on the context's queue, then waits for it.
+  Status Backward(const AttentionParams& params, const BackwardBuffers& buffers);
 
   // Saves the pipeline cache (to `path`, or to options.pipeline_cache_path when empty).
   Status SavePipelineCache(const std::string& path = "");
   PipelineCacheState pipeline_cache_state() const;
   size_t pipeline_count() const;  // pipelines created so far (one per kernel variant)
+
+  // Bytes of device buffers vkflash itself holds now (CreateBuffer's, backward workspaces,
+  // staging), and the most it held since the last ResetPeakAllocatedBytes(). Caller-owned
+  // buffers are not counted.
+  uint64_t allocated_bytes() const;
+  uint64_t peak_allocated_bytes() const;
+  void ResetPeakAllocatedBytes();
 
   // On devices without push descriptors, vkflash keeps descriptor sets per buffer binding. Call
   // this before destroying a caller-owned VkBuffer that was passed in (when nothing recorded

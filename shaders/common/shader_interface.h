@@ -26,8 +26,23 @@ using uint = std::uint32_t;
 #define VKF_FWD_BINDING_LSE 4
 #define VKF_FWD_BINDING_COUNT 5
 
-// Forward push constants. Dispatch: (ceil(q_len / BLOCK_Q), q_heads, batch).
-struct ForwardPush {
+// Backward storage-buffer bindings (set 0), shared by its three kernels; each declares the
+// ones it uses.
+#define VKF_BWD_BINDING_Q 0
+#define VKF_BWD_BINDING_K 1
+#define VKF_BWD_BINDING_V 2
+#define VKF_BWD_BINDING_O 3
+#define VKF_BWD_BINDING_LSE 4
+#define VKF_BWD_BINDING_DO 5
+#define VKF_BWD_BINDING_DELTA 6  // workspace: rowsum(dO * O), float32 [B, Hq, Nq]
+#define VKF_BWD_BINDING_DQ 7
+#define VKF_BWD_BINDING_DK 8
+#define VKF_BWD_BINDING_DV 9
+#define VKF_BWD_BINDING_COUNT 10
+
+// Push constants of every attention kernel. Forward and dQ dispatch (ceil(q_len / BLOCK_Q),
+// q_heads, batch); dK/dV dispatches (ceil(kv_len / BLOCK_KV), kv_heads, batch).
+struct AttentionPush {
   uint batch;
   uint q_heads;
   uint kv_heads;
@@ -37,7 +52,7 @@ struct ForwardPush {
 };
 
 #ifdef __cplusplus
-static_assert(sizeof(ForwardPush) == 24, "push constant layout must match GLSL std430");
+static_assert(sizeof(AttentionPush) == 24, "push constant layout must match GLSL std430");
 }  // namespace vkflash::gpu
 #endif
 

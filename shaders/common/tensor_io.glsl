@@ -18,5 +18,24 @@
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
 const float LN2 = 0.6931471805599453;
+const float LOG2E = 1.4426950408889634;
+
+// Defines `vec4 fn(uint row_base, uint d4)`: elements 4*d4 .. 4*d4+3 of the row that starts at
+// element row_base of `buffer`, as floats; columns past HEAD_DIM read as 0 (the shared tiles pad
+// the head dim to a multiple of 4).
+#define VKF_DEFINE_VEC4_LOADER(fn, buffer)                                    \
+  vec4 fn(uint row_base, uint d4) {                                           \
+    vec4 x = vec4(0.0);                                                       \
+    for (uint j = 0; j < 4; ++j)                                              \
+      if (4 * d4 + j < HEAD_DIM) x[j] = float(buffer[row_base + 4 * d4 + j]); \
+    return x;                                                                 \
+  }
+
+// Defines `void fn(uint row_base, uint d4, vec4 x)`, the store matching VKF_DEFINE_VEC4_LOADER.
+#define VKF_DEFINE_VEC4_STORER(fn, buffer)                                      \
+  void fn(uint row_base, uint d4, vec4 x) {                                     \
+    for (uint j = 0; j < 4; ++j)                                                \
+      if (4 * d4 + j < HEAD_DIM) buffer[row_base + 4 * d4 + j] = storage_t(x[j]); \
+  }
 
 #endif

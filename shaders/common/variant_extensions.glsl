@@ -1,6 +1,9 @@
 // GLSL extensions that a kernel variant needs. Included right after #version: extensions must
 // precede every declaration. Each variant only declares the capabilities it uses, so that a
 // device without (say) subgroup shuffles can still create the other variants' pipelines.
+// [[dont_unroll]] on the long inner loops: fully unrolled, they cost lavapipe (and other JIT
+// drivers) 5-7x the pipeline compile time for no measured speed.
+#extension GL_EXT_control_flow_attributes : require
 #if VKF_STORAGE_F16
 #extension GL_EXT_shader_16bit_storage : require
 #endif

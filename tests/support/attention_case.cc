@@ -56,7 +56,7 @@ Buffer MakeBuffer(Context& context, const std::vector<uint8_t>& bytes) {
 
 }  // namespace
 
-ForwardRun RunForwardCase(Context& context, const ForwardParams& params, uint32_t seed) {
+ForwardRun RunForwardCase(Context& context, const AttentionParams& params, uint32_t seed) {
   const AttentionShape& s = params.shape;
   ForwardRun run;
   run.q = RandomValues(s.q_elements(), params.dtype, seed);
@@ -84,6 +84,69 @@ ForwardRun RunForwardCase(Context& context, const ForwardParams& params, uint32_
   run.ref_lse = reference.lse;
   run.o_error = tools::RelativeError(run.o, run.ref_o);
   run.lse_error = tools::RelativeError(run.lse, run.ref_lse);
+  return run;
+}
+
+}  // namespace vkflash::testing
+
+namespace vkflash::testing {
+
+BackwardRun RunBackwardCase(Context& context, const AttentionParams& params, uint32_t seed) {
+  const AttentionShape& s = params.shape;
+  const DataType dtype = params.dtype;
+  BackwardRun run;
+  run.q = RandomValues(s.q_elements(), dtype, seed);
+  run.k = RandomValues(s.kv_elements(), dtype, seed + 1000);
+  run.v = RandomValues(s.kv_elements(), dtype, seed + 2000);
+  run.d_o = RandomValues(s.q_elements(), dtype, seed + 3000);
+
+  const size_t q_bytes = s.q_elements() * DataTypeSize(dtype), kv_bytes = s.kv_elements() * DataTypeSize(dtype);
+  Buffer q = MakeBuffer(context, ToStorage(run.q, dtype));
+  Buffer k = MakeBuffer(context, ToStorage(run.k, dtype));
+  Buffer v = MakeBuffer(context, ToStorage(run.v, dtype));
+  Buffer d_o = MakeBuffer(context, ToStorage(run.d_o, dtype));
+  Buffer o = MakeBuffer(context, std::vector<uint8_t>(q_bytes, 0xff));
+  Buffer lse = MakeBuffer(context, std::vector<uint8_t>(s.lse_elements() * 4, 0xff));
+  Buffer dq = MakeBuffer(context, std::vector<uint8_t>(q_bytes, 0xff));
+  Buffer dk = MakeBuffer(context, std::vector<uint8_t>(kv_bytes, 0xff));
+  Buffer dv = MakeBuffer(context, std::vector<uint8_t>(kv_bytes, 0xff));
+
+  Status status = context.Forward(params, {q.view(), k.view(), v.view(), o.view(), lse.view()});
+  INFO(status.ToString());
+  REQUIRE(status.ok());
+  BackwardBuffers buffers;
+  buffers.q = q.view();
+  buffers.k = k.view();
+  buffers.v = v.view();
+  buffers.o = o.view();
+  buffers.lse = lse.view();
+  buffers.d_o = d_o.view();
+  buffers.dq = dq.view();
+  buffers.dk = dk.view();
+  buffers.dv = dv.view();  // workspace left empty: Backward() allocates it
+  const uint64_t before = context.allocated_bytes();
+  context.ResetPeakAllocatedBytes();
+  status = context.Backward(params, buffers);
+  INFO(status.ToString());
+  REQUIRE(status.ok());
+  run.peak_extra_bytes = context.peak_allocated_bytes() - before;
+
+  std::vector<uint8_t> bytes(q_bytes);
+  REQUIRE(context.Download(dq.view(), bytes.data(), q_bytes).ok());
+  run.dq = FromStorage(bytes, dtype);
+  bytes.resize(kv_bytes);
+  REQUIRE(context.Download(dk.view(), bytes.data(), kv_bytes).ok());
+  run.dk = FromStorage(bytes, dtype);
+  REQUIRE(context.Download(dv.view(), bytes.data(), kv_bytes).ok());
+  run.dv = FromStorage(bytes, dtype);
+
+  const auto reference = tools::ReferenceAttentionBackward(params, run.q, run.k, run.v, run.d_o);
+  run.ref_dq = reference.dq;
+  run.ref_dk = reference.dk;
+  run.ref_dv = reference.dv;
+  run.dq_error = tools::RelativeError(run.dq, run.ref_dq);
+  run.dk_error = tools::RelativeError(run.dk, run.ref_dk);
+  run.dv_error = tools::RelativeError(run.dv, run.ref_dv);
   return run;
 }
 

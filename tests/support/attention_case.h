@@ -26,8 +26,23 @@ std::vector<float> RandomValues(uint64_t count, DataType dtype, uint32_t seed, f
 std::vector<uint8_t> ToStorage(const std::vector<float>& values, DataType dtype);
 std::vector<float> FromStorage(const std::vector<uint8_t>& bytes, DataType dtype);
 
+// Issue tolerances for gradients: ||grad - ref|| / ||ref||.
+inline double BackwardTolerance(DataType dtype) { return dtype == DataType::kFloat16 ? 1e-2 : 5e-4; }
+
+struct BackwardRun {
+  std::vector<float> q, k, v, d_o;   // inputs as the GPU saw them
+  std::vector<float> dq, dk, dv;     // GPU gradients
+  std::vector<double> ref_dq, ref_dk, ref_dv;
+  double dq_error = 0, dk_error = 0, dv_error = 0;
+  uint64_t peak_extra_bytes = 0;     // most device memory vkflash allocated during Backward()
+};
+
+// Forward (for O and LSE) then backward with random inputs and dO from `seed`; gradient
+// buffers are filled with NaN first. REQUIREs success.
+BackwardRun RunBackwardCase(Context& context, const AttentionParams& params, uint32_t seed);
+
 // Runs a forward on `context` with random inputs from `seed`; O and LSE buffers are filled with
 // NaN before the run, so anything the kernel fails to write shows up. REQUIREs success.
-ForwardRun RunForwardCase(Context& context, const ForwardParams& params, uint32_t seed);
+ForwardRun RunForwardCase(Context& context, const AttentionParams& params, uint32_t seed);
 
 }  // namespace vkflash::testing

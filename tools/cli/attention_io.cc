@@ -66,7 +66,7 @@ Result<AttentionInputs> LoadAttentionInputs(const std::string& q_path, const std
     return Bad("Q heads (" + std::to_string(in.q.shape[1]) + ") must be a positive multiple of K/V heads (" +
                std::to_string(in.k.shape[1]) + ")");
   }
-  ForwardParams& p = in.params;
+  AttentionParams& p = in.params;
   p.dtype = in.q.dtype;
   p.causal = causal;
   p.scale = scale;
@@ -76,7 +76,7 @@ Result<AttentionInputs> LoadAttentionInputs(const std::string& q_path, const std
   p.shape.head_dim = uint32_t(in.q.shape[3]);
   p.shape.kv_heads = uint32_t(in.k.shape[1]);
   p.shape.kv_len = uint32_t(in.k.shape[2]);
-  Status valid = ValidateForwardParams(p);
+  Status valid = ValidateAttentionParams(p);
   if (!valid.ok()) return valid;
   return in;
 }
@@ -114,6 +114,52 @@ Result<ForwardOutputs> RunForward(Context& context, const AttentionInputs& in) {
   if (!run.ok()) return run;
   Status got = context.Download(o->view(), out.o.data.data(), out.o.data.size());
   if (got.ok()) got = context.Download(lse->view(), out.lse.data.data(), out.lse.data.size());
+  if (!got.ok()) return got;
+  return out;
+}
+
+Result<BackwardOutputs> RunBackward(Context& context, const AttentionInputs& in, const tools::NpyArray& d_o) {
+  const AttentionShape& shape = in.params.shape;
+  BackwardOutputs out;
+  out.dq = {in.q.dtype, in.q.shape, std::vector<uint8_t>(in.q.data.size(), 0)};
+  out.dk = {in.k.dtype, in.k.shape, std::vector<uint8_t>(in.k.data.size(), 0)};
+  out.dv = {in.v.dtype, in.v.shape, std::vector<uint8_t>(in.v.data.size(), 0)};
+  if (shape.q_elements() == 0 && shape.kv_elements() == 0) return out;
+
+  // Every tensor gets a buffer (4 bytes when empty): the operator binds stand-ins for empty sides.
+  std::vector<Buffer> held;
+  auto upload = [&](const std::vector<uint8_t>& data, uint64_t bytes) -> Result<BufferView> {
+    auto buffer = UploadBuffer(context, data, bytes);
+    if (!buffer.ok()) return buffer.status();
+    held.push_back(std::move(buffer).value());
+    return held.back().view();
+  };
+  BackwardBuffers b;
+  const std::vector<uint8_t> none;
+  const std::pair<BufferView*, Result<BufferView>> views[] = {
+      {&b.q, upload(in.q.data, in.q.data.size())},
+      {&b.k, upload(in.k.data, in.k.data.size())},
+      {&b.v, upload(in.v.data, in.v.data.size())},
+      {&b.d_o, upload(d_o.data, d_o.data.size())},
+      {&b.o, upload(none, in.q.data.size())},
+      {&b.lse, upload(none, shape.lse_elements() * sizeof(float))},
+      {&b.dq, upload(none, in.q.data.size())},
+      {&b.dk, upload(none, in.k.data.size())},
+      {&b.dv, upload(none, in.v.data.size())},
+  };
+  for (const auto& [slot, view] : views) {
+    if (!view.ok()) return view.status();
+    *slot = *view;
+  }
+  if (shape.q_elements() > 0) {
+    Status forward = context.Forward(in.params, {b.q, b.k, b.v, b.o, b.lse});
+    if (!forward.ok()) return forward;
+  }
+  Status backward = context.Backward(in.params, b);
+  if (!backward.ok()) return backward;
+  Status got = context.Download(b.dq, out.dq.data.data(), out.dq.data.size());
+  if (got.ok()) got = context.Download(b.dk, out.dk.data.data(), out.dk.data.size());
+  if (got.ok()) got = context.Download(b.dv, out.dv.data.data(), out.dv.data.size());
   if (!got.ok()) return got;
   return out;
 }

@@ -14,7 +14,7 @@ namespace vkflash::cli {
 
 struct AttentionInputs {
   tools::NpyArray q, k, v;
-  ForwardParams params;
+  AttentionParams params;
 };
 
 // Reads Q, K, V and checks them against the contract: 4-D [B, H, N, D], one dtype, equal B and
@@ -29,6 +29,13 @@ struct ForwardOutputs {
 
 // Uploads the inputs, runs the forward pass and downloads O and LSE.
 Result<ForwardOutputs> RunForward(Context& context, const AttentionInputs& inputs);
+
+struct BackwardOutputs {
+  tools::NpyArray dq, dk, dv;  // dtype of the inputs; shapes of Q, K, V
+};
+
+// Runs the forward (for O and LSE) and the backward with `d_o` (shape and dtype of Q).
+Result<BackwardOutputs> RunBackward(Context& context, const AttentionInputs& inputs, const tools::NpyArray& d_o);
 
 // The context for a command: `device` ("" = VKFLASH_DEVICE or the best device).
 Result<std::unique_ptr<Context>> OpenContext(const std::string& device);

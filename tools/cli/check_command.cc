@@ -37,12 +37,12 @@ tools::NpyArray RandomArray(DataType dtype, std::vector<uint64_t> shape, std::mt
 
 int RunCheck(const CheckOptions& options) {
   AttentionInputs in;
-  ForwardParams& p = in.params;
+  AttentionParams& p = in.params;
   p.dtype = options.dtype == "f16" ? DataType::kFloat16 : DataType::kFloat32;
   p.causal = options.causal;
   p.scale = options.scale;
   p.shape = {options.batch, options.q_heads, options.kv_heads, options.q_len, options.kv_len, options.head_dim};
-  Status valid = ValidateForwardParams(p);
+  Status valid = ValidateAttentionParams(p);
   if (!valid.ok()) return ReportError(valid);
   std::mt19937 rng(options.seed);
   in.q = RandomArray(p.dtype, {p.shape.batch, p.shape.q_heads, p.shape.q_len, p.shape.head_dim}, rng);

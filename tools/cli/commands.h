@@ -15,6 +15,7 @@ struct Command {
 
 Command AddInfoCommand(CLI::App& parent);
 Command AddForwardCommand(CLI::App& parent);
+Command AddBackwardCommand(CLI::App& parent);
 Command AddCheckCommand(CLI::App& parent);
 
 }  // namespace vkflash::cli

@@ -39,7 +39,7 @@ void PrintKernelTable(const Context& context) {
               "Bc", "threads/row", "workgroup", "shared bytes");
   for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
     for (uint32_t head_dim : {32u, 64u, 128u, 256u}) {
-      ForwardParams params;
+      AttentionParams params;
       params.dtype = dtype;
       params.shape.head_dim = head_dim;
       auto choice = context.ChooseForwardKernel(params);

@@ -1,0 +1,40 @@
+// Push constants and specialization constants of the attention kernels, built in one place for
+// every operator (their meaning: shaders/common/shader_interface.h).
+#pragma once
+
+#include <vkflash/vkflash.hpp>
+
+#include <array>
+#include <cmath>
+
+#include "common/shader_interface.h"
+
+namespace vkflash::attention {
+
+inline gpu::AttentionPush MakeAttentionPush(const AttentionParams& params) {
+  gpu::AttentionPush push{};
+  push.batch = params.shape.batch;
+  push.q_heads = params.shape.q_heads;
+  push.kv_heads = params.shape.kv_heads;
+  push.q_len = params.shape.q_len;
+  push.kv_len = params.shape.kv_len;
+  push.scale_log2 = params.effective_scale() * float(M_LOG2E);
+  return push;
+}
+
+// Indexed by the VKF_SPEC_* ids.
+using SpecConstants = std::array<uint32_t, 7>;
+
+inline SpecConstants MakeSpecConstants(const KernelChoice& choice, const AttentionParams& params, bool write_lse) {
+  SpecConstants spec{};
+  spec[VKF_SPEC_WORKGROUP_SIZE] = choice.workgroup_size;
+  spec[VKF_SPEC_HEAD_DIM] = params.shape.head_dim;
+  spec[VKF_SPEC_BLOCK_Q] = choice.block_q;
+  spec[VKF_SPEC_BLOCK_KV] = choice.block_kv;
+  spec[VKF_SPEC_THREADS_PER_ROW] = choice.threads_per_row;
+  spec[VKF_SPEC_CAUSAL] = params.causal ? 1u : 0u;
+  spec[VKF_SPEC_WRITE_LSE] = write_lse ? 1u : 0u;
+  return spec;
+}
+
+}  // namespace vkflash::attention

@@ -1,0 +1,138 @@
+// FlashAttention-2 backward, dK and dV: one workgroup per (tile of BLOCK_KV keys, kv head,
+// batch). Its K and V rows stay in shared memory while the Q / dO tiles that can see them stream
+// through: for every query head of the GQA group, every Q tile from the causal diagonal on.
+// P is recomputed from Q, K and the forward's LSE; no N x N buffer exists anywhere.
+//   P^T = exp(scale K Q^T - LSE)   dV += P^T dO
+//   dP^T = V dO^T                  dS^T = P^T * (dP^T - delta)   dK += scale dS^T Q
+// Each key row's gradients are summed by one workgroup in a fixed order: deterministic, no atomics.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common/variant_extensions.glsl"
+
+#include "common/shader_interface.h"
+
+layout(local_size_x_id = VKF_SPEC_WORKGROUP_SIZE) in;
+layout(constant_id = VKF_SPEC_HEAD_DIM) const uint HEAD_DIM = 64;
+layout(constant_id = VKF_SPEC_BLOCK_Q) const uint BLOCK_Q = 16;   // query rows per streamed tile
+layout(constant_id = VKF_SPEC_BLOCK_KV) const uint BLOCK_KV = 8;  // key rows this workgroup owns
+layout(constant_id = VKF_SPEC_THREADS_PER_ROW) const uint THREADS_PER_ROW = 8;
+layout(constant_id = VKF_SPEC_CAUSAL) const bool CAUSAL = false;
+
+const uint WORKGROUP_SIZE = gl_WorkGroupSize.x;  // == BLOCK_KV * THREADS_PER_ROW
+const uint HEAD_VEC4 = (HEAD_DIM + 3) / 4;
+const uint Q_STRIDE = HEAD_VEC4 | 1u;  // odd stride: lanes reading different query rows hit different banks
+const uint VEC4_PER_THREAD = (HEAD_VEC4 + THREADS_PER_ROW - 1) / THREADS_PER_ROW;
+
+#include "common/tensor_io.glsl"
+#include "common/attention_mask.glsl"
+
+VKF_TENSOR_IN(VKF_BWD_BINDING_Q, q_data);
+VKF_TENSOR_IN(VKF_BWD_BINDING_K, k_data);
+VKF_TENSOR_IN(VKF_BWD_BINDING_V, v_data);
+VKF_TENSOR_IN(VKF_BWD_BINDING_DO, do_data);
+VKF_TENSOR_OUT(VKF_BWD_BINDING_DK, dk_data);
+VKF_TENSOR_OUT(VKF_BWD_BINDING_DV, dv_data);
+layout(std430, set = 0, binding = VKF_BWD_BINDING_LSE) readonly buffer lse_block { float lse_data[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DELTA) readonly buffer delta_block { float delta_data[]; };
+
+layout(push_constant) uniform PushBlock { AttentionPush pc; };
+
+#include "common/backward_rows.glsl"
+
+VKF_DEFINE_VEC4_LOADER(load_q4, q_data)
+VKF_DEFINE_VEC4_LOADER(load_k4, k_data)
+VKF_DEFINE_VEC4_LOADER(load_v4, v_data)
+VKF_DEFINE_VEC4_LOADER(load_do4, do_data)
+VKF_DEFINE_VEC4_STORER(store_dk4, dk_data)
+VKF_DEFINE_VEC4_STORER(store_dv4, dv_data)
+
+shared vec4 k_rows[BLOCK_KV * HEAD_VEC4];
+shared vec4 v_rows[BLOCK_KV * HEAD_VEC4];
+shared vec4 q_tile[BLOCK_Q * Q_STRIDE];
+shared vec4 do_tile[BLOCK_Q * Q_STRIDE];
+shared float lse_tile[BLOCK_Q];            // base 2; +inf where P must be 0
+shared float delta_tile[BLOCK_Q];
+shared float pt_tile[BLOCK_KV * BLOCK_Q];  // P^T of the current step
+shared float dst_tile[BLOCK_KV * BLOCK_Q]; // dS^T of the current step
+
+void main() {
+  const uint tid = gl_LocalInvocationIndex;
+  const uint row = tid / THREADS_PER_ROW;   // key row inside the tile
+  const uint lane = tid % THREADS_PER_ROW;
+  const uint kv_head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
+  const uint kv_begin = gl_WorkGroupID.x * BLOCK_KV;
+  const uint key = kv_begin + row;
+  const uint kv_head_base = (batch * pc.kv_heads + kv_head) * pc.kv_len * HEAD_DIM;
+
+  for (uint i = tid; i < BLOCK_KV * HEAD_VEC4; i += WORKGROUP_SIZE) {
+    const uint r = i / HEAD_VEC4, d4 = i % HEAD_VEC4;
+    const bool inside = kv_begin + r < pc.kv_len;
+    const uint row_base = kv_head_base + (kv_begin + r) * HEAD_DIM;
+    k_rows[i] = inside ? load_k4(row_base, d4) : vec4(0.0);
+    v_rows[i] = inside ? load_v4(row_base, d4) : vec4(0.0);
+  }
+
+  vec4 dk[VEC4_PER_THREAD], dv[VEC4_PER_THREAD];  // this lane's columns: vec4 d4 = lane + k * THREADS_PER_ROW
+  for (uint k = 0; k < VEC4_PER_THREAD; ++k) dk[k] = dv[k] = vec4(0.0);
+
+  // Query rows before q_first see none of this tile's keys (causal): their tiles are skipped.
+  uint q_first = 0;
+  if (CAUSAL) q_first = uint(clamp(int(kv_begin) - causal_shift(pc.q_len, pc.kv_len), 0, int(pc.q_len)));
+  const uint group = pc.q_heads / pc.kv_heads;
+  for (uint head = kv_head * group; head < (kv_head + 1) * group; ++head) {
+    const uint q_row_base = (batch * pc.q_heads + head) * pc.q_len;  // row index of query 0 of this head
+    for (uint q_begin = (q_first / BLOCK_Q) * BLOCK_Q; q_begin < pc.q_len; q_begin += BLOCK_Q) {
+      barrier();  // the previous step's tiles are no longer read (first step: K/V rows visible)
+      for (uint i = tid; i < BLOCK_Q * HEAD_VEC4; i += WORKGROUP_SIZE) {
+        const uint r = i / HEAD_VEC4, d4 = i % HEAD_VEC4;
+        const bool inside = q_begin + r < pc.q_len;
+        const uint row_base = (q_row_base + q_begin + r) * HEAD_DIM;
+        q_tile[r * Q_STRIDE + d4] = inside ? load_q4(row_base, d4) : vec4(0.0);
+        do_tile[r * Q_STRIDE + d4] = inside ? load_do4(row_base, d4) : vec4(0.0);
+      }
+      for (uint i = tid; i < BLOCK_Q; i += WORKGROUP_SIZE) {
+        lse_tile[i] = row_lse_log2(q_row_base + q_begin + i, q_begin + i);
+        delta_tile[i] = row_delta(q_row_base + q_begin + i, q_begin + i);
+      }
+      barrier();
+
+      // P^T and dS^T for this lane's query rows c = lane, lane + THREADS_PER_ROW, ...
+      const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
+      for (uint c = lane; c < BLOCK_Q; c += THREADS_PER_ROW) {
+        float s = 0.0, dp = 0.0;
+        [[dont_unroll]] for (uint d4 = 0; d4 < HEAD_VEC4; ++d4) {
+          s += dot(k_rows[row * HEAD_VEC4 + d4], q_tile[c * Q_STRIDE + d4]);
+          dp += dot(v_rows[row * HEAD_VEC4 + d4], do_tile[c * Q_STRIDE + d4]);
+        }
+        float p = exp2(s * pc.scale_log2 - lse_tile[c]);
+        if (masked_tile && !key_visible(q_begin + c, key, pc.q_len, pc.kv_len)) p = 0.0;
+        pt_tile[row * BLOCK_Q + c] = p;
+        dst_tile[row * BLOCK_Q + c] = p * (dp - delta_tile[c]);
+      }
+      barrier();
+
+      // dV += P^T dO, dK += dS^T Q (scaled once at the end).
+      for (uint k = 0; k < VEC4_PER_THREAD; ++k) {
+        const uint d4 = lane + k * THREADS_PER_ROW;
+        if (d4 < HEAD_VEC4) {
+          [[dont_unroll]] for (uint c = 0; c < BLOCK_Q; ++c) {
+            dv[k] += pt_tile[row * BLOCK_Q + c] * do_tile[c * Q_STRIDE + d4];
+            dk[k] += dst_tile[row * BLOCK_Q + c] * q_tile[c * Q_STRIDE + d4];
+          }
+        }
+      }
+    }
+  }
+
+  if (key < pc.kv_len) {
+    const uint out_base = kv_head_base + key * HEAD_DIM;
+    const float scale = pc.scale_log2 / LOG2E;
+    for (uint k = 0; k < VEC4_PER_THREAD; ++k) {
+      const uint d4 = lane + k * THREADS_PER_ROW;
+      if (d4 < HEAD_VEC4) {
+        store_dk4(out_base, d4, dk[k] * scale);
+        store_dv4(out_base, d4, dv[k]);
+      }
+    }
+  }
+}

@@ -1,0 +1,191 @@
+// Backward pass vs float64 reference gradients (themselves checked against finite differences),
+// determinism, the O(N) memory bound, and the portability knobs.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+
+#include "reference_attention.h"
+#include "support/attention_case.h"
+#include "support/validated_context.h"
+
+using namespace vkflash;
+using namespace vkflash::testing;
+
+namespace {
+
+std::string Describe(const AttentionParams& p) {
+  const auto& s = p.shape;
+  return "B=" + std::to_string(s.batch) + " Hq=" + std::to_string(s.q_heads) + " Hkv=" + std::to_string(s.kv_heads) +
+         " Nq=" + std::to_string(s.q_len) + " Nk=" + std::to_string(s.kv_len) + " D=" + std::to_string(s.head_dim) +
+         " " + DataTypeName(p.dtype) + (p.causal ? " causal" : "");
+}
+
+void CheckGradients(Context& context, const AttentionParams& params, uint32_t seed) {
+  INFO(Describe(params));
+  const BackwardRun run = RunBackwardCase(context, params, seed);
+  const double tolerance = BackwardTolerance(params.dtype);
+  CHECK(run.dq_error <= tolerance);
+  CHECK(run.dk_error <= tolerance);
+  CHECK(run.dv_error <= tolerance);
+  // The only memory the backward allocates is its workspace: one float per query row.
+  CHECK(run.peak_extra_bytes == BackwardWorkspaceBytes(params.shape));
+  RequireNoValidationMessages();
+}
+
+// sum(O * dO) from the float64 reference forward, for finite differences.
+double Loss(const AttentionParams& p, const std::vector<float>& q, const std::vector<float>& k,
+            const std::vector<float>& v, const std::vector<float>& d_o) {
+  const auto forward = tools::ReferenceAttentionForward(p, q, k, v);
+  double loss = 0.0;
+  for (size_t i = 0; i < d_o.size(); ++i) loss += forward.o[i] * d_o[i];
+  return loss;
+}
+
+const AttentionShape kShapes[] = {
+    {1, 1, 1, 1, 1, 16},   {1, 2, 2, 7, 13, 32},   {2, 4, 2, 40, 40, 64},  {1, 3, 1, 37, 61, 80},
+    {1, 2, 2, 50, 19, 96}, {1, 1, 1, 33, 33, 128}, {1, 4, 1, 5, 23, 160},  {1, 1, 1, 3, 20, 192},
+    {1, 1, 1, 17, 21, 256}, {1, 2, 1, 9, 17, 3},
+};
+
+}  // namespace
+
+TEST_CASE("the reference gradients match finite differences of the reference forward", "[backward][reference]") {
+  for (bool causal : {false, true}) {
+    AttentionParams p;
+    p.shape = {1, 2, 1, 5, 7, 4};
+    p.causal = causal;
+    auto q = RandomValues(p.shape.q_elements(), DataType::kFloat32, 1);
+    auto k = RandomValues(p.shape.kv_elements(), DataType::kFloat32, 2);
+    auto v = RandomValues(p.shape.kv_elements(), DataType::kFloat32, 3);
+    const auto d_o = RandomValues(p.shape.q_elements(), DataType::kFloat32, 4);
+    const auto grads = tools::ReferenceAttentionBackward(p, q, k, v, d_o);
+    const float step = 1e-2f;  // float inputs: a coarse step, a central difference (error ~ step^2)
+    auto check = [&](std::vector<float>& x, const std::vector<double>& grad) {
+      for (size_t i = 0; i < x.size(); i += 3) {
+        const float saved = x[i];
+        x[i] = saved + step;
+        const double up = Loss(p, q, k, v, d_o);
+        x[i] = saved - step;
+        const double down = Loss(p, q, k, v, d_o);
+        x[i] = saved;
+        const double numeric = (up - down) / (double(saved + step) - double(saved - step));
+        INFO("causal=" << causal << " element " << i);
+        CHECK(numeric == Approx(grad[i]).margin(2e-4).epsilon(1e-3));
+      }
+    };
+    check(q, grads.dq);
+    check(k, grads.dk);
+    check(v, grads.dv);
+  }
+}
+
+TEST_CASE("backward matches the float64 reference gradients on device limits", "[backward]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  uint32_t seed = 1;
+  for (const AttentionShape& shape : kShapes) {
+    for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
+      for (bool causal : {false, true}) {
+        AttentionParams params;
+        params.shape = shape;
+        params.dtype = dtype;
+        params.causal = causal;
+        CheckGradients(context, params, seed++);
+      }
+    }
+  }
+}
+
+TEST_CASE("backward on mobile-sized limits and with descriptor pools", "[backward][knobs]") {
+  uint32_t seed = 300;
+  for (Knobs knobs : {Knobs::kMobile, Knobs::kNoPushDescriptors}) {
+    Context& context = SharedContext(knobs);
+    INFO(KnobsName(knobs));
+    for (const AttentionShape& shape : kShapes) {
+      AttentionParams params;
+      params.shape = shape;
+      params.dtype = seed % 2 ? DataType::kFloat16 : DataType::kFloat32;
+      params.causal = seed % 3 == 0;
+      if (knobs == Knobs::kMobile) {
+        auto choice = context.ChooseBackwardKernels(params);
+        REQUIRE(choice.ok());
+        CHECK(choice->dkdv.shared_memory_bytes <= 16384);
+        CHECK(choice->dq.shared_memory_bytes <= 16384);
+      }
+      CheckGradients(context, params, seed++);
+    }
+  }
+}
+
+TEST_CASE("backward with a custom scale and large logits", "[backward]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  for (float scale : {0.05f, -0.3f, 4.0f}) {
+    AttentionParams params;
+    params.shape = {1, 2, 1, 23, 31, 32};
+    params.scale = scale;
+    params.causal = scale > 0.1f;
+    CheckGradients(context, params, 40);
+  }
+}
+
+TEST_CASE("backward gradients are bit-identical run after run", "[backward]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  AttentionParams params;
+  params.shape = {2, 8, 2, 45, 70, 64};  // GQA: four query heads feed each dK/dV row
+  params.causal = true;
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
+    params.dtype = dtype;
+    const BackwardRun first = RunBackwardCase(context, params, 9);
+    const BackwardRun second = RunBackwardCase(context, params, 9);
+    REQUIRE(first.dq == second.dq);
+    REQUIRE(first.dk == second.dk);
+    REQUIRE(first.dv == second.dv);
+  }
+  RequireNoValidationMessages();
+}
+
+TEST_CASE("rows that see no key get zero gradients; empty sides give zeros", "[backward][causal]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  AttentionParams params;
+  params.causal = true;
+  params.shape = {1, 2, 1, 30, 8, 16};  // query rows 0..21 see no key
+  const BackwardRun run = RunBackwardCase(context, params, 21);
+  CHECK(run.dq_error <= BackwardTolerance(params.dtype));
+  for (uint32_t h = 0; h < 2; ++h)
+    for (uint32_t row = 0; row < 22; ++row)
+      for (uint32_t d = 0; d < 16; ++d) REQUIRE(run.dq[(h * 30 + row) * 16 + d] == 0.0f);
+
+  params.shape = {1, 2, 1, 6, 0, 16};  // no keys: dQ is all zeros
+  const BackwardRun no_keys = RunBackwardCase(context, params, 22);
+  for (float x : no_keys.dq) REQUIRE(x == 0.0f);
+  params.shape = {1, 2, 1, 0, 6, 16};  // no queries: dK and dV are all zeros
+  const BackwardRun no_queries = RunBackwardCase(context, params, 23);
+  for (float x : no_queries.dk) REQUIRE(x == 0.0f);
+  for (float x : no_queries.dv) REQUIRE(x == 0.0f);
+  RequireNoValidationMessages();
+}
+
+TEST_CASE("backward refuses overlapping outputs and a missing workspace when recording", "[backward][errors]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  AttentionParams params;
+  params.shape = {1, 2, 1, 8, 8, 16};
+  const uint64_t q_bytes = params.shape.q_elements() * 4, kv_bytes = params.shape.kv_elements() * 4;
+  auto make = [&](uint64_t bytes) {
+    auto b = context.CreateBuffer(bytes);
+    REQUIRE(b.ok());
+    return std::move(b).value();
+  };
+  Buffer q = make(q_bytes), k = make(kv_bytes), v = make(kv_bytes), o = make(q_bytes), lse = make(64), d_o = make(q_bytes),
+         dq = make(q_bytes), dk = make(kv_bytes), dv = make(kv_bytes);
+  BackwardBuffers b{q.view(), k.view(), v.view(), o.view(), lse.view(), d_o.view(), dq.view(), dk.view(), dv.view(), {}};
+  BackwardBuffers overlapping = b;
+  overlapping.dq = b.q;
+  Status s = context.Backward(params, overlapping);
+  CHECK(s.code() == ErrorCode::kInvalidArgument);
+  CHECK(s.message().find("overlap") != std::string::npos);
+  // RecordBackward has no way to allocate: the workspace is required.
+  s = context.RecordBackward(reinterpret_cast<VkCommandBuffer>(uintptr_t(1)), params, b);
+  CHECK(s.code() == ErrorCode::kInvalidArgument);
+  CHECK(s.message().find("workspace") != std::string::npos);
+  RequireNoValidationMessages();
+}

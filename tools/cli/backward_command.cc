@@ -1,0 +1,60 @@
+// `vkflash backward`: dQ, dK, dV from Q, K, V and dO .npy files (runs the forward for O and LSE).
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "attention_io.h"
+#include "cli_error.h"
+#include "commands.h"
+#include "output_files.h"
+
+namespace vkflash::cli {
+namespace {
+
+struct BackwardOptions {
+  std::string q, k, v, d_o, dq, dk, dv, device;
+  bool causal = false;
+  std::optional<float> scale;
+};
+
+int RunBackwardCommand(const BackwardOptions& options) {
+  auto inputs = LoadAttentionInputs(options.q, options.k, options.v, options.causal, options.scale);
+  if (!inputs.ok()) return ReportError(inputs.status());
+  auto d_o = tools::ReadNpy(options.d_o);
+  if (!d_o.ok()) return ReportError(d_o.status());
+  if (d_o->shape != inputs->q.shape || d_o->dtype != inputs->q.dtype) {
+    return ReportBadInput("dO '" + options.d_o + "' must have the shape and dtype of Q");
+  }
+  auto context = OpenContext(options.device);
+  if (!context.ok()) return ReportError(context.status());
+  auto grads = RunBackward(**context, *inputs, *d_o);
+  if (!grads.ok()) return ReportError(grads.status());
+
+  OutputFiles files;
+  Status status = files.Stage(options.dq, grads->dq);
+  if (status.ok()) status = files.Stage(options.dk, grads->dk);
+  if (status.ok()) status = files.Stage(options.dv, grads->dv);
+  if (status.ok()) status = files.Commit();
+  if (!status.ok()) return ReportError(status);
+  return kExitOk;
+}
+
+}  // namespace
+
+Command AddBackwardCommand(CLI::App& parent) {
+  auto options = std::make_shared<BackwardOptions>();
+  CLI::App* app = parent.add_subcommand("backward", "Attention backward: dQ, dK, dV of sum(O * dO)");
+  app->add_option("--q", options->q, "Q [B, Hq, Nq, D] (.npy, float32 or float16)")->required();
+  app->add_option("--k", options->k, "K [B, Hkv, Nk, D]")->required();
+  app->add_option("--v", options->v, "V [B, Hkv, Nk, D]")->required();
+  app->add_option("--do", options->d_o, "dO, the gradient of O (like Q)")->required();
+  app->add_option("--dq", options->dq, "dQ output, like Q")->required();
+  app->add_option("--dk", options->dk, "dK output, like K")->required();
+  app->add_option("--dv", options->dv, "dV output, like V")->required();
+  app->add_flag("--causal", options->causal, "Causal mask, bottom-right aligned");
+  app->add_option("--scale", options->scale, "Softmax scale (default 1/sqrt(D))");
+  app->add_option("--device", options->device, "Device index or name substring (default: VKFLASH_DEVICE, else the best)");
+  return {app, [options]() { return RunBackwardCommand(*options); }};
+}
+
+}  // namespace vkflash::cli
