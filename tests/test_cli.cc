@@ -191,3 +191,57 @@ TEST_CASE("CLI info and help succeed", "[cli]") {
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("forward") != std::string::npos);
 }
+
+TEST_CASE("CLI backward writes dQ, dK, dV matching the float64 reference gradients", "[cli][backward]") {
+  UseFolder("backward");
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
+    for (bool causal : {false, true}) {
+      WriteTensor("q.npy", dtype, {1, 4, 21, 24}, 1);
+      WriteTensor("k.npy", dtype, {1, 2, 30, 24}, 2);
+      WriteTensor("v.npy", dtype, {1, 2, 30, 24}, 3);
+      WriteTensor("do.npy", dtype, {1, 4, 21, 24}, 4);
+      std::string args = "backward --q " + Path("q.npy") + " --k " + Path("k.npy") + " --v " + Path("v.npy") +
+                         " --do " + Path("do.npy") + " --dq " + Path("dq.npy") + " --dk " + Path("dk.npy") +
+                         " --dv " + Path("dv.npy") + " --scale 0.3";
+      if (causal) args += " --causal";
+      INFO(args);
+      const CliResult r = RunCli(args);
+      INFO(r.err);
+      REQUIRE(r.exit_code == 0);
+      CHECK(r.err.empty());
+
+      AttentionParams params;
+      params.shape = {1, 4, 2, 21, 30, 24};
+      params.dtype = dtype;
+      params.causal = causal;
+      params.scale = 0.3f;
+      const auto reference = tools::ReferenceAttentionBackward(params, ReadFloats("q.npy"), ReadFloats("k.npy"),
+                                                               ReadFloats("v.npy"), ReadFloats("do.npy"));
+      for (const char* name : {"dq.npy", "dk.npy", "dv.npy"}) {
+        auto file = tools::ReadNpy(Path(name));
+        REQUIRE(file.ok());
+        CHECK(file->dtype == dtype);
+      }
+      CHECK(tools::RelativeError(ReadFloats("dq.npy"), reference.dq) <= BackwardTolerance(dtype));
+      CHECK(tools::RelativeError(ReadFloats("dk.npy"), reference.dk) <= BackwardTolerance(dtype));
+      CHECK(tools::RelativeError(ReadFloats("dv.npy"), reference.dv) <= BackwardTolerance(dtype));
+    }
+  }
+}
+
+TEST_CASE("CLI backward refuses bad input with exit 2 and writes no gradient file", "[cli][backward]") {
+  UseFolder("backward_bad");
+  WriteTensor("q.npy", DataType::kFloat32, {1, 2, 8, 16}, 1);
+  WriteTensor("k.npy", DataType::kFloat32, {1, 2, 8, 16}, 2);
+  WriteTensor("do_short.npy", DataType::kFloat32, {1, 2, 7, 16}, 3);
+  WriteTensor("do_f16.npy", DataType::kFloat16, {1, 2, 8, 16}, 3);
+  const std::string inputs = " --q " + Path("q.npy") + " --k " + Path("k.npy") + " --v " + Path("k.npy");
+  const std::string outputs = " --dq " + Path("bad_out.npy") + " --dk " + Path("bad_lse.npy") + " --dv " + Path("bad_out.npy");
+  RequireBadInput("backward" + inputs + " --do " + Path("do_short.npy") + outputs, "dO");
+  RequireBadInput("backward" + inputs + " --do " + Path("do_f16.npy") + outputs, "dO");
+  RequireBadInput("backward" + inputs + " --do " + Path("missing.npy") + outputs, "missing.npy");
+  RequireBadInput("backward" + inputs + outputs, "--do");
+  // Two gradients to one file would leave one of them lost: refused.
+  WriteTensor("do.npy", DataType::kFloat32, {1, 2, 8, 16}, 3);
+  RequireBadInput("backward" + inputs + " --do " + Path("do.npy") + outputs, "bad_out.npy");
+}
