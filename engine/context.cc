@@ -15,6 +15,7 @@
 #include "vulkan/command_runner.h"
 #include "vulkan/device.h"
 #include "vulkan/device_caps.h"
+#include "vulkan/gpu_timer.h"
 #include "vulkan/instance.h"
 #include "vulkan/memory.h"
 #include "vulkan/pipeline_store.h"
@@ -197,6 +198,11 @@ Status Context::Backward(const AttentionParams& params, const BackwardBuffers& b
     vk::FullBarrier(cmd);
     return Status::Ok();
   });
+}
+
+Result<std::vector<double>> Context::MeasureGpuTime(const std::function<Status(VkCommandBuffer)>& record,
+                                                   uint32_t runs) {
+  return vk::TimeOnGpu(*impl_->device, impl_->info, *impl_->runner, record, runs);
 }
 
 Status Context::SavePipelineCache(const std::string& path) {

@@ -11,6 +11,7 @@ packages=(
   vulkan-validationlayers        # VK_LAYER_KHRONOS_validation, on in every test
   catch2                         # tests (v2, header-only)
   libcli11-dev                   # CLI argument parsing (header-only)
+  nlohmann-json3-dev             # JSON output of `vkflash bench` (header-only)
 )
 
 missing=()

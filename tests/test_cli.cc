@@ -245,3 +245,17 @@ TEST_CASE("CLI backward refuses bad input with exit 2 and writes no gradient fil
   WriteTensor("do.npy", DataType::kFloat32, {1, 2, 8, 16}, 3);
   RequireBadInput("backward" + inputs + " --do " + Path("do.npy") + outputs, "bad_out.npy");
 }
+
+TEST_CASE("CLI bench times forward and backward and writes JSON rows", "[cli][bench]") {
+  UseFolder("bench");
+  const CliResult r = RunCli("bench --b 1 --h 2 --n 64 --d 32 --causal --runs 3 --warmup 1 --json " + Path("bench.json"));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("[validation") == std::string::npos);
+  const std::string json = Slurp(Path("bench.json"));
+  for (const char* key : {"\"mode\": \"fwd\"", "\"mode\": \"bwd\"", "\"tflops\"", "\"ms\"", "\"N\": 64", "\"causal\": true"}) {
+    INFO(key);
+    CHECK(json.find(key) != std::string::npos);
+  }
+  CHECK(json.find("\"ms\": 0,") == std::string::npos);  // timestamps measured something
+}

@@ -284,6 +284,11 @@ class Context {
   // RecordBackward on the context's queue, then waits for it.
   Status Backward(const AttentionParams& params, const BackwardBuffers& buffers);
 
+  // For benchmarks: records `record` `runs` times into one submission on the context's queue,
+  // each run between timestamp queries and followed by a full barrier, and returns each run's
+  // GPU time in milliseconds. kUnsupported where the queue has no timestamps.
+  Result<std::vector<double>> MeasureGpuTime(const std::function<Status(VkCommandBuffer)>& record, uint32_t runs);
+
   // Saves the pipeline cache (to `path`, or to options.pipeline_cache_path when empty).
   Status SavePipelineCache(const std::string& path = "");
   PipelineCacheState pipeline_cache_state() const;

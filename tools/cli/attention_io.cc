@@ -13,7 +13,8 @@ std::string ShapeText(const std::vector<uint64_t>& shape) {
 
 Status Bad(const std::string& message) { return Status::Error(ErrorCode::kInvalidArgument, message); }
 
-// The device buffer for `bytes` (at least 4: Vulkan has no empty buffers), holding `data`.
+}  // namespace
+
 Result<Buffer> UploadBuffer(Context& context, const std::vector<uint8_t>& data, uint64_t bytes) {
   auto buffer = context.CreateBuffer(bytes > 4 ? bytes : 4);
   if (!buffer.ok()) return buffer.status();
@@ -23,8 +24,6 @@ Result<Buffer> UploadBuffer(Context& context, const std::vector<uint8_t>& data, 
   }
   return buffer;
 }
-
-}  // namespace
 
 std::vector<float> ToFloats(const tools::NpyArray& array) {
   std::vector<float> values(array.element_count());

@@ -40,6 +40,9 @@ Result<BackwardOutputs> RunBackward(Context& context, const AttentionInputs& inp
 // The context for a command: `device` ("" = VKFLASH_DEVICE or the best device).
 Result<std::unique_ptr<Context>> OpenContext(const std::string& device);
 
+// A device buffer of `bytes` (at least 4: Vulkan has no empty buffers), holding `data` if any.
+Result<Buffer> UploadBuffer(Context& context, const std::vector<uint8_t>& data, uint64_t bytes);
+
 // Element values of an array as floats (float16 widened).
 std::vector<float> ToFloats(const tools::NpyArray& array);
 

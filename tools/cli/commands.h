@@ -17,5 +17,6 @@ Command AddInfoCommand(CLI::App& parent);
 Command AddForwardCommand(CLI::App& parent);
 Command AddBackwardCommand(CLI::App& parent);
 Command AddCheckCommand(CLI::App& parent);
+Command AddBenchCommand(CLI::App& parent);
 
 }  // namespace vkflash::cli

@@ -13,11 +13,11 @@ int main(int argc, char** argv) {
   CLI::App app{"vkflash: exact FlashAttention forward and backward on any Vulkan device"};
   app.require_subcommand(1);
   const std::vector<Command> commands = {AddInfoCommand(app), AddForwardCommand(app), AddBackwardCommand(app),
-                                         AddCheckCommand(app)};
+                                         AddCheckCommand(app), AddBenchCommand(app)};
   // CLI11 would only say "A subcommand is required" for a mistyped command: name it instead.
   if (argc > 1 && argv[1][0] != '-' &&
       std::none_of(commands.begin(), commands.end(), [&](const Command& c) { return c.app->get_name() == argv[1]; })) {
-    return ReportBadInput(std::string("unknown command '") + argv[1] + "' (commands: info, forward, backward, check)");
+    return ReportBadInput(std::string("unknown command '") + argv[1] + "' (commands: info, forward, backward, check, bench)");
   }
   try {
     app.parse(argc, argv);
@@ -28,5 +28,5 @@ int main(int argc, char** argv) {
   for (const Command& command : commands) {
     if (command.app->parsed()) return command.run();
   }
-  return ReportBadInput("no command given (info, forward, backward, check)");
+  return ReportBadInput("no command given (info, forward, backward, check, bench)");
 }

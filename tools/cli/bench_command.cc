@@ -1,0 +1,187 @@
+// `vkflash bench`: GPU time of the forward and backward passes from timestamp queries (warm-up,
+// then the median of many runs), in TFLOP/s counted as FlashAttention's benchmarks count them:
+// forward 4 * B * H * N * N * D (half when causal), backward 2.5x the forward.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "attention_io.h"
+#include "cli_error.h"
+#include "commands.h"
+
+namespace vkflash::cli {
+namespace {
+
+struct BenchOptions {
+  uint32_t batch = 4, heads = 16, kv_heads = 0, seq_len = 4096, head_dim = 128;
+  std::string dtype = "f16", mode = "both", json, device, preset;
+  bool causal = false;
+  uint32_t warmup = 3, runs = 20;
+};
+
+struct BenchConfig {
+  AttentionParams params;
+  bool forward = true, backward = true;
+};
+
+double ForwardFlops(const AttentionParams& p) {
+  const auto& s = p.shape;
+  const double flops = 4.0 * s.batch * s.q_heads * double(s.q_len) * s.kv_len * s.head_dim;
+  return p.causal ? flops / 2 : flops;
+}
+
+std::vector<BenchConfig> Configs(const BenchOptions& o) {
+  std::vector<BenchConfig> configs;
+  const DataType dtype = o.dtype == "f32" ? DataType::kFloat32 : DataType::kFloat16;
+  auto add = [&](uint32_t b, uint32_t h, uint32_t hkv, uint32_t n, uint32_t d, bool causal) {
+    BenchConfig c;
+    c.params.shape = {b, h, hkv, n, n, d};
+    c.params.dtype = dtype;
+    c.params.causal = causal;
+    c.forward = o.mode != "bwd";
+    c.backward = o.mode != "fwd";
+    configs.push_back(c);
+  };
+  if (o.preset == "fa") {  // FlashAttention's grid: 16k tokens per batch, H * D = 2048
+    for (bool causal : {false, true})
+      for (uint32_t d : {64u, 128u})
+        for (uint32_t n : {512u, 1024u, 2048u, 4096u, 8192u, 16384u}) add(16384 / n, 2048 / d, 2048 / d, n, d, causal);
+  } else {
+    add(o.batch, o.heads, o.kv_heads ? o.kv_heads : o.heads, o.seq_len, o.head_dim, o.causal);
+  }
+  return configs;
+}
+
+std::vector<uint8_t> RandomBytes(uint64_t elements, DataType dtype, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> values(elements);
+  for (float& x : values) x = normal(rng);
+  return tools::MakeNpy(dtype, {elements}, values).data;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct Timing {
+  std::string mode, kernel;
+  double ms = 0, tflops = 0;
+};
+
+// Times one config; appends a Timing per mode.
+Status RunConfig(Context& context, const BenchConfig& c, const BenchOptions& o, std::vector<Timing>* out) {
+  const AttentionParams& p = c.params;
+  const AttentionShape& s = p.shape;
+  const uint64_t e = DataTypeSize(p.dtype);
+  std::mt19937 rng(1);
+  std::vector<Buffer> held;
+  auto make = [&](uint64_t elements, bool random) -> Result<BufferView> {
+    auto b = UploadBuffer(context, random ? RandomBytes(elements, p.dtype, rng) : std::vector<uint8_t>(), elements * e);
+    if (!b.ok()) return b.status();
+    held.push_back(std::move(b).value());
+    return held.back().view();
+  };
+  BackwardBuffers b;
+  for (auto [slot, elements, random] : {std::tuple{&b.q, s.q_elements(), true}, {&b.k, s.kv_elements(), true},
+                                        {&b.v, s.kv_elements(), true}, {&b.d_o, s.q_elements(), true},
+                                        {&b.o, s.q_elements(), false}, {&b.dq, s.q_elements(), false},
+                                        {&b.dk, s.kv_elements(), false}, {&b.dv, s.kv_elements(), false}}) {
+    auto view = make(elements, random);
+    if (!view.ok()) return view.status();
+    *slot = *view;
+  }
+  for (BufferView* rows : {&b.lse, &b.workspace}) {
+    auto view = make(s.lse_elements() * 4 / e, false);
+    if (!view.ok()) return view.status();
+    *rows = *view;
+  }
+  const ForwardBuffers f{b.q, b.k, b.v, b.o, b.lse};
+  if (Status st = context.Forward(p, f); !st.ok()) return st;  // O and LSE for the backward; pipeline made
+
+  auto time = [&](const std::function<Status(VkCommandBuffer)>& record) -> Result<double> {
+    auto warm = context.MeasureGpuTime(record, o.warmup);
+    if (!warm.ok()) return warm.status();
+    auto times = context.MeasureGpuTime(record, o.runs);
+    if (!times.ok()) return times.status();
+    return Median(*times);
+  };
+  if (c.forward) {
+    auto ms = time([&](VkCommandBuffer cmd) { return context.RecordForward(cmd, p, f); });
+    if (!ms.ok()) return ms.status();
+    out->push_back({"fwd", context.ChooseForwardKernel(p)->kernel, *ms, ForwardFlops(p) / (*ms * 1e-3) / 1e12});
+  }
+  if (c.backward) {
+    auto ms = time([&](VkCommandBuffer cmd) { return context.RecordBackward(cmd, p, b); });
+    if (!ms.ok()) return ms.status();
+    auto kernels = context.ChooseBackwardKernels(p);
+    out->push_back({"bwd", kernels->dkdv.kernel + "+" + kernels->dq.kernel, *ms,
+                    2.5 * ForwardFlops(p) / (*ms * 1e-3) / 1e12});
+  }
+  return Status::Ok();
+}
+
+int RunBench(const BenchOptions& o) {
+  auto context = OpenContext(o.device);
+  if (!context.ok()) return ReportError(context.status());
+  const auto configs = Configs(o);
+  nlohmann::json rows = nlohmann::json::array();
+  const std::string device = (*context)->device_info().name;
+  std::printf("device: %s\n%5s %4s %6s %4s %5s %6s %4s %-36s %10s %8s\n", device.c_str(), "B", "H", "N", "D", "dtype",
+              "causal", "mode", "kernel", "ms", "TFLOP/s");
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const AttentionParams& p = configs[i].params;
+    std::fprintf(stderr, "\r[%zu/%zu] B=%u H=%u N=%u D=%u%s ...", i + 1, configs.size(), p.shape.batch,
+                 p.shape.q_heads, p.shape.q_len, p.shape.head_dim, p.causal ? " causal" : "");
+    std::fflush(stderr);
+    std::vector<Timing> timings;
+    Status status = RunConfig(**context, configs[i], o, &timings);
+    std::fprintf(stderr, "\r%60s\r", "");
+    if (!status.ok()) return ReportError(status);
+    for (const Timing& t : timings) {
+      std::printf("%5u %4u %6u %4u %5s %6s %4s %-36s %10.3f %8.2f\n", p.shape.batch, p.shape.q_heads, p.shape.q_len,
+                  p.shape.head_dim, p.dtype == DataType::kFloat16 ? "f16" : "f32", p.causal ? "yes" : "no",
+                  t.mode.c_str(), t.kernel.c_str(), t.ms, t.tflops);
+      std::fflush(stdout);
+      rows.push_back({{"device", device}, {"B", p.shape.batch}, {"H", p.shape.q_heads}, {"Hkv", p.shape.kv_heads},
+                      {"N", p.shape.q_len}, {"D", p.shape.head_dim}, {"dtype", p.dtype == DataType::kFloat16 ? "f16" : "f32"},
+                      {"causal", p.causal}, {"mode", t.mode}, {"kernel", t.kernel}, {"ms", t.ms},
+                      {"tflops", t.tflops}, {"runs", o.runs}});
+    }
+  }
+  if (!o.json.empty()) {
+    std::ofstream file(o.json);
+    file << rows.dump(1) << "\n";
+    if (!file) return ReportError(Status::Error(ErrorCode::kIo, "cannot write '" + o.json + "'"));
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Command AddBenchCommand(CLI::App& parent) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* app = parent.add_subcommand("bench", "GPU time of forward/backward (timestamp queries, median of runs)");
+  app->add_option("--b", o->batch, "Batch")->capture_default_str();
+  app->add_option("--h", o->heads, "Query heads")->capture_default_str();
+  app->add_option("--hkv", o->kv_heads, "Key/value heads (default: --h)");
+  app->add_option("--n", o->seq_len, "Sequence length (queries and keys)")->capture_default_str();
+  app->add_option("--d", o->head_dim, "Head dim")->capture_default_str();
+  app->add_option("--dtype", o->dtype, "f32 or f16")->check(CLI::IsMember({"f32", "f16"}))->capture_default_str();
+  app->add_flag("--causal", o->causal, "Causal mask");
+  app->add_option("--mode", o->mode, "fwd, bwd or both")->check(CLI::IsMember({"fwd", "bwd", "both"}))->capture_default_str();
+  app->add_option("--preset", o->preset, "fa: FlashAttention's benchmark grid")->check(CLI::IsMember({"fa"}));
+  app->add_option("--warmup", o->warmup, "Untimed runs first")->capture_default_str();
+  app->add_option("--runs", o->runs, "Timed runs (the median is reported)")->capture_default_str()->check(CLI::Range(1u, 10000u));
+  app->add_option("--json", o->json, "Write the rows as JSON to this file");
+  app->add_option("--device", o->device, "Device index or name substring");
+  return {app, [o]() { return RunBench(*o); }};
+}
+
+}  // namespace vkflash::cli
