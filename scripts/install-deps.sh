@@ -12,6 +12,7 @@ packages=(
   catch2                         # tests (v2, header-only)
   libcli11-dev                   # CLI argument parsing (header-only)
   nlohmann-json3-dev             # JSON output of `vkflash bench` (header-only)
+  python3-numpy                  # the CLI cross-check test against independent NumPy code
 )
 
 missing=()

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Cross-checks the `vkflash` CLI against an independent NumPy float64 attention.
+
+The C++ tests compare with tools/common/reference_attention.cc; this script shares no code with
+it: NumPy writes the .npy files, computes attention and its gradients its own way (with masks
+and matrix products), and reads vkflash's outputs back. Usage: cli_numpy_crosscheck.py VKFLASH
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+
+def attention(q, k, v, causal, scale):
+    """O, LSE and a function for the gradients, float64, bottom-right causal alignment."""
+    hq, hkv = q.shape[1], k.shape[1]
+    k = np.repeat(k, hq // hkv, axis=1)
+    v = np.repeat(v, hq // hkv, axis=1)
+    nq, nk = q.shape[2], k.shape[2]
+    s = scale * q @ k.transpose(0, 1, 3, 2)
+    visible = np.ones((nq, nk), dtype=bool)
+    if causal:
+        visible = np.arange(nk)[None, :] <= np.arange(nq)[:, None] + (nk - nq)
+    s = np.where(visible, s, -np.inf)
+    m = s.max(axis=-1, keepdims=True)
+    no_key = ~np.isfinite(m)
+    p = np.where(no_key, 0.0, np.exp(s - np.where(no_key, 0.0, m)))
+    l = p.sum(axis=-1, keepdims=True)
+    p = p / np.where(l > 0, l, 1.0)
+    o = p @ v
+    lse = np.where(no_key, -np.inf, m + np.log(np.where(l > 0, l, 1.0)))[..., 0]
+
+    def grads(do):
+        dv = p.transpose(0, 1, 3, 2) @ do
+        dp = do @ v.transpose(0, 1, 3, 2)
+        ds = p * (dp - (p * dp).sum(axis=-1, keepdims=True))
+        dq = scale * ds @ k
+        dk = scale * ds.transpose(0, 1, 3, 2) @ q
+        fold = lambda g: g.reshape(g.shape[0], hkv, hq // hkv, *g.shape[2:]).sum(axis=2)
+        return dq, fold(dk), fold(dv)
+
+    return o, lse, grads
+
+
+def rel_error(actual, expected):
+    actual = actual.astype(np.float64)
+    if np.isnan(actual).any():
+        return np.inf
+    both_inf = np.isinf(expected) & (actual == expected)
+    if (np.isinf(actual) | np.isinf(expected))[~both_inf].any():
+        return np.inf
+    a, e = actual[~both_inf], expected[~both_inf]
+    norm = np.linalg.norm(e)
+    return np.linalg.norm(a - e) / norm if norm > 0 else np.linalg.norm(a - e)
+
+
+CASES = [  # (B, Hq, Hkv, Nq, Nk, D, dtype, causal, scale)
+    (1, 1, 1, 1, 1, 16, np.float32, False, None),
+    (2, 4, 2, 37, 53, 64, np.float32, True, None),
+    (1, 6, 2, 45, 17, 40, np.float16, True, -0.4),   # Nq > Nk: rows that see no key
+    (1, 2, 1, 20, 70, 128, np.float16, False, 0.05),
+    (1, 3, 3, 11, 11, 5, np.float32, True, 1.3),
+    (2, 2, 2, 9, 30, 256, np.float16, True, None),
+    (1, 8, 1, 64, 64, 96, np.float32, False, None),  # MQA
+]
+
+
+def main():
+    vkflash = sys.argv[1]
+    rng = np.random.default_rng(0)
+    failures = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        path = lambda name: os.path.join(tmp, name)
+        for b, hq, hkv, nq, nk, d, dtype, causal, scale in CASES:
+            q = rng.standard_normal((b, hq, nq, d)).astype(dtype)
+            k = rng.standard_normal((b, hkv, nk, d)).astype(dtype)
+            v = rng.standard_normal((b, hkv, nk, d)).astype(dtype)
+            do = rng.standard_normal((b, hq, nq, d)).astype(dtype)
+            for name, array in (("q", q), ("k", k), ("v", v), ("do", do)):
+                np.save(path(name + ".npy"), array)
+            flags = (["--causal"] if causal else []) + (["--scale", str(scale)] if scale is not None else [])
+            io = ["--q", path("q.npy"), "--k", path("k.npy"), "--v", path("v.npy")]
+            for command in (["forward", *io, "--out", path("o.npy"), "--lse", path("lse.npy"), *flags],
+                            ["backward", *io, "--do", path("do.npy"), "--dq", path("dq.npy"), "--dk", path("dk.npy"),
+                             "--dv", path("dv.npy"), *flags]):
+                run = subprocess.run([vkflash, *command], capture_output=True, text=True)
+                if run.returncode != 0 or run.stderr:  # stderr holds validation messages, if any
+                    print(f"FAIL vkflash {' '.join(command)}: exit {run.returncode}\n{run.stderr}")
+                    return 1
+
+            o, lse, grads = attention(*(x.astype(np.float64) for x in (q, k, v)), causal,
+                                      scale if scale is not None else d ** -0.5)
+            dq, dk, dv = grads(do.astype(np.float64))
+            fwd_tol, bwd_tol = (2e-4, 5e-4) if dtype == np.float32 else (5e-3, 1e-2)
+            checks = [("O", "o.npy", o, fwd_tol, dtype), ("LSE", "lse.npy", lse, fwd_tol, np.float32),
+                      ("dQ", "dq.npy", dq, bwd_tol, dtype), ("dK", "dk.npy", dk, bwd_tol, dtype),
+                      ("dV", "dv.npy", dv, bwd_tol, dtype)]
+            label = f"B={b} Hq={hq} Hkv={hkv} Nq={nq} Nk={nk} D={d} {np.dtype(dtype).name}" + \
+                    (" causal" if causal else "") + (f" scale={scale}" if scale is not None else "")
+            for what, file, expected, tol, out_dtype in checks:
+                got = np.load(path(file))
+                err = rel_error(got, expected)
+                ok = got.dtype == out_dtype and got.shape == expected.shape and err <= tol
+                failures += not ok
+                print(f"{'ok  ' if ok else 'FAIL'} {label}: {what} relative error {err:.2e} (tolerance {tol:.0e})")
+    print(f"{len(CASES) * 5 - failures} passed, {failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
