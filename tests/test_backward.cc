@@ -42,7 +42,7 @@ double Loss(const AttentionParams& p, const std::vector<float>& q, const std::ve
   return loss;
 }
 
-const AttentionShape kShapes[] = {
+const std::vector<AttentionShape> kShapes = {
     {1, 1, 1, 1, 1, 16},   {1, 2, 2, 7, 13, 32},   {2, 4, 2, 40, 40, 64},  {1, 3, 1, 37, 61, 80},
     {1, 2, 2, 50, 19, 96}, {1, 1, 1, 33, 33, 128}, {1, 4, 1, 5, 23, 160},  {1, 1, 1, 3, 20, 192},
     {1, 1, 1, 17, 21, 256}, {1, 2, 1, 9, 17, 3},
@@ -83,17 +83,7 @@ TEST_CASE("the reference gradients match finite differences of the reference for
 TEST_CASE("backward matches the float64 reference gradients on device limits", "[backward]") {
   Context& context = SharedContext(Knobs::kDevice);
   uint32_t seed = 1;
-  for (const AttentionShape& shape : kShapes) {
-    for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
-      for (bool causal : {false, true}) {
-        AttentionParams params;
-        params.shape = shape;
-        params.dtype = dtype;
-        params.causal = causal;
-        CheckGradients(context, params, seed++);
-      }
-    }
-  }
+  for (const AttentionParams& params : FullSweep(kShapes)) CheckGradients(context, params, seed++);
 }
 
 TEST_CASE("backward on mobile-sized limits and with descriptor pools", "[backward][knobs]") {

@@ -40,7 +40,7 @@ void CheckAgainstReference(Context& context, const AttentionParams& params, uint
 
 // {batch, q_heads, kv_heads, q_len, kv_len, head_dim}: lengths of 1, primes, Nq != Nk both
 // ways, GQA and MQA, tails that are not a multiple of any tile, every listed head dim and odd ones.
-const AttentionShape kShapes[] = {
+const std::vector<AttentionShape> kShapes = {
     {1, 1, 1, 1, 1, 16},   {1, 2, 2, 7, 13, 32},  {2, 4, 2, 64, 64, 64},  {1, 3, 1, 37, 101, 80},
     {1, 2, 2, 100, 31, 96}, {1, 1, 1, 41, 41, 128}, {1, 2, 1, 5, 67, 160}, {1, 1, 1, 3, 40, 192},
     {1, 1, 1, 19, 23, 256}, {2, 2, 1, 11, 5, 8},    {1, 1, 1, 9, 17, 1},   {1, 2, 2, 13, 29, 3},
@@ -52,17 +52,7 @@ const AttentionShape kShapes[] = {
 TEST_CASE("forward matches the float64 reference on device limits", "[forward]") {
   Context& context = SharedContext(Knobs::kDevice);
   uint32_t seed = 1;
-  for (const AttentionShape& shape : kShapes) {
-    for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
-      for (bool causal : {false, true}) {
-        AttentionParams params;
-        params.shape = shape;
-        params.dtype = dtype;
-        params.causal = causal;
-        CheckAgainstReference(context, params, seed++);
-      }
-    }
-  }
+  for (const AttentionParams& params : FullSweep(kShapes)) CheckAgainstReference(context, params, seed++);
 }
 
 TEST_CASE("forward on mobile-sized limits: 16 KB shared memory, shared-memory reductions", "[forward][knobs]") {

@@ -242,6 +242,8 @@ enum class PipelineCacheState {
 };
 const char* PipelineCacheStateName(PipelineCacheState state);
 
+// One device, its pipelines and operators. Not thread-safe: record and call from one thread at
+// a time (or guard it). Buffers it made must be destroyed before it.
 class Context {
  public:
   static Result<std::unique_ptr<Context>> Create(const ContextOptions& options = {});

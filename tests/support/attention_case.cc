@@ -10,6 +10,22 @@
 
 namespace vkflash::testing {
 
+std::vector<AttentionParams> FullSweep(const std::vector<AttentionShape>& shapes) {
+  std::vector<AttentionParams> sweep;
+  for (const AttentionShape& shape : shapes) {
+    for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
+      for (bool causal : {false, true}) {
+        AttentionParams params;
+        params.shape = shape;
+        params.dtype = dtype;
+        params.causal = causal;
+        sweep.push_back(params);
+      }
+    }
+  }
+  return sweep;
+}
+
 std::vector<float> RandomValues(uint64_t count, DataType dtype, uint32_t seed, float amplitude) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, amplitude);

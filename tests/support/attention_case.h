@@ -9,6 +9,9 @@
 
 namespace vkflash::testing {
 
+// Every shape in `shapes` x {float32, float16} x {not causal, causal}, default scale.
+std::vector<AttentionParams> FullSweep(const std::vector<AttentionShape>& shapes);
+
 // Contract tolerances (DESIGN.md): ||out - ref|| / ||ref||.
 inline double ForwardTolerance(DataType dtype) { return dtype == DataType::kFloat16 ? 5e-3 : 2e-4; }
 
