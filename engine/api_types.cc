@@ -53,6 +53,12 @@ float AttentionParams::effective_scale() const {
   return scale.has_value() ? *scale : 1.0f / std::sqrt(float(shape.head_dim));
 }
 
+uint64_t ForwardStatsBytes(const AttentionShape& shape, const KernelChoice& choice) {
+  if (choice.block_kv == 0) return 0;
+  const uint64_t tiles = (uint64_t(shape.kv_len) + choice.block_kv - 1) / choice.block_kv;
+  return shape.lse_elements() * tiles * 5 * sizeof(float);
+}
+
 uint64_t BackwardWorkspaceBytes(const AttentionShape& shape) { return shape.lse_elements() * sizeof(float); }
 
 Status ValidateAttentionParams(const AttentionParams& params) {

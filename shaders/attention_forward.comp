@@ -19,6 +19,7 @@ layout(constant_id = VKF_SPEC_BLOCK_KV) const uint BLOCK_KV = 16;
 layout(constant_id = VKF_SPEC_THREADS_PER_ROW) const uint THREADS_PER_ROW = 8;
 layout(constant_id = VKF_SPEC_CAUSAL) const bool CAUSAL = false;
 layout(constant_id = VKF_SPEC_WRITE_LSE) const bool WRITE_LSE = true;
+layout(constant_id = VKF_SPEC_INSTRUMENT) const bool INSTRUMENT = false;  // false: the code below folds away
 
 const uint WORKGROUP_SIZE = gl_WorkGroupSize.x;  // == BLOCK_Q * THREADS_PER_ROW (engine checks)
 // Shared tiles hold rows of vec4 (head dim padded with zeros to a multiple of 4): one 128-bit
@@ -36,6 +37,7 @@ VKF_TENSOR_IN(VKF_FWD_BINDING_K, k_data);
 VKF_TENSOR_IN(VKF_FWD_BINDING_V, v_data);
 VKF_TENSOR_OUT(VKF_FWD_BINDING_O, o_data);
 layout(std430, set = 0, binding = VKF_FWD_BINDING_LSE) writeonly buffer lse_block { float lse_data[]; };
+layout(std430, set = 0, binding = VKF_FWD_BINDING_STATS) writeonly buffer stats_block { float stats_data[]; };
 
 layout(push_constant) uniform PushBlock { AttentionPush pc; };
 
@@ -56,6 +58,23 @@ void load_kv_tile(bool load_v, uint head_base, uint kv_begin) {
     const uint key = kv_begin + r;
     const uint row_base = head_base + key * HEAD_DIM;
     kv_tile[r * KV_STRIDE + d4] = key >= pc.kv_len ? vec4(0.0) : load_v ? load_v4(row_base, d4) : load_k4(row_base, d4);
+  }
+}
+
+// Instrumented variant: the online softmax's state for this row after key tile kv_begin (see
+// VKF_STATS_* in shader_interface.h). Uniform control flow: the reductions may hold barriers.
+void record_tile_stats(uint batch, uint head, uint q_row, uint kv_begin, uint lane, float m_new, float alpha,
+                       float row_tile_max, float tile_sum, float l_partial) {
+  const float row_l = row_sum(l_partial);
+  const float row_tile_sum = row_sum(tile_sum);
+  if (lane == 0 && q_row < pc.q_len) {
+    const uint tiles = (pc.kv_len + BLOCK_KV - 1) / BLOCK_KV;
+    const uint base = (((batch * pc.q_heads + head) * pc.q_len + q_row) * tiles + kv_begin / BLOCK_KV) * VKF_STATS_FLOATS;
+    stats_data[base + VKF_STATS_RUNNING_MAX] = m_new * LN2;
+    stats_data[base + VKF_STATS_RUNNING_SUM] = row_l;
+    stats_data[base + VKF_STATS_RESCALE] = alpha;
+    stats_data[base + VKF_STATS_TILE_MAX] = row_tile_max * LN2;
+    stats_data[base + VKF_STATS_TILE_SUM] = row_tile_sum;
   }
 }
 
@@ -114,6 +133,7 @@ void main() {
     l_partial = l_partial * alpha + tile_sum;
     for (uint k = 0; k < VEC4_PER_THREAD; ++k) acc[k] *= alpha;
     m = m_new;
+    if (INSTRUMENT) record_tile_stats(batch, head, q_row, kv_begin, lane, m_new, alpha, tile_max, tile_sum, l_partial);
     barrier();  // everyone is done with K
 
     load_kv_tile(true, kv_head_base, kv_begin);

@@ -28,6 +28,9 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
   const NamedView lse{"lse", buffers.lse, shape.lse_elements() * sizeof(float)};
   VKF_RETURN_IF_ERROR(CheckViews(info_, {q, o}));
   if (!buffers.lse.empty()) VKF_RETURN_IF_ERROR(CheckViews(info_, {lse}));
+  VKF_ASSIGN_OR_RETURN(const KernelChoice choice, ChooseForwardKernel(info_, params));
+  const NamedView stats{"stats", buffers.stats, ForwardStatsBytes(params.shape, choice)};
+  if (!buffers.stats.empty()) VKF_RETURN_IF_ERROR(CheckViews(info_, {stats}));
 
   // With kv_len == 0 no key tile is visited: K and V are never read, and every row gets O = 0,
   // LSE = -inf. A zero-sized range cannot be bound, so Q stands in for them.
@@ -38,13 +41,11 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
   } else {
     VKF_RETURN_IF_ERROR(CheckViews(info_, {k, v}));
   }
-  if (buffers.lse.empty()) {
-    VKF_RETURN_IF_ERROR(CheckNoOverlap({o}, {q, k, v}));
-  } else {
-    VKF_RETURN_IF_ERROR(CheckNoOverlap({o, lse}, {q, k, v}));
-  }
+  std::vector<NamedView> outputs = {o};
+  if (!buffers.lse.empty()) outputs.push_back(lse);
+  if (!buffers.stats.empty()) outputs.push_back(stats);
+  VKF_RETURN_IF_ERROR(CheckNoOverlap(outputs, {q, k, v}));
 
-  VKF_ASSIGN_OR_RETURN(const KernelChoice choice, ChooseForwardKernel(info_, params));
   const uint32_t group_count_x = (shape.q_len + choice.block_q - 1) / choice.block_q;
   if (group_count_x > info_.max_workgroup_count[0] || shape.q_heads > info_.max_workgroup_count[1] ||
       shape.batch > info_.max_workgroup_count[2]) {
@@ -53,12 +54,14 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
 
   const vk::ShaderBlob* shader = vk::FindShader(choice.kernel);
   if (shader == nullptr) return Status::Error(ErrorCode::kUnsupported, "kernel '" + choice.kernel + "' is not built");
-  const SpecConstants spec = MakeSpecConstants(choice, params, /*write_lse=*/!buffers.lse.empty());
+  const SpecConstants spec =
+      MakeSpecConstants(choice, params, /*write_lse=*/!buffers.lse.empty(), /*instrument=*/!buffers.stats.empty());
   VKF_ASSIGN_OR_RETURN(VkPipeline pipeline, pipelines_.Get(*shader, layout_->pipeline_layout(), spec));
 
-  // An unused LSE binding still needs a valid buffer: O stands in (WRITE_LSE = false never touches it).
-  const std::array<BufferView, VKF_FWD_BINDING_COUNT> bindings = {q.view, k.view, v.view, o.view,
-                                                                  buffers.lse.empty() ? o.view : buffers.lse};
+  // Unused LSE / stats bindings still need a valid buffer: O stands in (never touched then).
+  const std::array<BufferView, VKF_FWD_BINDING_COUNT> bindings = {
+      q.view, k.view, v.view, o.view, buffers.lse.empty() ? o.view : buffers.lse,
+      buffers.stats.empty() ? o.view : buffers.stats};
   const gpu::AttentionPush push = MakeAttentionPush(params);
 
   vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);

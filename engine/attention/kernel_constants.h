@@ -23,9 +23,10 @@ inline gpu::AttentionPush MakeAttentionPush(const AttentionParams& params) {
 }
 
 // Indexed by the VKF_SPEC_* ids.
-using SpecConstants = std::array<uint32_t, 7>;
+using SpecConstants = std::array<uint32_t, VKF_SPEC_COUNT>;
 
-inline SpecConstants MakeSpecConstants(const KernelChoice& choice, const AttentionParams& params, bool write_lse) {
+inline SpecConstants MakeSpecConstants(const KernelChoice& choice, const AttentionParams& params, bool write_lse,
+                                       bool instrument = false) {
   SpecConstants spec{};
   spec[VKF_SPEC_WORKGROUP_SIZE] = choice.workgroup_size;
   spec[VKF_SPEC_HEAD_DIM] = params.shape.head_dim;
@@ -34,6 +35,7 @@ inline SpecConstants MakeSpecConstants(const KernelChoice& choice, const Attenti
   spec[VKF_SPEC_THREADS_PER_ROW] = choice.threads_per_row;
   spec[VKF_SPEC_CAUSAL] = params.causal ? 1u : 0u;
   spec[VKF_SPEC_WRITE_LSE] = write_lse ? 1u : 0u;
+  spec[VKF_SPEC_INSTRUMENT] = instrument ? 1u : 0u;
   return spec;
 }
 

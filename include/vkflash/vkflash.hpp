@@ -115,9 +115,16 @@ class Buffer {
 // The buffers of one forward call. `lse` may be left empty: the LSE is then not written.
 // Sizes: q, o: shape.q_elements() * DataTypeSize(dtype); k, v: shape.kv_elements() * size;
 // lse: shape.lse_elements() * 4 bytes.
+// `stats` (optional, for visualizing the algorithm; empty in normal use): an instrumented variant
+// of the kernel then writes, for every query row i and every key tile t it visits, 5 floats at
+// float index ((((b * Hq + h) * Nq + i) * T + t) * 5), T = ceil(Nk / block_kv): the running max m
+// (natural log units), the running sum l, the rescale factor exp(m_old - m_new), the row's max
+// score in the tile, and the row's sum of exp(S - m) over the tile. Tiles a row never visits
+// (causal) are not written. Size: ForwardStatsBytes().
 struct ForwardBuffers {
   BufferView q, k, v, o;
   BufferView lse;
+  BufferView stats;
 };
 
 // The buffers of one backward call. o and lse are the forward's outputs for the same params
@@ -186,6 +193,9 @@ struct BackwardKernelChoice {
   KernelChoice dkdv;
   KernelChoice dq;
 };
+
+// Bytes of ForwardBuffers::stats for `shape` with the kernel `choice` (its block_kv).
+uint64_t ForwardStatsBytes(const AttentionShape& shape, const KernelChoice& choice);
 
 // Lists the Vulkan devices with their capabilities (no device is created).
 Result<std::vector<DeviceInfo>> EnumerateDevices();

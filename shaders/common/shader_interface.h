@@ -17,6 +17,8 @@ using uint = std::uint32_t;
 #define VKF_SPEC_THREADS_PER_ROW 4
 #define VKF_SPEC_CAUSAL 5
 #define VKF_SPEC_WRITE_LSE 6
+#define VKF_SPEC_INSTRUMENT 7  // forward: write per-tile statistics (the tile viewer)
+#define VKF_SPEC_COUNT 8
 
 // Forward pass storage-buffer bindings (set 0).
 #define VKF_FWD_BINDING_Q 0
@@ -24,7 +26,16 @@ using uint = std::uint32_t;
 #define VKF_FWD_BINDING_V 2
 #define VKF_FWD_BINDING_O 3
 #define VKF_FWD_BINDING_LSE 4
-#define VKF_FWD_BINDING_COUNT 5
+#define VKF_FWD_BINDING_STATS 5  // instrumented variant only
+#define VKF_FWD_BINDING_COUNT 6
+
+// Instrumentation: floats per (query row, key tile), in this order.
+#define VKF_STATS_RUNNING_MAX 0   // m after the tile (natural log units)
+#define VKF_STATS_RUNNING_SUM 1   // l after the tile
+#define VKF_STATS_RESCALE 2       // exp(m_old - m_new), applied to O and l before adding the tile
+#define VKF_STATS_TILE_MAX 3      // the row's max score in the tile (natural log units)
+#define VKF_STATS_TILE_SUM 4      // the row's sum of exp(S - m_new) over the tile
+#define VKF_STATS_FLOATS 5
 
 // Backward storage-buffer bindings (set 0), shared by its three kernels; each declares the
 // ones it uses.
