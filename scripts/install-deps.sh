@@ -13,6 +13,9 @@ packages=(
   libcli11-dev                   # CLI argument parsing (header-only)
   nlohmann-json3-dev             # JSON output of `vkflash bench` (header-only)
   python3-numpy                  # the CLI cross-check test against independent NumPy code
+  libglfw3-dev libimgui-dev      # the tile viewer: window, Dear ImGui (GLFW + Vulkan backends)
+  libstb-dev                     # the tile viewer: PNG screenshots (and imgui's font rasterizer)
+  xvfb xauth                     # the viewer's tests run it under a virtual X server
 )
 
 missing=()
