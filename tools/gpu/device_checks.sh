@@ -27,5 +27,9 @@ echo; VKFLASH_MAX_SHARED_BYTES=16384 VKFLASH_DISABLE_SUBGROUP_OPS=1 "$build/vkfl
 # CTest files name absolute paths of the machine that built them: give it the same root here.
 built_root=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")
 if [ "$built_root" != "$PWD" ]; then mkdir -p "$(dirname "$built_root")" && ln -sfn "$PWD" "$built_root"; fi
+# The viewer needs GLFW and its X11 libraries (libglfw3 in .gpu/extra, unpacked to /tmp/vkt).
+export LD_LIBRARY_PATH=/tmp/vkt/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# The NumPy cross-check with this machine's python3 (its /usr/bin/python3 may lack numpy).
+python3 tests/cli_numpy_crosscheck.py "$build/vkflash" | tail -1
 # The viewer's Xvfb tests need an X server, which the GPU machine lacks (its headless test runs).
-cd "$build" && ctest -j8 --output-on-failure -E "under Xvfb|window resize"
+cd "$build" && ctest -j8 --output-on-failure -E "under Xvfb|window resize|NumPy"
