@@ -35,9 +35,12 @@ size_t PipelineStore::pipeline_count() const {
 
 Result<VkPipeline> PipelineStore::Get(const ShaderBlob& shader, VkPipelineLayout layout,
                                       std::span<const uint32_t> spec_values) {
-  Key key{Fnv1a64(shader.words, shader.word_count * sizeof(uint32_t)),
-          std::vector<uint32_t>(spec_values.begin(), spec_values.end())};
   std::lock_guard<std::mutex> lock(mutex_);
+  auto digest = digests_.find(shader.words);
+  if (digest == digests_.end()) {
+    digest = digests_.emplace(shader.words, Fnv1a64(shader.words, shader.word_count * sizeof(uint32_t))).first;
+  }
+  Key key{digest->second, std::vector<uint32_t>(spec_values.begin(), spec_values.end())};
   if (auto found = pipelines_.find(key); found != pipelines_.end()) return found->second;
 
   VkShaderModuleCreateInfo module_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};

@@ -42,6 +42,7 @@ class PipelineStore {
   VkPipelineCache cache_ = VK_NULL_HANDLE;
   PipelineCacheState state_ = PipelineCacheState::kNotUsed;
   std::map<Key, VkPipeline> pipelines_;
+  std::map<const uint32_t*, uint64_t> digests_;  // per embedded SPIR-V: hashed once, not per dispatch
   mutable std::mutex mutex_;
 };
 
