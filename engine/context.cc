@@ -7,6 +7,7 @@
 
 #include "attention/backward_op.h"
 #include "attention/forward_op.h"
+#include "attention/naive_op.h"
 #include "attention/tile_config.h"
 #include "device_selection.h"
 #include "util/environment.h"
@@ -33,6 +34,7 @@ struct Context::Impl {
   std::unique_ptr<vk::PipelineStore> pipelines;
   std::unique_ptr<attention::ForwardOperator> forward;
   std::unique_ptr<attention::BackwardOperator> backward;
+  std::unique_ptr<attention::NaiveOperator> naive;
 
   // Builds everything that sits on top of `device`.
   Status InitOnDevice() {
@@ -40,6 +42,7 @@ struct Context::Impl {
     VKF_ASSIGN_OR_RETURN(pipelines, vk::PipelineStore::Create(*device, info, options.pipeline_cache_path));
     VKF_ASSIGN_OR_RETURN(forward, attention::ForwardOperator::Create(*device, info, *pipelines));
     VKF_ASSIGN_OR_RETURN(backward, attention::BackwardOperator::Create(*device, info, *pipelines));
+    VKF_ASSIGN_OR_RETURN(naive, attention::NaiveOperator::Create(*device, info, *pipelines));
     return Status::Ok();
   }
 
@@ -173,6 +176,12 @@ Status Context::Forward(const AttentionParams& params, const ForwardBuffers& buf
   });
 }
 
+Status Context::RecordNaiveForward(VkCommandBuffer cmd, const AttentionParams& params, const ForwardBuffers& buffers,
+                                   const BufferView& scores) {
+  if (cmd == VK_NULL_HANDLE) return Status::Error(ErrorCode::kInvalidArgument, "command buffer is VK_NULL_HANDLE");
+  return impl_->naive->Record(cmd, params, buffers, scores);
+}
+
 Result<BackwardKernelChoice> Context::ChooseBackwardKernels(const AttentionParams& params) const {
   VKF_RETURN_IF_ERROR(ValidateAttentionParams(params));
   return attention::ChooseBackwardKernels(impl_->info, params);
@@ -219,6 +228,7 @@ size_t Context::pipeline_count() const { return impl_->pipelines->pipeline_count
 void Context::ForgetBuffer(VkBuffer buffer) {
   impl_->forward->Forget(buffer);
   impl_->backward->Forget(buffer);
+  impl_->naive->Forget(buffer);
 }
 
 // ---- Buffer ----

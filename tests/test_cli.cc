@@ -253,7 +253,8 @@ TEST_CASE("CLI bench times forward and backward and writes JSON rows", "[cli][be
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.find("[validation") == std::string::npos);
   const std::string json = Slurp(Path("bench.json"));
-  for (const char* key : {"\"mode\": \"fwd\"", "\"mode\": \"bwd\"", "\"tflops\"", "\"ms\"", "\"N\": 64", "\"causal\": true"}) {
+  for (const char* key : {"\"mode\": \"fwd\"", "\"mode\": \"bwd\"", "\"tflops\"", "\"ms\"", "\"N\": 64", "\"causal\": true",
+                          "\"kernel\": \"naive (S, softmax, PV)\""}) {
     INFO(key);
     CHECK(json.find(key) != std::string::npos);
   }

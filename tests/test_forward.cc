@@ -165,3 +165,37 @@ TEST_CASE("LSE is optional, and tensors can live at offsets inside one caller bu
   CHECK(tools::RelativeError(o, reference.o) <= ForwardTolerance(DataType::kFloat32));
   RequireNoValidationMessages();
 }
+
+TEST_CASE("the naive three-pass baseline agrees with the reference and with the flash kernel", "[forward][naive]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  for (const AttentionParams& params : FullSweep({{1, 4, 2, 23, 37, 32}, {2, 2, 2, 40, 17, 80}})) {
+    INFO(Describe(params));
+    const auto& s = params.shape;
+    const size_t e = DataTypeSize(params.dtype);
+    const auto q = RandomValues(s.q_elements(), params.dtype, 1), k = RandomValues(s.kv_elements(), params.dtype, 2),
+               v = RandomValues(s.kv_elements(), params.dtype, 3);
+    auto upload = [&](const std::vector<float>& values) {
+      auto b = context.CreateBuffer(values.size() * e);
+      REQUIRE(b.ok());
+      const auto bytes = ToStorage(values, params.dtype);
+      REQUIRE(context.Upload(b->view(), bytes.data(), bytes.size()).ok());
+      return std::move(b).value();
+    };
+    Buffer qb = upload(q), kb = upload(k), vb = upload(v), ob = upload(std::vector<float>(s.q_elements(), NAN));
+    auto scores = context.CreateBuffer(NaiveScoresBytes(s));
+    REQUIRE(scores.ok());
+    // MeasureGpuTime doubles as "record, submit, wait" for a Record* call.
+    const Status status = context.MeasureGpuTime(
+        [&](VkCommandBuffer cmd) {
+          return context.RecordNaiveForward(cmd, params, {qb.view(), kb.view(), vb.view(), ob.view()}, scores->view());
+        },
+        1).status();
+    INFO(status.ToString());
+    REQUIRE(status.ok());
+    std::vector<uint8_t> bytes(s.q_elements() * e);
+    REQUIRE(context.Download(ob.view(), bytes.data(), bytes.size()).ok());
+    const auto reference = tools::ReferenceAttentionForward(params, q, k, v);
+    CHECK(tools::RelativeError(FromStorage(bytes, params.dtype), reference.o) <= ForwardTolerance(params.dtype));
+  }
+  RequireNoValidationMessages();
+}

@@ -197,6 +197,9 @@ struct BackwardKernelChoice {
 // Bytes of ForwardBuffers::stats for `shape` with the kernel `choice` (its block_kv).
 uint64_t ForwardStatsBytes(const AttentionShape& shape, const KernelChoice& choice);
 
+// Bytes of the scores scratch of the naive baseline (Context::RecordNaiveForward): Nq * Nk floats.
+inline uint64_t NaiveScoresBytes(const AttentionShape& shape) { return uint64_t(shape.q_len) * shape.kv_len * 4; }
+
 // Lists the Vulkan devices with their capabilities (no device is created).
 Result<std::vector<DeviceInfo>> EnumerateDevices();
 
@@ -284,6 +287,13 @@ class Context {
                        const ForwardBuffers& buffers);
   // RecordForward on the context's queue, then waits for it.
   Status Forward(const AttentionParams& params, const ForwardBuffers& buffers);
+
+  // The naive baseline, not FlashAttention: S = scale Q K^T into `scores` (NaiveScoresBytes),
+  // softmax in place, O = P V, one (batch, head) after another: O(N^2) memory traffic. For
+  // benchmarks and cross-checks; writes O only (buffers.lse and .stats are ignored). Needs kv_len > 0.
+  // Barriers as for RecordForward; `scores` is both written and read.
+  Status RecordNaiveForward(VkCommandBuffer cmd, const AttentionParams& params, const ForwardBuffers& buffers,
+                            const BufferView& scores);
 
   // Which kernels and tiles a backward call with these params runs with here.
   Result<BackwardKernelChoice> ChooseBackwardKernels(const AttentionParams& params) const;

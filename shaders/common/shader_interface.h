@@ -18,7 +18,8 @@ using uint = std::uint32_t;
 #define VKF_SPEC_CAUSAL 5
 #define VKF_SPEC_WRITE_LSE 6
 #define VKF_SPEC_INSTRUMENT 7  // forward: write per-tile statistics (the tile viewer)
-#define VKF_SPEC_COUNT 8
+#define VKF_SPEC_NAIVE_PASS 8  // naive baseline: which of its three passes
+#define VKF_SPEC_COUNT 9
 
 // Forward pass storage-buffer bindings (set 0).
 #define VKF_FWD_BINDING_Q 0
@@ -36,6 +37,15 @@ using uint = std::uint32_t;
 #define VKF_STATS_TILE_MAX 3      // the row's max score in the tile (natural log units)
 #define VKF_STATS_TILE_SUM 4      // the row's sum of exp(S - m_new) over the tile
 #define VKF_STATS_FLOATS 5
+
+// Naive baseline (benchmarks, cross-checks): S = scale Q K^T into an Nq x Nk buffer, softmax in
+// place, O = P V; one (batch, head) per dispatch, chosen by NaivePush.slice.
+#define VKF_NAIVE_BINDING_Q 0
+#define VKF_NAIVE_BINDING_K 1
+#define VKF_NAIVE_BINDING_V 2
+#define VKF_NAIVE_BINDING_O 3
+#define VKF_NAIVE_BINDING_SCORES 4
+#define VKF_NAIVE_BINDING_COUNT 5
 
 // Backward storage-buffer bindings (set 0), shared by its three kernels; each declares the
 // ones it uses.
@@ -62,7 +72,14 @@ struct AttentionPush {
   float scale_log2;  // softmax scale * log2(e): the kernel works in base 2 (exp2 is the fast path)
 };
 
+struct NaivePush {
+  AttentionPush attention;
+  uint slice;     // batch * q_heads + head of this dispatch
+  uint head_dim;  // the naive kernels take the head dim at run time
+};
+
 #ifdef __cplusplus
+static_assert(sizeof(NaivePush) == 32, "push constant layout must match GLSL std430");
 static_assert(sizeof(AttentionPush) == 24, "push constant layout must match GLSL std430");
 }  // namespace vkflash::gpu
 #endif

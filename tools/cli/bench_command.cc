@@ -1,6 +1,8 @@
 // `vkflash bench`: GPU time of the forward and backward passes from timestamp queries (warm-up,
 // then the median of many runs), in TFLOP/s counted as FlashAttention's benchmarks count them:
-// forward 4 * B * H * N * N * D (half when causal), backward 2.5x the forward.
+// forward 4 * B * H * N * N * D (half when causal), backward 2.5x the forward. Beside the
+// FlashAttention kernels it times the naive three-pass baseline (S, softmax, PV through an N x N
+// buffer) wherever that buffer fits the device, so the ratio shows on any GPU.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -116,6 +118,14 @@ Status RunConfig(Context& context, const BenchConfig& c, const BenchOptions& o, 
     auto ms = time([&](VkCommandBuffer cmd) { return context.RecordForward(cmd, p, f); });
     if (!ms.ok()) return ms.status();
     out->push_back({"fwd", context.ChooseForwardKernel(p)->kernel, *ms, ForwardFlops(p) / (*ms * 1e-3) / 1e12});
+  }
+  if (c.forward && NaiveScoresBytes(s) <= context.device_info().max_storage_buffer_range) {
+    auto scores = context.CreateBuffer(NaiveScoresBytes(s));
+    if (scores.ok()) {  // where memory allows
+      auto ms = time([&](VkCommandBuffer cmd) { return context.RecordNaiveForward(cmd, p, f, scores->view()); });
+      if (!ms.ok()) return ms.status();
+      out->push_back({"fwd", "naive (S, softmax, PV)", *ms, ForwardFlops(p) / (*ms * 1e-3) / 1e12});
+    }
   }
   if (c.backward) {
     auto ms = time([&](VkCommandBuffer cmd) { return context.RecordBackward(cmd, p, b); });
