@@ -14,13 +14,6 @@ using namespace vkflash::testing;
 
 namespace {
 
-std::string Describe(const AttentionParams& p) {
-  const auto& s = p.shape;
-  return "B=" + std::to_string(s.batch) + " Hq=" + std::to_string(s.q_heads) + " Hkv=" + std::to_string(s.kv_heads) +
-         " Nq=" + std::to_string(s.q_len) + " Nk=" + std::to_string(s.kv_len) + " D=" + std::to_string(s.head_dim) +
-         " " + DataTypeName(p.dtype) + (p.causal ? " causal" : "");
-}
-
 void CheckGradients(Context& context, const AttentionParams& params, uint32_t seed) {
   INFO(Describe(params));
   const BackwardRun run = RunBackwardCase(context, params, seed);

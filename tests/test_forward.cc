@@ -6,6 +6,7 @@
 #include <string>
 
 #include "reference_attention.h"
+#include "storage_bytes.h"
 #include "support/attention_case.h"
 #include "support/validated_context.h"
 
@@ -13,14 +14,6 @@ using namespace vkflash;
 using namespace vkflash::testing;
 
 namespace {
-
-std::string Describe(const AttentionParams& p) {
-  const auto& s = p.shape;
-  return "B=" + std::to_string(s.batch) + " Hq=" + std::to_string(s.q_heads) + " Hkv=" + std::to_string(s.kv_heads) +
-         " Nq=" + std::to_string(s.q_len) + " Nk=" + std::to_string(s.kv_len) + " D=" + std::to_string(s.head_dim) +
-         " " + DataTypeName(p.dtype) + (p.causal ? " causal" : "") +
-         (p.scale ? " scale=" + std::to_string(*p.scale) : "");
-}
 
 void CheckAgainstReference(Context& context, const AttentionParams& params, uint32_t seed) {
   INFO(Describe(params));
@@ -177,7 +170,7 @@ TEST_CASE("the naive three-pass baseline agrees with the reference and with the 
     auto upload = [&](const std::vector<float>& values) {
       auto b = context.CreateBuffer(values.size() * e);
       REQUIRE(b.ok());
-      const auto bytes = ToStorage(values, params.dtype);
+      const auto bytes = tools::PackTensor(values, params.dtype);
       REQUIRE(context.Upload(b->view(), bytes.data(), bytes.size()).ok());
       return std::move(b).value();
     };
@@ -195,7 +188,7 @@ TEST_CASE("the naive three-pass baseline agrees with the reference and with the 
     std::vector<uint8_t> bytes(s.q_elements() * e);
     REQUIRE(context.Download(ob.view(), bytes.data(), bytes.size()).ok());
     const auto reference = tools::ReferenceAttentionForward(params, q, k, v);
-    CHECK(tools::RelativeError(FromStorage(bytes, params.dtype), reference.o) <= ForwardTolerance(params.dtype));
+    CHECK(tools::RelativeError(tools::UnpackTensor(bytes, params.dtype), reference.o) <= ForwardTolerance(params.dtype));
   }
   RequireNoValidationMessages();
 }

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "half.h"
+#include "storage_bytes.h"
 
 namespace {
 
@@ -115,17 +115,13 @@ class DeviceAttention {
   }
   bool Check(const vkflash::Status& s) { return s.ok() || Report(s); }
   bool Upload(const Buffer& dst, const Matrix& values) {
-    if (params_.dtype == DataType::kFloat32) return Check(context_.Upload(dst.view(), values.data(), values.size() * 4));
-    std::vector<uint16_t> halves(values.size());
-    for (size_t i = 0; i < values.size(); ++i) halves[i] = vkflash::tools::FloatToHalf(values[i]);
-    return Check(context_.Upload(dst.view(), halves.data(), halves.size() * 2));
+    const std::vector<uint8_t> bytes = vkflash::tools::PackTensor(values, params_.dtype);
+    return Check(context_.Upload(dst.view(), bytes.data(), bytes.size()));
   }
   bool Download(const Buffer& src, Matrix* values) {
-    values->resize(params_.shape.q_elements());
-    if (params_.dtype == DataType::kFloat32) return Check(context_.Download(src.view(), values->data(), values->size() * 4));
-    std::vector<uint16_t> halves(values->size());
-    if (!Check(context_.Download(src.view(), halves.data(), halves.size() * 2))) return false;
-    for (size_t i = 0; i < halves.size(); ++i) (*values)[i] = vkflash::tools::HalfToFloat(halves[i]);
+    std::vector<uint8_t> bytes(params_.shape.q_elements() * vkflash::DataTypeSize(params_.dtype));
+    if (!Check(context_.Download(src.view(), bytes.data(), bytes.size()))) return false;
+    *values = vkflash::tools::UnpackTensor(bytes, params_.dtype);
     return true;
   }
 

@@ -2,13 +2,22 @@
 
 #include <catch2/catch.hpp>
 
-#include <cstring>
 #include <random>
+#include <string>
 
 #include "half.h"
 #include "reference_attention.h"
+#include "storage_bytes.h"
 
 namespace vkflash::testing {
+
+std::string Describe(const AttentionParams& p) {
+  const auto& s = p.shape;
+  return "B=" + std::to_string(s.batch) + " Hq=" + std::to_string(s.q_heads) + " Hkv=" + std::to_string(s.kv_heads) +
+         " Nq=" + std::to_string(s.q_len) + " Nk=" + std::to_string(s.kv_len) + " D=" + std::to_string(s.head_dim) +
+         " " + DataTypeName(p.dtype) + (p.causal ? " causal" : "") +
+         (p.scale ? " scale=" + std::to_string(*p.scale) : "");
+}
 
 std::vector<AttentionParams> FullSweep(const std::vector<AttentionShape>& shapes) {
   std::vector<AttentionParams> sweep;
@@ -34,33 +43,6 @@ std::vector<float> RandomValues(uint64_t count, DataType dtype, uint32_t seed, f
   return values;
 }
 
-std::vector<uint8_t> ToStorage(const std::vector<float>& values, DataType dtype) {
-  std::vector<uint8_t> bytes(values.size() * DataTypeSize(dtype));
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (dtype == DataType::kFloat16) {
-      const uint16_t h = tools::FloatToHalf(values[i]);
-      std::memcpy(bytes.data() + 2 * i, &h, 2);
-    } else {
-      std::memcpy(bytes.data() + 4 * i, &values[i], 4);
-    }
-  }
-  return bytes;
-}
-
-std::vector<float> FromStorage(const std::vector<uint8_t>& bytes, DataType dtype) {
-  std::vector<float> values(bytes.size() / DataTypeSize(dtype));
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (dtype == DataType::kFloat16) {
-      uint16_t h;
-      std::memcpy(&h, bytes.data() + 2 * i, 2);
-      values[i] = tools::HalfToFloat(h);
-    } else {
-      std::memcpy(&values[i], bytes.data() + 4 * i, 4);
-    }
-  }
-  return values;
-}
-
 namespace {
 
 Buffer MakeBuffer(Context& context, const std::vector<uint8_t>& bytes) {
@@ -80,9 +62,9 @@ ForwardRun RunForwardCase(Context& context, const AttentionParams& params, uint3
   run.v = RandomValues(s.kv_elements(), params.dtype, seed + 2000);
 
   const size_t o_bytes = s.q_elements() * DataTypeSize(params.dtype), lse_bytes = s.lse_elements() * 4;
-  Buffer q = MakeBuffer(context, ToStorage(run.q, params.dtype));
-  Buffer k = MakeBuffer(context, ToStorage(run.k, params.dtype));
-  Buffer v = MakeBuffer(context, ToStorage(run.v, params.dtype));
+  Buffer q = MakeBuffer(context, tools::PackTensor(run.q, params.dtype));
+  Buffer k = MakeBuffer(context, tools::PackTensor(run.k, params.dtype));
+  Buffer v = MakeBuffer(context, tools::PackTensor(run.v, params.dtype));
   Buffer o = MakeBuffer(context, std::vector<uint8_t>(o_bytes, 0xff));      // NaN in both dtypes
   Buffer lse = MakeBuffer(context, std::vector<uint8_t>(lse_bytes, 0xff));  // NaN
 
@@ -93,7 +75,7 @@ ForwardRun RunForwardCase(Context& context, const AttentionParams& params, uint3
   run.lse.resize(s.lse_elements());
   REQUIRE(context.Download(o.view(), o_out.data(), o_bytes).ok());
   REQUIRE(context.Download(lse.view(), run.lse.data(), lse_bytes).ok());
-  run.o = FromStorage(o_out, params.dtype);
+  run.o = tools::UnpackTensor(o_out, params.dtype);
 
   const auto reference = tools::ReferenceAttentionForward(params, run.q, run.k, run.v);
   run.ref_o = reference.o;
@@ -117,10 +99,10 @@ BackwardRun RunBackwardCase(Context& context, const AttentionParams& params, uin
   run.d_o = RandomValues(s.q_elements(), dtype, seed + 3000);
 
   const size_t q_bytes = s.q_elements() * DataTypeSize(dtype), kv_bytes = s.kv_elements() * DataTypeSize(dtype);
-  Buffer q = MakeBuffer(context, ToStorage(run.q, dtype));
-  Buffer k = MakeBuffer(context, ToStorage(run.k, dtype));
-  Buffer v = MakeBuffer(context, ToStorage(run.v, dtype));
-  Buffer d_o = MakeBuffer(context, ToStorage(run.d_o, dtype));
+  Buffer q = MakeBuffer(context, tools::PackTensor(run.q, dtype));
+  Buffer k = MakeBuffer(context, tools::PackTensor(run.k, dtype));
+  Buffer v = MakeBuffer(context, tools::PackTensor(run.v, dtype));
+  Buffer d_o = MakeBuffer(context, tools::PackTensor(run.d_o, dtype));
   Buffer o = MakeBuffer(context, std::vector<uint8_t>(q_bytes, 0xff));
   Buffer lse = MakeBuffer(context, std::vector<uint8_t>(s.lse_elements() * 4, 0xff));
   Buffer dq = MakeBuffer(context, std::vector<uint8_t>(q_bytes, 0xff));
@@ -149,12 +131,12 @@ BackwardRun RunBackwardCase(Context& context, const AttentionParams& params, uin
 
   std::vector<uint8_t> bytes(q_bytes);
   REQUIRE(context.Download(dq.view(), bytes.data(), q_bytes).ok());
-  run.dq = FromStorage(bytes, dtype);
+  run.dq = tools::UnpackTensor(bytes, dtype);
   bytes.resize(kv_bytes);
   REQUIRE(context.Download(dk.view(), bytes.data(), kv_bytes).ok());
-  run.dk = FromStorage(bytes, dtype);
+  run.dk = tools::UnpackTensor(bytes, dtype);
   REQUIRE(context.Download(dv.view(), bytes.data(), kv_bytes).ok());
-  run.dv = FromStorage(bytes, dtype);
+  run.dv = tools::UnpackTensor(bytes, dtype);
 
   const auto reference = tools::ReferenceAttentionBackward(params, run.q, run.k, run.v, run.d_o);
   run.ref_dq = reference.dq;

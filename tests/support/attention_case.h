@@ -5,9 +5,13 @@
 #include <vkflash/vkflash.hpp>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace vkflash::testing {
+
+// "B=.. Hq=.. Hkv=.. Nq=.. Nk=.. D=.. dtype [causal] [scale=..]", for test messages.
+std::string Describe(const AttentionParams& params);
 
 // Every shape in `shapes` x {float32, float16} x {not causal, causal}, default scale.
 std::vector<AttentionParams> FullSweep(const std::vector<AttentionShape>& shapes);
@@ -24,10 +28,6 @@ struct ForwardRun {
 
 // Normal(0, 1) values times `amplitude`, rounded to float16 when dtype is float16.
 std::vector<float> RandomValues(uint64_t count, DataType dtype, uint32_t seed, float amplitude = 1.0f);
-
-// Packs floats into the storage dtype's bytes, and back.
-std::vector<uint8_t> ToStorage(const std::vector<float>& values, DataType dtype);
-std::vector<float> FromStorage(const std::vector<uint8_t>& bytes, DataType dtype);
 
 // Issue tolerances for gradients: ||grad - ref|| / ||ref||.
 inline double BackwardTolerance(DataType dtype) { return dtype == DataType::kFloat16 ? 1e-2 : 5e-4; }

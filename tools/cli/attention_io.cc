@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "storage_bytes.h"
+
 namespace vkflash::cli {
 namespace {
 
@@ -25,11 +27,7 @@ Result<Buffer> UploadBuffer(Context& context, const std::vector<uint8_t>& data, 
   return buffer;
 }
 
-std::vector<float> ToFloats(const tools::NpyArray& array) {
-  std::vector<float> values(array.element_count());
-  for (uint64_t i = 0; i < values.size(); ++i) values[i] = array.at(i);
-  return values;
-}
+std::vector<float> ToFloats(const tools::NpyArray& array) { return tools::UnpackTensor(array.data, array.dtype); }
 
 Result<AttentionInputs> LoadAttentionInputs(const std::string& q_path, const std::string& k_path,
                                             const std::string& v_path, bool causal, std::optional<float> scale) {

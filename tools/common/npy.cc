@@ -6,7 +6,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "half.h"
+#include "storage_bytes.h"
 
 namespace vkflash::tools {
 namespace {
@@ -73,16 +73,7 @@ uint64_t NpyArray::element_count() const {
   return count;
 }
 
-float NpyArray::at(uint64_t i) const {
-  if (dtype == DataType::kFloat16) {
-    uint16_t h;
-    std::memcpy(&h, data.data() + i * 2, 2);
-    return HalfToFloat(h);
-  }
-  float f;
-  std::memcpy(&f, data.data() + i * 4, 4);
-  return f;
-}
+float NpyArray::at(uint64_t i) const { return LoadElement(data.data() + i * DataTypeSize(dtype), dtype); }
 
 Result<NpyArray> ReadNpy(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
@@ -166,15 +157,7 @@ NpyArray MakeNpy(DataType dtype, std::vector<uint64_t> shape, const std::vector<
   NpyArray array;
   array.dtype = dtype;
   array.shape = std::move(shape);
-  array.data.resize(values.size() * DataTypeSize(dtype));
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (dtype == DataType::kFloat16) {
-      const uint16_t h = FloatToHalf(values[i]);
-      std::memcpy(array.data.data() + i * 2, &h, 2);
-    } else {
-      std::memcpy(array.data.data() + i * 4, &values[i], 4);
-    }
-  }
+  array.data = PackTensor(values, dtype);
   return array;
 }
 
