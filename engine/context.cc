@@ -66,9 +66,7 @@ Result<std::unique_ptr<Context>> Context::Create(const ContextOptions& options) 
 
   std::vector<VkPhysicalDevice> handles;
   VKF_ASSIGN_OR_RETURN(auto devices, ProbeAllDevices(impl->instance->handle(), &handles));
-  std::string selector = options.device_selector;
-  if (selector.empty()) selector = env::Get("VKFLASH_DEVICE").value_or("");
-  VKF_ASSIGN_OR_RETURN(const uint32_t index, SelectDevice(devices, selector));
+  VKF_ASSIGN_OR_RETURN(const uint32_t index, SelectDevice(devices, options.device_selector));
   impl->info = devices[index];
   if (impl->info.api_version < VK_API_VERSION_1_1) {
     return Status::Error(ErrorCode::kUnsupported, "device '" + impl->info.name + "' only supports Vulkan 1.0");

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <memory>
 
+#include "util/environment.h"
 #include "util/status_macros.h"
 #include "util/vk_check.h"
 #include "vulkan/device_caps.h"
@@ -47,7 +48,8 @@ Result<std::vector<DeviceInfo>> ProbeAllDevices(VkInstance instance, std::vector
   return devices;
 }
 
-Result<uint32_t> SelectDevice(const std::vector<DeviceInfo>& devices, const std::string& selector) {
+Result<uint32_t> SelectDevice(const std::vector<DeviceInfo>& devices, const std::string& requested) {
+  const std::string selector = requested.empty() ? env::Get("VKFLASH_DEVICE").value_or("") : requested;
   if (devices.empty()) {
     return Status::Error(ErrorCode::kDeviceNotFound,
                          "no Vulkan device found (on a machine without a GPU, install mesa-vulkan-drivers for lavapipe)");
@@ -68,6 +70,11 @@ Result<uint32_t> SelectDevice(const std::vector<DeviceInfo>& devices, const std:
     if (Lower(devices[i].name).find(Lower(selector)) != std::string::npos) return i;
   return Status::Error(ErrorCode::kDeviceNotFound,
                        "no Vulkan device whose name contains '" + selector + "' (devices: " + DeviceList(devices) + ")");
+}
+
+Result<uint32_t> SelectDeviceIndex(const std::string& selector) {
+  VKF_ASSIGN_OR_RETURN(auto devices, EnumerateDevices());
+  return SelectDevice(devices, selector);
 }
 
 Result<std::vector<DeviceInfo>> EnumerateDevices() {

@@ -11,7 +11,8 @@ namespace vkflash {
 Result<std::vector<DeviceInfo>> ProbeAllDevices(VkInstance instance, std::vector<VkPhysicalDevice>* handles);
 
 // `selector`: all digits = index; otherwise a case-insensitive substring of the name; empty =
-// best (discrete > integrated > virtual > CPU, then the first). kDeviceNotFound names the devices.
+// VKFLASH_DEVICE, else the best (discrete > integrated > virtual > CPU, then the first).
+// kDeviceNotFound names the devices.
 Result<uint32_t> SelectDevice(const std::vector<DeviceInfo>& devices, const std::string& selector);
 
 }  // namespace vkflash

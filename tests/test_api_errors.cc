@@ -136,6 +136,16 @@ TEST_CASE("device selection by index and by name, and clear errors for no match"
   REQUIRE(by_name.ok());
   CHECK((*by_name)->device_info().name == (*devices)[0].name);
 
+  // SelectDeviceIndex names the device Context::Create picks, without creating one.
+  auto chosen = SelectDeviceIndex();
+  REQUIRE(chosen.ok());
+  options.device_selector = "";
+  auto created = Context::Create(options);
+  REQUIRE(created.ok());
+  CHECK(*chosen == (*created)->device_info().index);
+  CHECK(*SelectDeviceIndex("0") == 0);
+  CHECK(SelectDeviceIndex("no-such-gpu-anywhere").status().code() == ErrorCode::kDeviceNotFound);
+
   options.device_selector = "99";
   CHECK(Context::Create(options).status().code() == ErrorCode::kDeviceNotFound);
   options.device_selector = "no-such-gpu-anywhere";

@@ -203,6 +203,10 @@ inline uint64_t NaiveScoresBytes(const AttentionShape& shape) { return uint64_t(
 // Lists the Vulkan devices with their capabilities (no device is created).
 Result<std::vector<DeviceInfo>> EnumerateDevices();
 
+// The index (into EnumerateDevices()) of the device Context::Create would use for `selector`
+// (an index or a name substring; empty: VKFLASH_DEVICE, else the best device). No device is created.
+Result<uint32_t> SelectDeviceIndex(const std::string& selector = "");
+
 // ---------------------------------------------------------------------------------------------
 // Context
 // ---------------------------------------------------------------------------------------------

@@ -91,11 +91,8 @@ std::unique_ptr<ViewerDevice> ViewerDevice::Create(GLFWwindow* window, bool vali
     error->message = "no Vulkan device found (without a GPU, install mesa-vulkan-drivers)";
     return nullptr;
   }
-  uint32_t preferred = 0;
-  {
-    auto probe = vkflash::Context::Create();  // only to learn which device vkflash prefers
-    if (probe.ok()) preferred = (*probe)->device_info().index;
-  }
+  const auto selected = vkflash::SelectDeviceIndex();  // the device vkflash would pick
+  const uint32_t preferred = selected.ok() ? *selected : 0;
   for (uint32_t pass = 0; pass < 2 && d->physical_ == VK_NULL_HANDLE; ++pass) {
     for (uint32_t i = 0; i < count; ++i) {
       if (pass == 0 && i != preferred) continue;
