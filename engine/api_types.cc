@@ -28,6 +28,15 @@ size_t DataTypeSize(DataType type) { return type == DataType::kFloat16 ? 2 : 4; 
 
 const char* DataTypeName(DataType type) { return type == DataType::kFloat16 ? "float16" : "float32"; }
 
+const char* CooperativeMatrixApiName(CooperativeMatrixApi api) {
+  switch (api) {
+    case CooperativeMatrixApi::kNv: return "VK_NV_cooperative_matrix";
+    case CooperativeMatrixApi::kKhr: return "VK_KHR_cooperative_matrix";
+    case CooperativeMatrixApi::kNone: break;
+  }
+  return "none";
+}
+
 const char* DeviceTypeName(VkPhysicalDeviceType type) {
   switch (type) {
     case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete GPU";

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "attention/backward_op.h"
+#include "attention/coopmat_layout.h"
 #include "attention/forward_op.h"
 #include "attention/naive_op.h"
 #include "attention/tile_config.h"
@@ -35,14 +36,31 @@ struct Context::Impl {
   std::unique_ptr<attention::ForwardOperator> forward;
   std::unique_ptr<attention::BackwardOperator> backward;
   std::unique_ptr<attention::NaiveOperator> naive;
+  attention::CoopmatLayout coopmat_layout;  // valid when info.cooperative_matrix != kNone
 
   // Builds everything that sits on top of `device`.
   Status InitOnDevice() {
     VKF_ASSIGN_OR_RETURN(runner, vk::CommandRunner::Create(*device));
     VKF_ASSIGN_OR_RETURN(pipelines, vk::PipelineStore::Create(*device, info, options.pipeline_cache_path));
-    VKF_ASSIGN_OR_RETURN(forward, attention::ForwardOperator::Create(*device, info, *pipelines));
-    VKF_ASSIGN_OR_RETURN(backward, attention::BackwardOperator::Create(*device, info, *pipelines));
+    VKF_RETURN_IF_ERROR(ProbeCooperativeMatrixLayout());
+    VKF_ASSIGN_OR_RETURN(forward, attention::ForwardOperator::Create(*device, info, coopmat_layout, *pipelines));
+    VKF_ASSIGN_OR_RETURN(backward, attention::BackwardOperator::Create(*device, info, coopmat_layout, *pipelines));
     VKF_ASSIGN_OR_RETURN(naive, attention::NaiveOperator::Create(*device, info, *pipelines));
+    return Status::Ok();
+  }
+
+  // The tensor-core kernels need the accumulator layout: a device whose probe fails runs the
+  // scalar kernels (an explicit "coopmat*" kernel family fails instead).
+  Status ProbeCooperativeMatrixLayout() {
+    if (info.cooperative_matrix == CooperativeMatrixApi::kNone) return Status::Ok();
+    auto layout = attention::ProbeCoopmatLayout(*device, *runner, *pipelines, info.cooperative_matrix, info.subgroup_size);
+    if (layout.ok()) {
+      coopmat_layout = *layout;
+      return Status::Ok();
+    }
+    if (vk::KernelFamily(options) != "auto") return layout.status();
+    info.cooperative_matrix = CooperativeMatrixApi::kNone;
+    info.cooperative_matrix_note = layout.status().message();
     return Status::Ok();
   }
 
@@ -86,10 +104,12 @@ Result<std::unique_ptr<Context>> Context::Adopt(const ExternalDevice& external, 
   }
   auto impl = std::make_unique<Impl>();
   impl->options = options;
-  impl->info = vk::ProbeDevice(external.physical_device, 0);
+  impl->info = vk::ProbeDevice(external.instance, external.physical_device, 0);
   // Only what the engine enabled on its device may be used.
   impl->info.storage_buffer_16bit = impl->info.storage_buffer_16bit && external.storage_buffer_16bit_access_enabled;
   impl->info.use_push_descriptors = impl->info.push_descriptor && external.push_descriptor_enabled;
+  impl->info.nv_cooperative_matrix_f16 = impl->info.nv_cooperative_matrix_f16 && external.cooperative_matrix_nv_enabled;
+  impl->info.khr_cooperative_matrix_f16 = impl->info.khr_cooperative_matrix_f16 && external.cooperative_matrix_khr_enabled;
   VKF_RETURN_IF_ERROR(vk::ApplyLimits(options, &impl->info));
   VKF_ASSIGN_OR_RETURN(impl->device, vk::Device::Adopt(external, impl->info));
   VKF_RETURN_IF_ERROR(impl->InitOnDevice());
@@ -155,9 +175,9 @@ Status Context::Download(const BufferView& src, void* dst, size_t bytes) {
   return impl_->Transfer(src, bytes, false, dst);
 }
 
-Result<KernelChoice> Context::ChooseForwardKernel(const AttentionParams& params) const {
+Result<KernelChoice> Context::ChooseForwardKernel(const AttentionParams& params, bool with_stats) const {
   VKF_RETURN_IF_ERROR(ValidateAttentionParams(params));
-  return attention::ChooseForwardKernel(impl_->info, params);
+  return attention::ChooseForwardKernel(impl_->info, params, with_stats);
 }
 
 Status Context::RecordForward(VkCommandBuffer cmd, const AttentionParams& params, const ForwardBuffers& buffers) {
@@ -182,7 +202,7 @@ Status Context::RecordNaiveForward(VkCommandBuffer cmd, const AttentionParams& p
 
 Result<BackwardKernelChoice> Context::ChooseBackwardKernels(const AttentionParams& params) const {
   VKF_RETURN_IF_ERROR(ValidateAttentionParams(params));
-  return attention::ChooseBackwardKernels(impl_->info, params);
+  return attention::ChooseBackwardKernels(impl_->info, params, /*scalar_only=*/false);
 }
 
 Status Context::RecordBackward(VkCommandBuffer cmd, const AttentionParams& params, const BackwardBuffers& buffers) {

@@ -43,7 +43,7 @@ Result<std::vector<DeviceInfo>> ProbeAllDevices(VkInstance instance, std::vector
   VKF_VK_RETURN_IF_ERROR(vkEnumeratePhysicalDevices(instance, &count, physical.data()), "vkEnumeratePhysicalDevices");
   physical.resize(count);
   std::vector<DeviceInfo> devices;
-  for (uint32_t i = 0; i < count; ++i) devices.push_back(vk::ProbeDevice(physical[i], i));
+  for (uint32_t i = 0; i < count; ++i) devices.push_back(vk::ProbeDevice(instance, physical[i], i));
   if (handles) *handles = std::move(physical);
   return devices;
 }

@@ -39,6 +39,8 @@ const std::vector<AttentionShape> kShapes = {
     {1, 1, 1, 1, 1, 16},   {1, 2, 2, 7, 13, 32},   {2, 4, 2, 40, 40, 64},  {1, 3, 1, 37, 61, 80},
     {1, 2, 2, 50, 19, 96}, {1, 1, 1, 33, 33, 128}, {1, 4, 1, 5, 23, 160},  {1, 1, 1, 3, 20, 192},
     {1, 1, 1, 17, 21, 256}, {1, 2, 1, 9, 17, 3},
+    // several tiles of the tensor-core kernels in both directions, with tails
+    {1, 4, 2, 150, 170, 64}, {1, 2, 1, 130, 97, 128},
 };
 
 }  // namespace

@@ -30,7 +30,7 @@ TEST_CASE("instrumented forward: tile statistics match the online softmax, outpu
     params.causal = true;
     params.scale = 0.7f;
     const auto& s = params.shape;
-    auto choice = context.ChooseForwardKernel(params);
+    auto choice = context.ChooseForwardKernel(params, /*with_stats=*/true);
     REQUIRE(choice.ok());
     const uint32_t br = choice->block_q, bc = choice->block_kv;
     const uint32_t tiles = (s.kv_len + bc - 1) / bc;

@@ -17,8 +17,9 @@ constexpr uint32_t kPreprocessWorkgroup = 64;
 }  // namespace
 
 Result<std::unique_ptr<BackwardOperator>> BackwardOperator::Create(const vk::Device& device, const DeviceInfo& info,
+                                                                   const CoopmatLayout& layout,
                                                                    vk::PipelineStore& pipelines) {
-  auto op = std::unique_ptr<BackwardOperator>(new BackwardOperator(info, pipelines));
+  auto op = std::unique_ptr<BackwardOperator>(new BackwardOperator(info, layout, pipelines));
   VKF_ASSIGN_OR_RETURN(op->layout_, vk::KernelLayout::Create(device, VKF_BWD_BINDING_COUNT, sizeof(gpu::AttentionPush)));
   return op;
 }
@@ -26,7 +27,9 @@ Result<std::unique_ptr<BackwardOperator>> BackwardOperator::Create(const vk::Dev
 Result<VkPipeline> BackwardOperator::Pipeline(const KernelChoice& choice, const AttentionParams& params) {
   const vk::ShaderBlob* shader = vk::FindShader(choice.kernel);
   if (shader == nullptr) return Status::Error(ErrorCode::kUnsupported, "kernel '" + choice.kernel + "' is not built");
-  return pipelines_.Get(*shader, layout_->pipeline_layout(), MakeSpecConstants(choice, params, /*write_lse=*/false));
+  SpecConstants spec = MakeSpecConstants(choice, params, /*write_lse=*/false);
+  SetCoopmatConstants(choice, coopmat_layout_, &spec);
+  return pipelines_.Get(*shader, layout_->pipeline_layout(), spec);
 }
 
 Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& params, const BackwardBuffers& buffers) {
@@ -62,7 +65,11 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   if (!has_queries) q.view = o.view = d_o.view = dq.view = lse.view = workspace.view = buffers.k;
   if (!has_keys) k.view = v.view = dk.view = dv.view = buffers.q;
 
-  VKF_ASSIGN_OR_RETURN(const BackwardKernelChoice choice, ChooseBackwardKernels(info_, params));
+  // The tensor-core kernels move 16-byte vectors: views at other offsets run the scalar kernels.
+  bool aligned = true;
+  for (const BufferView* view : {&q.view, &k.view, &v.view, &d_o.view, &dq.view, &dk.view, &dv.view})
+    aligned = aligned && view->offset % 16 == 0;
+  VKF_ASSIGN_OR_RETURN(const BackwardKernelChoice choice, ChooseBackwardKernels(info_, params, /*scalar_only=*/!aligned));
   KernelChoice preprocess;
   preprocess.kernel = std::string("backward_preprocess_") + (params.dtype == DataType::kFloat16 ? "f16" : "f32");
   preprocess.workgroup_size = kPreprocessWorkgroup;

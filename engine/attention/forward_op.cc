@@ -11,8 +11,9 @@
 namespace vkflash::attention {
 
 Result<std::unique_ptr<ForwardOperator>> ForwardOperator::Create(const vk::Device& device, const DeviceInfo& info,
+                                                                 const CoopmatLayout& layout,
                                                                  vk::PipelineStore& pipelines) {
-  auto op = std::unique_ptr<ForwardOperator>(new ForwardOperator(info, pipelines));
+  auto op = std::unique_ptr<ForwardOperator>(new ForwardOperator(info, layout, pipelines));
   VKF_ASSIGN_OR_RETURN(op->layout_, vk::KernelLayout::Create(device, VKF_FWD_BINDING_COUNT, sizeof(gpu::AttentionPush)));
   return op;
 }
@@ -28,7 +29,12 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
   const NamedView lse{"lse", buffers.lse, shape.lse_elements() * sizeof(float)};
   VKF_RETURN_IF_ERROR(CheckViews(info_, {q, o}));
   if (!buffers.lse.empty()) VKF_RETURN_IF_ERROR(CheckViews(info_, {lse}));
-  VKF_ASSIGN_OR_RETURN(const KernelChoice choice, ChooseForwardKernel(info_, params));
+  // The tensor-core kernel reads and writes 16-byte vectors: views at other offsets (possible
+  // where minStorageBufferOffsetAlignment < 16) and instrumented calls run the scalar kernel.
+  const bool aligned = buffers.q.offset % 16 == 0 && buffers.k.offset % 16 == 0 && buffers.v.offset % 16 == 0 &&
+                       buffers.o.offset % 16 == 0;
+  VKF_ASSIGN_OR_RETURN(const KernelChoice choice,
+                       ChooseForwardKernel(info_, params, /*scalar_only=*/!buffers.stats.empty() || !aligned));
   const NamedView stats{"stats", buffers.stats, ForwardStatsBytes(params.shape, choice)};
   if (!buffers.stats.empty()) VKF_RETURN_IF_ERROR(CheckViews(info_, {stats}));
 
@@ -54,8 +60,9 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
 
   const vk::ShaderBlob* shader = vk::FindShader(choice.kernel);
   if (shader == nullptr) return Status::Error(ErrorCode::kUnsupported, "kernel '" + choice.kernel + "' is not built");
-  const SpecConstants spec =
+  SpecConstants spec =
       MakeSpecConstants(choice, params, /*write_lse=*/!buffers.lse.empty(), /*instrument=*/!buffers.stats.empty());
+  SetCoopmatConstants(choice, coopmat_layout_, &spec);
   VKF_ASSIGN_OR_RETURN(VkPipeline pipeline, pipelines_.Get(*shader, layout_->pipeline_layout(), spec));
 
   // Unused LSE / stats bindings still need a valid buffer: O stands in (never touched then).

@@ -6,6 +6,7 @@
 
 #include <memory>
 
+#include "attention/coopmat_layout.h"
 #include "vulkan/device.h"
 #include "vulkan/kernel_layout.h"
 #include "vulkan/pipeline_store.h"
@@ -14,16 +15,19 @@ namespace vkflash::attention {
 
 class ForwardOperator {
  public:
+  // `layout` is read at every Record (the context owns it; valid when the device runs tensor cores).
   static Result<std::unique_ptr<ForwardOperator>> Create(const vk::Device& device, const DeviceInfo& info,
-                                                         vk::PipelineStore& pipelines);
+                                                         const CoopmatLayout& layout, vk::PipelineStore& pipelines);
 
   Status Record(VkCommandBuffer cmd, const AttentionParams& params, const ForwardBuffers& buffers);
   void Forget(VkBuffer buffer) { layout_->Forget(buffer); }
 
  private:
-  ForwardOperator(const DeviceInfo& info, vk::PipelineStore& pipelines) : info_(info), pipelines_(pipelines) {}
+  ForwardOperator(const DeviceInfo& info, const CoopmatLayout& layout, vk::PipelineStore& pipelines)
+      : info_(info), coopmat_layout_(layout), pipelines_(pipelines) {}
 
   const DeviceInfo& info_;
+  const CoopmatLayout& coopmat_layout_;
   vk::PipelineStore& pipelines_;
   std::unique_ptr<vk::KernelLayout> layout_;
 };

@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 
+#include "attention/coopmat_layout.h"
 #include "common/shader_interface.h"
 
 namespace vkflash::attention {
@@ -37,6 +38,16 @@ inline SpecConstants MakeSpecConstants(const KernelChoice& choice, const Attenti
   spec[VKF_SPEC_WRITE_LSE] = write_lse ? 1u : 0u;
   spec[VKF_SPEC_INSTRUMENT] = instrument ? 1u : 0u;
   return spec;
+}
+
+// The tensor-core kernels' extra constants: their subgroup size and the accumulator layout.
+inline void SetCoopmatConstants(const KernelChoice& choice, const CoopmatLayout& layout, SpecConstants* spec) {
+  if (choice.cooperative_matrix == CooperativeMatrixApi::kNone) return;
+  (*spec)[VKF_SPEC_SUBGROUP_SIZE] = choice.subgroup_size;
+  (*spec)[VKF_SPEC_CM_ROWS_PER_LANE] = layout.rows_per_lane;
+  (*spec)[VKF_SPEC_CM_SLOTS_LO] = layout.slots_lo;
+  (*spec)[VKF_SPEC_CM_SLOTS_HI] = layout.slots_hi;
+  (*spec)[VKF_SPEC_CM_ROW_LANE_MASK] = layout.row_lane_mask;
 }
 
 }  // namespace vkflash::attention

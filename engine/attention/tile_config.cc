@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "attention/coopmat_tiles.h"
+
 namespace vkflash::attention {
 namespace {
 
@@ -55,8 +57,12 @@ uint32_t ForwardSharedBytes(uint32_t head_dim, uint32_t block_q, uint32_t block_
   return floats * uint32_t(sizeof(float));
 }
 
-Result<KernelChoice> ChooseForwardKernel(const DeviceInfo& device, const AttentionParams& params) {
+Result<KernelChoice> ChooseForwardKernel(const DeviceInfo& device, const AttentionParams& params, bool scalar_only) {
   if (Status s = CheckDtype(device, params.dtype); !s.ok()) return s;
+  if (!scalar_only && CoopmatApplies(device, params)) {
+    auto choice = ChooseCoopmatForward(device, params);
+    if (choice.ok()) return choice;  // else the scalar kernels (e.g. too little shared memory)
+  }
   const uint32_t head_dim = params.shape.head_dim;
   for (bool subgroup : {true, false}) {
     if (subgroup && !device.use_subgroup_ops) continue;
@@ -87,8 +93,13 @@ uint32_t BackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streame
   return 16 * vec4s + 4 * floats;
 }
 
-Result<BackwardKernelChoice> ChooseBackwardKernels(const DeviceInfo& device, const AttentionParams& params) {
+Result<BackwardKernelChoice> ChooseBackwardKernels(const DeviceInfo& device, const AttentionParams& params,
+                                                   bool scalar_only) {
   if (Status s = CheckDtype(device, params.dtype); !s.ok()) return s;
+  if (!scalar_only && CoopmatApplies(device, params)) {
+    auto choice = ChooseCoopmatBackward(device, params);
+    if (choice.ok()) return choice;
+  }
   const uint32_t head_dim = params.shape.head_dim;
   // Both gradient kernels hold two owned row blocks and two streamed tiles: the forward's list
   // of (owned, streamed) shapes serves them too.

@@ -12,14 +12,18 @@ namespace vkflash::attention {
 uint32_t ForwardSharedBytes(uint32_t head_dim, uint32_t block_q, uint32_t block_kv, uint32_t threads_per_row,
                             bool subgroup_reductions);
 
-// The largest tiles that fit the device's usable limits. kUnsupported when nothing fits (or the
-// device cannot store the dtype).
-Result<KernelChoice> ChooseForwardKernel(const DeviceInfo& device, const AttentionParams& params);
+// Tensor cores where CoopmatApplies (unless scalar_only: instrumented calls, unaligned views),
+// else the largest scalar tiles that fit the device's usable limits. kUnsupported when nothing
+// fits (or the device cannot store the dtype).
+Result<KernelChoice> ChooseForwardKernel(const DeviceInfo& device, const AttentionParams& params, bool scalar_only);
 
 // Shared memory of the backward gradient kernels (shaders/attention_backward_{dkdv,dq}.comp):
 // `owned` rows stay in the workgroup, tiles of `streamed` rows pass through.
 uint32_t BackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed, bool dkdv);
 
-Result<BackwardKernelChoice> ChooseBackwardKernels(const DeviceInfo& device, const AttentionParams& params);
+// Tensor cores where CoopmatApplies and the head dim is at most 128 (unless scalar_only), else
+// scalar tiles.
+Result<BackwardKernelChoice> ChooseBackwardKernels(const DeviceInfo& device, const AttentionParams& params,
+                                                   bool scalar_only);
 
 }  // namespace vkflash::attention

@@ -4,7 +4,9 @@
 
 #include "util/status_macros.h"
 #include "util/vk_check.h"
+#include "vulkan/cooperative_matrix_caps.h"
 #include "vulkan/device_caps.h"
+#include "vulkan/pipeline_statistics.h"
 
 namespace vkflash::vk {
 
@@ -29,6 +31,39 @@ Result<std::unique_ptr<Device>> Device::Create(VkPhysicalDevice physical, const 
   storage16.storageBuffer16BitAccess = info.storage_buffer_16bit ? VK_TRUE : VK_FALSE;
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   features.pNext = &storage16;
+
+  // Tensor-core kernels: the extension with its feature, float16 arithmetic and the Vulkan memory
+  // model (cooperative-matrix SPIR-V declares it). ProbeCooperativeMatrix checked all of them.
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV nv_matrix{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  CooperativeMatrixFeaturesKhr khr_matrix{kCooperativeMatrixFeaturesKhrType};
+  VkPhysicalDeviceShaderFloat16Int8Features float16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+  if (info.cooperative_matrix != CooperativeMatrixApi::kNone) {
+    float16.shaderFloat16 = VK_TRUE;
+    memory_model.vulkanMemoryModel = VK_TRUE;
+    storage16.pNext = &float16;
+    float16.pNext = &memory_model;
+    if (info.cooperative_matrix == CooperativeMatrixApi::kNv) {
+      extensions.push_back(kNvCooperativeMatrixExtension);
+      nv_matrix.cooperativeMatrix = VK_TRUE;
+      memory_model.pNext = &nv_matrix;
+    } else {
+      extensions.push_back(kKhrCooperativeMatrixExtension);
+      khr_matrix.cooperativeMatrix = VK_TRUE;
+      memory_model.pNext = &khr_matrix;
+    }
+  }
+
+  // Tuning aid (vulkan/pipeline_statistics.h).
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable_info{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  if (PipelineStatisticsRequested() && HasDeviceExtension(physical, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
+    extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+    executable_info.pipelineExecutableInfo = VK_TRUE;
+    executable_info.pNext = features.pNext;
+    features.pNext = &executable_info;
+    device->pipeline_statistics_ = true;
+  }
 
   VkDeviceCreateInfo create_info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   create_info.pNext = &features;

@@ -36,6 +36,8 @@ class Device {
 
   // Non-null when push descriptors are in use (VK_KHR_push_descriptor enabled and not disabled).
   PFN_vkCmdPushDescriptorSetWithTemplateKHR push_descriptor_with_template() const { return push_with_template_; }
+  // Pipelines capture driver statistics (VKFLASH_PIPELINE_STATISTICS, owned devices only).
+  bool pipeline_statistics() const { return pipeline_statistics_; }
 
  private:
   Device() = default;
@@ -46,6 +48,7 @@ class Device {
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;
   bool owned_ = false;
+  bool pipeline_statistics_ = false;
   VkPhysicalDeviceMemoryProperties memory_properties_{};
   PFN_vkCmdPushDescriptorSetWithTemplateKHR push_with_template_ = nullptr;
   mutable std::atomic<uint64_t> allocated_bytes_{0};

@@ -4,6 +4,8 @@
 #include <vector>
 
 #include "util/environment.h"
+#include "vulkan/cooperative_matrix_caps.h"
+#include "vulkan/shader_library.h"
 
 namespace vkflash::vk {
 
@@ -33,7 +35,7 @@ bool FindComputeQueueFamily(VkPhysicalDevice device, uint32_t* family) {
   return true;
 }
 
-DeviceInfo ProbeDevice(VkPhysicalDevice device, uint32_t index) {
+DeviceInfo ProbeDevice(VkInstance instance, VkPhysicalDevice device, uint32_t index) {
   DeviceInfo info;
   info.index = index;
 
@@ -90,8 +92,7 @@ DeviceInfo ProbeDevice(VkPhysicalDevice device, uint32_t index) {
   info.shader_float16 = float16.shaderFloat16;
 
   info.push_descriptor = HasDeviceExtension(device, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
-  info.nv_cooperative_matrix = HasDeviceExtension(device, "VK_NV_cooperative_matrix");
-  info.khr_cooperative_matrix = HasDeviceExtension(device, "VK_KHR_cooperative_matrix");
+  ProbeCooperativeMatrix(instance, device, &info);
 
   info.usable_shared_memory_bytes = info.shared_memory_bytes;
   info.use_subgroup_ops = info.subgroup_shuffle_in_compute;
@@ -110,6 +111,45 @@ Status ApplyLimits(const ContextOptions& options, DeviceInfo* info) {
   if (max_shared != 0 && max_shared < info->usable_shared_memory_bytes) info->usable_shared_memory_bytes = max_shared;
   if (options.disable_subgroup_ops || env::Flag("VKFLASH_DISABLE_SUBGROUP_OPS")) info->use_subgroup_ops = false;
   if (options.disable_push_descriptors || env::Flag("VKFLASH_DISABLE_PUSH_DESCRIPTORS")) info->use_push_descriptors = false;
+  return ChooseKernelFamily(options, info);
+}
+
+std::string KernelFamily(const ContextOptions& options) {
+  return !options.kernels.empty() ? options.kernels : env::Get("VKFLASH_KERNELS").value_or("auto");
+}
+
+Status ChooseKernelFamily(const ContextOptions& options, DeviceInfo* info) {
+  const std::string family = KernelFamily(options);
+  // The tensor-core kernels reduce rows with subgroup shuffles.
+  const bool nv = info->use_subgroup_ops && info->nv_cooperative_matrix_f16 && FindShader("coopmat_probe_nv") != nullptr;
+  const bool khr = info->use_subgroup_ops && info->khr_cooperative_matrix_f16 && FindShader("coopmat_probe_khr") != nullptr;
+  auto unsupported = [&](const std::string& what) {
+    return Status::Error(ErrorCode::kUnsupported, "kernels '" + family + "': " + what + " on '" + info->name + "'");
+  };
+  info->cooperative_matrix = CooperativeMatrixApi::kNone;
+  if (family == "scalar") {
+    info->cooperative_matrix_note = "scalar kernels asked for";
+  } else if (family == "auto" || family == "coopmat") {
+    info->cooperative_matrix = nv ? CooperativeMatrixApi::kNv : khr ? CooperativeMatrixApi::kKhr : CooperativeMatrixApi::kNone;
+    if (!nv && !khr) {
+      if (family == "coopmat") return unsupported("no usable cooperative-matrix extension");
+      info->cooperative_matrix_note = info->nv_cooperative_matrix || info->khr_cooperative_matrix
+                                          ? "the device lacks a feature the kernels need (or this build lacks them)"
+                                          : "no cooperative-matrix extension";
+    }
+  } else if (family == "coopmat_nv") {
+    if (!nv) return unsupported("VK_NV_cooperative_matrix kernels cannot run");
+    info->cooperative_matrix = CooperativeMatrixApi::kNv;
+  } else if (family == "coopmat_khr") {
+    if (!khr) {
+      return unsupported(info->khr_cooperative_matrix_f16 ? "this build has no VK_KHR_cooperative_matrix kernels (glslang >= 13 needed)"
+                                                          : "VK_KHR_cooperative_matrix kernels cannot run");
+    }
+    info->cooperative_matrix = CooperativeMatrixApi::kKhr;
+  } else {
+    return Status::Error(ErrorCode::kInvalidArgument,
+                         "kernels '" + family + "': expected auto, scalar, coopmat, coopmat_nv or coopmat_khr");
+  }
   return Status::Ok();
 }
 

@@ -1,5 +1,7 @@
 #include "vulkan/pipeline_store.h"
 
+#include "vulkan/pipeline_statistics.h"
+
 #include "util/hash.h"
 #include "util/status_macros.h"
 #include "util/vk_check.h"
@@ -65,10 +67,16 @@ Result<VkPipeline> PipelineStore::Get(const ShaderBlob& shader, VkPipelineLayout
   info.stage.pName = "main";
   info.stage.pSpecializationInfo = &specialization;
   info.layout = layout;
+  if (device_.pipeline_statistics()) info.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   VkPipeline pipeline = VK_NULL_HANDLE;
   const VkResult result = vkCreateComputePipelines(device_.handle(), cache_, 1, &info, nullptr, &pipeline);
   vkDestroyShaderModule(device_.handle(), module, nullptr);
   VKF_RETURN_IF_ERROR(VkCheck(result, (std::string("vkCreateComputePipelines(") + shader.name + ")").c_str()));
+  if (device_.pipeline_statistics()) {
+    std::string label = shader.name;
+    for (size_t i = 0; i < spec_values.size(); ++i) label += (i ? "," : " [") + std::to_string(spec_values[i]);
+    PrintPipelineStatistics(device_.handle(), pipeline, label + "]");
+  }
   pipelines_.emplace(std::move(key), pipeline);
   return pipeline;
 }

@@ -120,7 +120,8 @@ class Buffer {
 // float index ((((b * Hq + h) * Nq + i) * T + t) * 5), T = ceil(Nk / block_kv): the running max m
 // (natural log units), the running sum l, the rescale factor exp(m_old - m_new), the row's max
 // score in the tile, and the row's sum of exp(S - m) over the tile. Tiles a row never visits
-// (causal) are not written. Size: ForwardStatsBytes().
+// (causal) are not written. Size: ForwardStatsBytes(). Only the scalar kernel is instrumented: a
+// call with stats runs it, whatever ChooseForwardKernel() says for the plain call.
 struct ForwardBuffers {
   BufferView q, k, v, o;
   BufferView lse;
@@ -143,6 +144,9 @@ uint64_t BackwardWorkspaceBytes(const AttentionShape& shape);
 // Devices and kernels
 // ---------------------------------------------------------------------------------------------
 
+// The cooperative-matrix (tensor-core) extension a kernel is built for.
+enum class CooperativeMatrixApi { kNone, kNv, kKhr };
+
 // What the capabilities probe found, and what vkflash will use after the portability knobs.
 struct DeviceInfo {
   uint32_t index = 0;  // position in vkEnumeratePhysicalDevices
@@ -163,27 +167,40 @@ struct DeviceInfo {
   bool storage_buffer_16bit = false;         // storageBuffer16BitAccess (float16 tensors)
   bool shader_float16 = false;
   bool push_descriptor = false;              // VK_KHR_push_descriptor
-  bool nv_cooperative_matrix = false;
-  bool khr_cooperative_matrix = false;
+  bool nv_cooperative_matrix = false;   // VK_NV_cooperative_matrix is offered
+  bool khr_cooperative_matrix = false;  // VK_KHR_cooperative_matrix is offered
+  // The extension can run vkflash's tensor-core kernels: 16x16x16 float16 x float16 + float32
+  // matrices at subgroup scope, with shaderFloat16, vulkanMemoryModel, 16-bit storage, subgroup
+  // shuffles, and a single subgroup size (Vulkan 1.2 or newer).
+  bool nv_cooperative_matrix_f16 = false;
+  bool khr_cooperative_matrix_f16 = false;
   float timestamp_period_ns = 0.0f;          // 0: no compute timestamps
 
   // What vkflash uses, after ContextOptions / VKFLASH_* limits are applied.
   uint32_t usable_shared_memory_bytes = 0;
   bool use_subgroup_ops = false;
   bool use_push_descriptors = false;
+  // Which extension the tensor-core kernels use (kNone: the scalar kernels run everywhere), and
+  // why none when the device has one (e.g. disabled by a knob, or the layout probe failed).
+  CooperativeMatrixApi cooperative_matrix = CooperativeMatrixApi::kNone;
+  std::string cooperative_matrix_note;
 };
 
 const char* DeviceTypeName(VkPhysicalDeviceType type);
+const char* CooperativeMatrixApiName(CooperativeMatrixApi api);
 
 // The kernel and tiles chosen for a AttentionParams on this context's device.
 struct KernelChoice {
-  std::string kernel;              // e.g. "forward_scalar_f16"
+  std::string kernel;              // e.g. "forward_f16_subgroup", "forward_f16_coopmat_nv"
   uint32_t block_q = 0;            // Br: query rows per workgroup
   uint32_t block_kv = 0;           // Bc: key/value rows per shared-memory tile
   uint32_t threads_per_row = 0;    // invocations sharing one query row
   uint32_t workgroup_size = 0;
   bool subgroup_reductions = false;  // false: shared-memory reductions
   uint32_t shared_memory_bytes = 0;
+  // Tensor-core kernels: the extension, and the subgroup size they run with (threads_per_row is 0).
+  CooperativeMatrixApi cooperative_matrix = CooperativeMatrixApi::kNone;
+  uint32_t subgroup_size = 0;
 };
 
 // The backward pass runs three kernels; the two gradient kernels have tiles of their own.
@@ -194,7 +211,8 @@ struct BackwardKernelChoice {
   KernelChoice dq;
 };
 
-// Bytes of ForwardBuffers::stats for `shape` with the kernel `choice` (its block_kv).
+// Bytes of ForwardBuffers::stats for `shape` with the kernel `choice` (its block_kv): take the
+// choice from ChooseForwardKernel(params, /*with_stats=*/true).
 uint64_t ForwardStatsBytes(const AttentionShape& shape, const KernelChoice& choice);
 
 // Bytes of the scores scratch of the naive baseline (Context::RecordNaiveForward): Nq * Nk floats.
@@ -226,6 +244,12 @@ struct ContextOptions {
   bool disable_subgroup_ops = false;
   bool disable_push_descriptors = false;
 
+  // Kernel family: "auto" (tensor cores where the device has them, else scalar), "scalar",
+  // "coopmat" (either extension), "coopmat_nv" or "coopmat_khr". Create()/Adopt() fail with
+  // kUnsupported when the family asked for cannot run here. Empty: the VKFLASH_KERNELS
+  // environment variable, else "auto".
+  std::string kernels;
+
   // Enables VK_LAYER_KHRONOS_validation with synchronization validation (Create() only; fails
   // with kUnsupported if the layer is missing). Messages go to `message_callback`.
   bool enable_validation = false;
@@ -248,6 +272,10 @@ struct ExternalDevice {
   uint32_t api_version = VK_API_VERSION_1_1;  // the instance's apiVersion (>= 1.1)
   bool storage_buffer_16bit_access_enabled = false;  // needed for float16 tensors
   bool push_descriptor_enabled = false;              // VK_KHR_push_descriptor enabled
+  // VK_NV_cooperative_matrix / VK_KHR_cooperative_matrix enabled with its cooperativeMatrix
+  // feature, and shaderFloat16 and vulkanMemoryModel enabled: the tensor-core kernels may run.
+  bool cooperative_matrix_nv_enabled = false;
+  bool cooperative_matrix_khr_enabled = false;
 };
 
 enum class PipelineCacheState {
@@ -279,8 +307,9 @@ class Context {
   Status Upload(const BufferView& dst, const void* src, size_t bytes);
   Status Download(const BufferView& src, void* dst, size_t bytes);
 
-  // Which kernel and tiles a forward call with these params runs with here.
-  Result<KernelChoice> ChooseForwardKernel(const AttentionParams& params) const;
+  // Which kernel and tiles a forward call with these params runs with here (with_stats: a call
+  // that also fills ForwardBuffers::stats, which runs the instrumented scalar kernel).
+  Result<KernelChoice> ChooseForwardKernel(const AttentionParams& params, bool with_stats = false) const;
 
   // Records the forward pass into `cmd` (in the recording state, on a queue family with compute).
   // Barriers: the caller makes prior writes to q/k/v visible to COMPUTE_SHADER reads before this

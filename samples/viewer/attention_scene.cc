@@ -142,7 +142,7 @@ uint32_t AttentionScene::visited_tiles(uint32_t tq) const {
 bool AttentionScene::Configure(const SceneSettings& settings, std::string* error) {
   const bool same = configured_ && settings_.SameBuffers(settings);
   settings_ = settings;
-  auto choice = device_.flash().ChooseForwardKernel(params());
+  auto choice = device_.flash().ChooseForwardKernel(params(), /*with_stats=*/true);
   if (!choice.ok()) return *error = choice.status().ToString(), false;
   const bool same_tiles = choice->block_kv == choice_.block_kv;
   choice_ = *choice;

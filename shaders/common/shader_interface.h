@@ -19,7 +19,14 @@ using uint = std::uint32_t;
 #define VKF_SPEC_WRITE_LSE 6
 #define VKF_SPEC_INSTRUMENT 7  // forward: write per-tile statistics (the tile viewer)
 #define VKF_SPEC_NAIVE_PASS 8  // naive baseline: which of its three passes
-#define VKF_SPEC_COUNT 9
+// Cooperative-matrix kernels: the subgroup size they were built for, and the accumulator layout
+// the engine's probe found (see shaders/common/coopmat.glsl).
+#define VKF_SPEC_SUBGROUP_SIZE 9
+#define VKF_SPEC_CM_ROWS_PER_LANE 10   // distinct rows among a lane's accumulator elements
+#define VKF_SPEC_CM_SLOTS_LO 11        // slot of elements 0..7, 4 bits each
+#define VKF_SPEC_CM_SLOTS_HI 12        // slot of elements 8..15
+#define VKF_SPEC_CM_ROW_LANE_MASK 13   // lanes l and l ^ m (m within the mask) hold the same rows
+#define VKF_SPEC_COUNT 14
 
 // Forward pass storage-buffer bindings (set 0).
 #define VKF_FWD_BINDING_Q 0
@@ -60,6 +67,12 @@ using uint = std::uint32_t;
 #define VKF_BWD_BINDING_DK 8
 #define VKF_BWD_BINDING_DV 9
 #define VKF_BWD_BINDING_COUNT 10
+
+// The cooperative-matrix layout probe (shaders/coopmat_layout_probe.comp): for every lane l and
+// accumulator element i, the value 16 * row + column lands at float l * VKF_PROBE_STRIDE + i;
+// the element count per lane at l * VKF_PROBE_STRIDE + VKF_PROBE_STRIDE - 1.
+#define VKF_PROBE_BINDING_OUT 0
+#define VKF_PROBE_STRIDE 64
 
 // Push constants of every attention kernel. Forward and dQ dispatch (ceil(q_len / BLOCK_Q),
 // q_heads, batch); dK/dV dispatches (ceil(kv_len / BLOCK_KV), kv_heads, batch).

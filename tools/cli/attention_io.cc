@@ -78,9 +78,10 @@ Result<AttentionInputs> LoadAttentionInputs(const std::string& q_path, const std
   return in;
 }
 
-Result<std::unique_ptr<Context>> OpenContext(const std::string& device) {
+Result<std::unique_ptr<Context>> OpenContext(const std::string& device, const std::string& kernels) {
   ContextOptions options;
   options.device_selector = device;
+  options.kernels = kernels;
   return Context::Create(options);
 }
 

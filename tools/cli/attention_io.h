@@ -38,7 +38,8 @@ struct BackwardOutputs {
 Result<BackwardOutputs> RunBackward(Context& context, const AttentionInputs& inputs, const tools::NpyArray& d_o);
 
 // The context for a command: `device` ("" = VKFLASH_DEVICE or the best device).
-Result<std::unique_ptr<Context>> OpenContext(const std::string& device);
+// kernels: ContextOptions::kernels (empty: VKFLASH_KERNELS, else auto).
+Result<std::unique_ptr<Context>> OpenContext(const std::string& device, const std::string& kernels = "");
 
 // A device buffer of `bytes` (at least 4: Vulkan has no empty buffers), holding `data` if any.
 Result<Buffer> UploadBuffer(Context& context, const std::vector<uint8_t>& data, uint64_t bytes);

@@ -22,9 +22,10 @@ namespace {
 
 struct BenchOptions {
   uint32_t batch = 4, heads = 16, kv_heads = 0, seq_len = 4096, head_dim = 128;
-  std::string dtype = "f16", mode = "both", json, device, preset;
-  bool causal = false;
+  std::string dtype = "f16", mode = "both", json, device, preset, kernels;
+  bool causal = false, naive = true;
   uint32_t warmup = 3, runs = 20;
+  double warmup_ms = 300;  // and keep warming up until this much GPU time has passed (clocks ramp up)
 };
 
 struct BenchConfig {
@@ -107,28 +108,37 @@ Status RunConfig(Context& context, const BenchConfig& c, const BenchOptions& o, 
   const ForwardBuffers f{b.q, b.k, b.v, b.o, b.lse};
   if (Status st = context.Forward(p, f); !st.ok()) return st;  // O and LSE for the backward; pipeline made
 
-  auto time = [&](const std::function<Status(VkCommandBuffer)>& record) -> Result<double> {
-    auto warm = context.MeasureGpuTime(record, o.warmup);
-    if (!warm.ok()) return warm.status();
-    auto times = context.MeasureGpuTime(record, o.runs);
+  auto time = [&](const std::function<Status(VkCommandBuffer)>& record, uint32_t runs) -> Result<double> {
+    double warm_ms = 0;
+    for (uint32_t i = 0; i < o.warmup || warm_ms < o.warmup_ms; ++i) {
+      auto warm = context.MeasureGpuTime(record, 1);
+      if (!warm.ok()) return warm.status();
+      warm_ms += warm->front();
+    }
+    auto times = context.MeasureGpuTime(record, runs);
     if (!times.ok()) return times.status();
     return Median(*times);
   };
   if (c.forward) {
-    auto ms = time([&](VkCommandBuffer cmd) { return context.RecordForward(cmd, p, f); });
+    auto ms = time([&](VkCommandBuffer cmd) { return context.RecordForward(cmd, p, f); }, o.runs);
     if (!ms.ok()) return ms.status();
-    out->push_back({"fwd", context.ChooseForwardKernel(p)->kernel, *ms, ForwardFlops(p) / (*ms * 1e-3) / 1e12});
+    auto choice = context.ChooseForwardKernel(p);
+    const std::string kernel = choice->kernel + " " + std::to_string(choice->block_q) + "x" +
+                               std::to_string(choice->block_kv) + "/" + std::to_string(choice->workgroup_size);
+    out->push_back({"fwd", kernel, *ms, ForwardFlops(p) / (*ms * 1e-3) / 1e12});
   }
-  if (c.forward && NaiveScoresBytes(s) <= context.device_info().max_storage_buffer_range) {
+  if (o.naive && c.forward && NaiveScoresBytes(s) <= context.device_info().max_storage_buffer_range) {
     auto scores = context.CreateBuffer(NaiveScoresBytes(s));
     if (scores.ok()) {  // where memory allows
-      auto ms = time([&](VkCommandBuffer cmd) { return context.RecordNaiveForward(cmd, p, f, scores->view()); });
+      // At most 5 runs: at N = 16384 one naive run takes seconds.
+      auto ms = time([&](VkCommandBuffer cmd) { return context.RecordNaiveForward(cmd, p, f, scores->view()); },
+                     std::min(o.runs, 5u));
       if (!ms.ok()) return ms.status();
       out->push_back({"fwd", "naive (S, softmax, PV)", *ms, ForwardFlops(p) / (*ms * 1e-3) / 1e12});
     }
   }
   if (c.backward) {
-    auto ms = time([&](VkCommandBuffer cmd) { return context.RecordBackward(cmd, p, b); });
+    auto ms = time([&](VkCommandBuffer cmd) { return context.RecordBackward(cmd, p, b); }, o.runs);
     if (!ms.ok()) return ms.status();
     auto kernels = context.ChooseBackwardKernels(p);
     out->push_back({"bwd", kernels->dkdv.kernel + "+" + kernels->dq.kernel, *ms,
@@ -138,7 +148,7 @@ Status RunConfig(Context& context, const BenchConfig& c, const BenchOptions& o, 
 }
 
 int RunBench(const BenchOptions& o) {
-  auto context = OpenContext(o.device);
+  auto context = OpenContext(o.device, o.kernels);
   if (!context.ok()) return ReportError(context.status());
   const auto configs = Configs(o);
   nlohmann::json rows = nlohmann::json::array();
@@ -188,9 +198,14 @@ Command AddBenchCommand(CLI::App& parent) {
   app->add_option("--mode", o->mode, "fwd, bwd or both")->check(CLI::IsMember({"fwd", "bwd", "both"}))->capture_default_str();
   app->add_option("--preset", o->preset, "fa: FlashAttention's benchmark grid")->check(CLI::IsMember({"fa"}));
   app->add_option("--warmup", o->warmup, "Untimed runs first")->capture_default_str();
+  app->add_option("--warmup-ms", o->warmup_ms, "...and untimed runs until this much GPU time has passed")
+      ->capture_default_str();
   app->add_option("--runs", o->runs, "Timed runs (the median is reported)")->capture_default_str()->check(CLI::Range(1u, 10000u));
   app->add_option("--json", o->json, "Write the rows as JSON to this file");
   app->add_option("--device", o->device, "Device index or name substring");
+  app->add_option("--kernel", o->kernels, "Kernel family (default: VKFLASH_KERNELS, else auto)")
+      ->check(CLI::IsMember({"auto", "scalar", "coopmat", "coopmat_nv", "coopmat_khr"}));
+  app->add_flag("--naive,!--no-naive", o->naive, "Also time the naive three-pass baseline where it fits (default: on)");
   return {app, [o]() { return RunBench(*o); }};
 }
 

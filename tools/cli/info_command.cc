@@ -23,9 +23,10 @@ void PrintDevice(const DeviceInfo& d, bool selected) {
   std::printf("    shared memory %u B, subgroup %u (%u..%u), subgroup shuffle %s, fp16 storage %s, fp16 math %s\n",
               d.shared_memory_bytes, d.subgroup_size, d.min_subgroup_size, d.max_subgroup_size,
               YesNo(d.subgroup_shuffle_in_compute), YesNo(d.storage_buffer_16bit), YesNo(d.shader_float16));
-  std::printf("    push descriptors %s, cooperative matrix NV %s / KHR %s, max storage buffer %llu B, "
+  std::printf("    push descriptors %s, cooperative matrix NV %s%s / KHR %s%s, max storage buffer %llu B, "
               "workgroup <= %u invocations, timestamps %s\n",
-              YesNo(d.push_descriptor), YesNo(d.nv_cooperative_matrix), YesNo(d.khr_cooperative_matrix),
+              YesNo(d.push_descriptor), YesNo(d.nv_cooperative_matrix), d.nv_cooperative_matrix_f16 ? " (f16 16x16x16)" : "",
+              YesNo(d.khr_cooperative_matrix), d.khr_cooperative_matrix_f16 ? " (f16 16x16x16)" : "",
               static_cast<unsigned long long>(d.max_storage_buffer_range), d.max_workgroup_invocations,
               d.timestamp_period_ns > 0 ? (std::to_string(d.timestamp_period_ns) + " ns/tick").c_str() : "no");
 }
@@ -35,7 +36,9 @@ void PrintKernelTable(const Context& context) {
   std::printf("\nvkflash uses device %u: %u B of shared memory, %s reductions, %s\n", d.index,
               d.usable_shared_memory_bytes, d.use_subgroup_ops ? "subgroup" : "shared-memory",
               d.use_push_descriptors ? "push descriptors" : "descriptor pools");
-  std::printf("forward kernels chosen:\n  %-8s %-8s %-22s %4s %4s %11s %9s %12s\n", "head_dim", "dtype", "kernel", "Br",
+  std::printf("tensor cores: %s%s%s\n", CooperativeMatrixApiName(d.cooperative_matrix),
+              d.cooperative_matrix_note.empty() ? "" : " - ", d.cooperative_matrix_note.c_str());
+  std::printf("forward kernels chosen:\n  %-8s %-8s %-24s %4s %4s %11s %9s %12s\n", "head_dim", "dtype", "kernel", "Br",
               "Bc", "threads/row", "workgroup", "shared bytes");
   for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
     for (uint32_t head_dim : {32u, 64u, 128u, 256u}) {
@@ -47,7 +50,7 @@ void PrintKernelTable(const Context& context) {
         std::printf("  %-8u %-8s %s\n", head_dim, DataTypeName(dtype), choice.status().message().c_str());
         continue;
       }
-      std::printf("  %-8u %-8s %-22s %4u %4u %11u %9u %12u\n", head_dim, DataTypeName(dtype), choice->kernel.c_str(),
+      std::printf("  %-8u %-8s %-24s %4u %4u %11u %9u %12u\n", head_dim, DataTypeName(dtype), choice->kernel.c_str(),
                   choice->block_q, choice->block_kv, choice->threads_per_row, choice->workgroup_size,
                   choice->shared_memory_bytes);
     }

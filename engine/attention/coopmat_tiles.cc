@@ -1,0 +1,131 @@
+#include "attention/coopmat_tiles.h"
+
+#include <cstdio>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "util/environment.h"
+
+namespace vkflash::attention {
+namespace {
+
+// Forward: subgroups per workgroup, 16-row blocks per subgroup, keys per tile; preferred first.
+// Order from `vkflash bench` over these candidates on the H100 (README, "Tile choice"): at D=128
+// they were within 2% of each other (47-48 TFLOP/s) except 64 keys beat 32; at D=64 one row
+// block per subgroup won (53 vs 48-50). Smaller tiles are for devices with less shared memory.
+struct ForwardTile {
+  uint32_t subgroups, m_blocks, block_kv;
+};
+constexpr ForwardTile kForwardTiles[] = {{4, 1, 64}, {8, 1, 64}, {4, 2, 64}, {4, 1, 32}, {2, 1, 32}, {1, 1, 16}};
+
+// Backward: subgroups (each owns 16 rows) and rows per streamed tile; preferred first.
+struct BackwardTile {
+  uint32_t subgroups, streamed;
+};
+constexpr BackwardTile kDkdvTiles[] = {{4, 32}, {4, 16}, {2, 32}, {2, 16}, {1, 16}};
+constexpr BackwardTile kDqTiles[] = {{4, 32}, {4, 64}, {2, 32}, {1, 16}};
+
+// Accumulator registers per lane grow with (row blocks x head dim): Q fragments and O in the
+// forward; dK and dV (dkdv), or Q, dO and dQ (dq) in the backward. Past these, registers spill.
+constexpr uint32_t kForwardMaxRowBlocksTimesDim = 256;
+constexpr uint32_t kBackwardMaxHeadDim = 128;
+
+uint32_t TileStrideBytes(uint32_t head_dim) { return (head_dim / 8 + 1) * 16; }  // odd count of uvec4
+uint32_t ScratchBytes(uint32_t subgroups, CooperativeMatrixApi api) {
+  const uint32_t coordinates = 256 * 4;
+  return coordinates + (api == CooperativeMatrixApi::kKhr ? subgroups * 256 * 2 : 0);
+}
+
+std::vector<ForwardTile> ForwardCandidates() {
+  std::vector<ForwardTile> tiles(std::begin(kForwardTiles), std::end(kForwardTiles));
+  if (auto forced = env::Get("VKFLASH_COOPMAT_FORWARD_TILE")) {
+    ForwardTile t{};
+    if (std::sscanf(forced->c_str(), "%ux%ux%u", &t.subgroups, &t.m_blocks, &t.block_kv) == 3 && t.subgroups > 0 &&
+        t.m_blocks > 0 && t.block_kv > 0 && t.block_kv % 16 == 0) {
+      tiles.insert(tiles.begin(), t);
+    }
+  }
+  return tiles;
+}
+
+KernelChoice Choice(const DeviceInfo& device, const std::string& base, uint32_t block_q, uint32_t block_kv,
+                    uint32_t subgroups, uint32_t shared_bytes) {
+  KernelChoice choice;
+  choice.kernel = base + (device.cooperative_matrix == CooperativeMatrixApi::kKhr ? "_coopmat_khr" : "_coopmat_nv");
+  choice.block_q = block_q;
+  choice.block_kv = block_kv;
+  choice.workgroup_size = subgroups * device.subgroup_size;
+  choice.subgroup_reductions = true;
+  choice.shared_memory_bytes = shared_bytes;
+  choice.cooperative_matrix = device.cooperative_matrix;
+  choice.subgroup_size = device.subgroup_size;
+  return choice;
+}
+
+Status NoTile(const AttentionParams& params) {
+  return Status::Error(ErrorCode::kUnsupported,
+                       "no tensor-core tile fits head dim " + std::to_string(params.shape.head_dim));
+}
+
+}  // namespace
+
+bool CoopmatApplies(const DeviceInfo& device, const AttentionParams& params) {
+  return device.cooperative_matrix != CooperativeMatrixApi::kNone && params.dtype == DataType::kFloat16 &&
+         params.shape.head_dim % 16 == 0 && params.shape.head_dim <= 256;
+}
+
+uint32_t CoopmatForwardSharedBytes(uint32_t head_dim, uint32_t block_kv, uint32_t subgroups, CooperativeMatrixApi api) {
+  return 2 * block_kv * TileStrideBytes(head_dim) + ScratchBytes(subgroups, api);
+}
+
+uint32_t CoopmatBackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed, uint32_t subgroups,
+                                    bool dkdv, CooperativeMatrixApi api) {
+  const uint32_t rows = 2 * streamed + (dkdv ? 2 * owned : 0);
+  const uint32_t row_floats = dkdv ? 2 * streamed * 4 : 0;
+  return rows * TileStrideBytes(head_dim) + row_floats + ScratchBytes(subgroups, api);
+}
+
+Result<KernelChoice> ChooseCoopmatForward(const DeviceInfo& device, const AttentionParams& params) {
+  const uint32_t head_dim = params.shape.head_dim;
+  for (const ForwardTile& tile : ForwardCandidates()) {
+    const uint32_t bytes = CoopmatForwardSharedBytes(head_dim, tile.block_kv, tile.subgroups, device.cooperative_matrix);
+    if (tile.m_blocks * head_dim > kForwardMaxRowBlocksTimesDim ||
+        tile.subgroups * device.subgroup_size > device.max_workgroup_invocations ||
+        bytes > device.usable_shared_memory_bytes) {
+      continue;
+    }
+    return Choice(device, "forward_f16", 16 * tile.m_blocks * tile.subgroups, tile.block_kv, tile.subgroups, bytes);
+  }
+  return NoTile(params);
+}
+
+Result<BackwardKernelChoice> ChooseCoopmatBackward(const DeviceInfo& device, const AttentionParams& params) {
+  const uint32_t head_dim = params.shape.head_dim;
+  if (head_dim > kBackwardMaxHeadDim) return NoTile(params);
+  auto choose = [&](bool dkdv) -> Result<KernelChoice> {
+    for (const BackwardTile& tile : dkdv ? std::vector<BackwardTile>(std::begin(kDkdvTiles), std::end(kDkdvTiles))
+                                         : std::vector<BackwardTile>(std::begin(kDqTiles), std::end(kDqTiles))) {
+      const uint32_t owned = 16 * tile.subgroups;
+      const uint32_t bytes =
+          CoopmatBackwardSharedBytes(head_dim, owned, tile.streamed, tile.subgroups, dkdv, device.cooperative_matrix);
+      if (tile.subgroups * device.subgroup_size > device.max_workgroup_invocations ||
+          bytes > device.usable_shared_memory_bytes) {
+        continue;
+      }
+      return dkdv ? Choice(device, "backward_dkdv_f16", tile.streamed, owned, tile.subgroups, bytes)
+                  : Choice(device, "backward_dq_f16", owned, tile.streamed, tile.subgroups, bytes);
+    }
+    return NoTile(params);
+  };
+  BackwardKernelChoice choice;
+  auto dkdv = choose(true);
+  if (!dkdv.ok()) return dkdv.status();
+  auto dq = choose(false);
+  if (!dq.ok()) return dq.status();
+  choice.dkdv = *dkdv;
+  choice.dq = *dq;
+  return choice;
+}
+
+}  // namespace vkflash::attention

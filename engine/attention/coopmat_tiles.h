@@ -1,0 +1,29 @@
+// Tile choice for the tensor-core (cooperative-matrix) kernels, from the device's limits: shared
+// memory, workgroup size, subgroup size. Every tile is a whole number of 16x16 blocks; a
+// subgroup owns 16-row blocks of the output and keeps their accumulators in registers.
+#pragma once
+
+#include <vkflash/vkflash.hpp>
+
+namespace vkflash::attention {
+
+// Tensor-core kernels may run this call: the device has them (DeviceInfo::cooperative_matrix),
+// float16 tensors, head dim a multiple of 16 up to 256 (backward: up to 128).
+bool CoopmatApplies(const DeviceInfo& device, const AttentionParams& params);
+
+// Shared memory of shaders/attention_forward_coopmat.comp: K and V tiles with padded rows, the
+// coordinate matrix, and (KHR) the per-subgroup accumulator-to-operand scratch.
+uint32_t CoopmatForwardSharedBytes(uint32_t head_dim, uint32_t block_kv, uint32_t subgroups, CooperativeMatrixApi api);
+
+// Shared memory of shaders/attention_backward_{dkdv,dq}_coopmat.comp: `owned` rows (dK/dV only:
+// its K and V rows), two streamed tiles of `streamed` rows, per-row LSE and delta (dK/dV).
+uint32_t CoopmatBackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed, uint32_t subgroups,
+                                    bool dkdv, CooperativeMatrixApi api);
+
+// The first tile of the table that fits; kUnsupported if none does. The forward table can be
+// replaced for tuning: VKFLASH_COOPMAT_FORWARD_TILE=SxMxK (subgroups x 16-row blocks per
+// subgroup x keys per tile) is tried first.
+Result<KernelChoice> ChooseCoopmatForward(const DeviceInfo& device, const AttentionParams& params);
+Result<BackwardKernelChoice> ChooseCoopmatBackward(const DeviceInfo& device, const AttentionParams& params);
+
+}  // namespace vkflash::attention

@@ -1,0 +1,31 @@
+// Does a device run vkflash's tensor-core kernels? They need 16x16x16 float16 x float16 +
+// float32 cooperative matrices with subgroup scope (VK_NV_cooperative_matrix and/or
+// VK_KHR_cooperative_matrix), plus shaderFloat16, vulkanMemoryModel and 16-bit storage.
+#pragma once
+
+#include <vkflash/vkflash.hpp>
+
+namespace vkflash::vk {
+
+// Fills DeviceInfo::{nv,khr}_cooperative_matrix_f16 (the extension functions come from `instance`).
+void ProbeCooperativeMatrix(VkInstance instance, VkPhysicalDevice device, DeviceInfo* info);
+
+// Extension names for vkCreateDevice.
+inline constexpr const char* kNvCooperativeMatrixExtension = "VK_NV_cooperative_matrix";
+inline constexpr const char* kKhrCooperativeMatrixExtension = "VK_KHR_cooperative_matrix";
+
+// VK_KHR_cooperative_matrix's feature struct, declared here when the Vulkan headers predate it
+// (Debian bookworm's 1.3.239 does).
+#ifdef VK_KHR_cooperative_matrix
+using CooperativeMatrixFeaturesKhr = VkPhysicalDeviceCooperativeMatrixFeaturesKHR;
+#else
+struct CooperativeMatrixFeaturesKhr {
+  VkStructureType sType;
+  void* pNext;
+  VkBool32 cooperativeMatrix;
+  VkBool32 cooperativeMatrixRobustBufferAccess;
+};
+#endif
+inline constexpr VkStructureType kCooperativeMatrixFeaturesKhrType = VkStructureType(1000506000);
+
+}  // namespace vkflash::vk

@@ -1,0 +1,140 @@
+// FlashAttention-2 backward, dK and dV, on tensor cores (float16 tensors, head dim a multiple of
+// 16): one workgroup per (tile of BLOCK_KV keys, kv head, batch); subgroup g owns key rows
+// [16 g, 16 g + 16) of the tile and keeps their dK and dV accumulators in registers. The owned K
+// and V rows stay in shared memory; Q and dO tiles of BLOCK_Q rows stream through, for every
+// query head of the GQA group, from the causal diagonal on (as the scalar kernel does):
+//   S^T = K Q^T      P^T = exp2(scale S^T - LSE)   dV += P^T dO
+//   dP^T = V dO^T    dS^T = P^T * (dP^T - delta)   dK += dS^T Q   (times scale at the end)
+// P^T and dS^T become A operands in registers (NV) or through a per-subgroup scratch (KHR).
+// Deterministic: every key row is summed by one subgroup in a fixed order, no atomics.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common/coopmat_extensions.glsl"
+
+#include "common/shader_interface.h"
+#include "common/coopmat_constants.glsl"
+
+layout(local_size_x_id = VKF_SPEC_WORKGROUP_SIZE) in;
+layout(constant_id = VKF_SPEC_HEAD_DIM) const uint HEAD_DIM = 128;
+layout(constant_id = VKF_SPEC_BLOCK_Q) const uint BLOCK_Q = 16;   // query rows per streamed tile
+layout(constant_id = VKF_SPEC_BLOCK_KV) const uint BLOCK_KV = 64; // key rows owned: 16 per subgroup
+layout(constant_id = VKF_SPEC_CAUSAL) const bool CAUSAL = false;
+
+const uint WORKGROUP_SIZE = gl_WorkGroupSize.x;
+const uint SUBGROUPS = WORKGROUP_SIZE / VKF_CM_SUBGROUP_SIZE;  // == BLOCK_KV / 16 (engine checks)
+const uint Q_BLOCKS = BLOCK_Q / 16;
+const uint D_BLOCKS = HEAD_DIM / 16;
+const uint ROW_U4 = HEAD_DIM / 8;
+const uint TILE_STRIDE = ROW_U4 + 1;
+
+#define VKF_STORAGE_F16 1
+#include "common/tensor_io.glsl"
+#include "common/attention_mask.glsl"
+#include "common/coopmat.glsl"
+#include "common/coopmat_tiles.glsl"
+
+layout(std430, set = 0, binding = VKF_BWD_BINDING_Q) readonly buffer q_block { uvec4 q_u4[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_K) readonly buffer k_block { uvec4 k_u4[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_V) readonly buffer v_block { uvec4 v_u4[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DO) readonly buffer do_block { uvec4 do_u4[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DK) writeonly buffer dk_u4_block { uvec4 dk_u4[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DK) writeonly buffer dk_h_block { float16_t dk_h[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DV) writeonly buffer dv_u4_block { uvec4 dv_u4[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DV) writeonly buffer dv_h_block { float16_t dv_h[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_LSE) readonly buffer lse_block { float lse_data[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DELTA) readonly buffer delta_block { float delta_data[]; };
+
+layout(push_constant) uniform PushBlock { AttentionPush pc; };
+
+#include "common/backward_rows.glsl"
+
+shared uvec4 owned_rows[2 * BLOCK_KV * TILE_STRIDE];  // K rows, then V rows, of this tile
+shared uvec4 q_do_tile[2 * BLOCK_Q * TILE_STRIDE];    // Q rows, then dO rows, of the streamed tile
+shared float lse_tile[BLOCK_Q];                       // base 2; +inf where P must be 0
+shared float delta_tile[BLOCK_Q];
+
+VKF_DEFINE_STAGE_ROWS(stage_k, owned_rows, k_u4)
+VKF_DEFINE_STAGE_ROWS(stage_v, owned_rows, v_u4)
+VKF_DEFINE_STAGE_ROWS(stage_q, q_do_tile, q_u4)
+VKF_DEFINE_STAGE_ROWS(stage_do, q_do_tile, do_u4)
+
+void main() {
+  const uint kv_head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
+  const uint kv_begin = gl_WorkGroupID.x * BLOCK_KV;
+  const uint own_row = 16 * gl_SubgroupID;  // this subgroup's first row inside the tile
+  const uint kv_head_row = (batch * pc.kv_heads + kv_head) * pc.kv_len;
+
+  const VKF_ACC coord = load_coordinates();
+  const uint kv_valid = min(BLOCK_KV, pc.kv_len - kv_begin);
+  stage_k(0, BLOCK_KV, kv_head_row + kv_begin, kv_valid);
+  stage_v(BLOCK_KV, BLOCK_KV, kv_head_row + kv_begin, kv_valid);
+
+  VKF_ACC dk_acc[D_BLOCKS], dv_acc[D_BLOCKS];
+  [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) dk_acc[db] = dv_acc[db] = VKF_ACC(0.0);
+
+  // Query rows before q_first see none of this tile's keys (causal): their tiles are skipped.
+  uint q_first = 0;
+  if (CAUSAL) q_first = uint(clamp(int(kv_begin) - causal_shift(pc.q_len, pc.kv_len), 0, int(pc.q_len)));
+  const uint group = pc.q_heads / pc.kv_heads;
+  for (uint head = kv_head * group; head < (kv_head + 1) * group; ++head) {
+    const uint q_head_row = (batch * pc.q_heads + head) * pc.q_len;  // row index of query 0 of this head
+    for (uint q_begin = (q_first / BLOCK_Q) * BLOCK_Q; q_begin < pc.q_len; q_begin += BLOCK_Q) {
+      barrier();  // the previous step's tile is no longer read (first step: owned rows visible)
+      const uint q_valid = min(BLOCK_Q, pc.q_len - q_begin);
+      stage_q(0, BLOCK_Q, q_head_row + q_begin, q_valid);
+      stage_do(BLOCK_Q, BLOCK_Q, q_head_row + q_begin, q_valid);
+      for (uint i = gl_LocalInvocationIndex; i < BLOCK_Q; i += WORKGROUP_SIZE) {
+        lse_tile[i] = row_lse_log2(q_head_row + q_begin + i, q_begin + i);
+        delta_tile[i] = row_delta(q_head_row + q_begin + i, q_begin + i);
+      }
+      barrier();
+
+      // S^T = K Q^T, dP^T = V dO^T
+      VKF_ACC st[Q_BLOCKS], dpt[Q_BLOCKS];
+      [[unroll]] for (uint nb = 0; nb < Q_BLOCKS; ++nb) st[nb] = dpt[nb] = VKF_ACC(0.0);
+      [[unroll]] for (uint kb = 0; kb < D_BLOCKS; ++kb) {
+        VKF_MAT_A k_frag, v_frag;
+        cm_load_rows(k_frag, owned_rows, own_row * TILE_STRIDE + 2 * kb, TILE_STRIDE);
+        cm_load_rows(v_frag, owned_rows, (BLOCK_KV + own_row) * TILE_STRIDE + 2 * kb, TILE_STRIDE);
+        [[unroll]] for (uint nb = 0; nb < Q_BLOCKS; ++nb) {
+          VKF_MAT_B qt_frag, dot_frag;
+          cm_load_cols(qt_frag, q_do_tile, 16 * nb * TILE_STRIDE + 2 * kb, TILE_STRIDE);
+          cm_load_cols(dot_frag, q_do_tile, (BLOCK_Q + 16 * nb) * TILE_STRIDE + 2 * kb, TILE_STRIDE);
+          st[nb] = cm_mul_add(k_frag, qt_frag, st[nb]);
+          dpt[nb] = cm_mul_add(v_frag, dot_frag, dpt[nb]);
+        }
+      }
+
+      // P^T = exp2(S^T scale - LSE) (0 where masked), dS^T = P^T (dP^T - delta), in place
+      const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
+      [[unroll]] for (uint nb = 0; nb < Q_BLOCKS; ++nb) {
+        [[unroll]] for (uint i = 0; i < coord.length(); ++i) {
+          const uint c = 16 * nb + cm_col(coord, i);
+          float p = exp2(st[nb][i] * pc.scale_log2 - lse_tile[c]);
+          if (masked_tile && !key_visible(q_begin + c, kv_begin + own_row + cm_row(coord, i), pc.q_len, pc.kv_len)) p = 0.0;
+          st[nb][i] = p;
+          dpt[nb][i] = p * (dpt[nb][i] - delta_tile[c]);
+        }
+      }
+
+      // dV += P^T dO, dK += dS^T Q
+      [[unroll]] for (uint nb = 0; nb < Q_BLOCKS; ++nb) {
+        const VKF_MAT_A pt_frag = acc_to_a(st[nb]);
+        const VKF_MAT_A dst_frag = acc_to_a(dpt[nb]);
+        [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) {
+          VKF_MAT_B do_frag, q_frag;
+          cm_load_rows(do_frag, q_do_tile, (BLOCK_Q + 16 * nb) * TILE_STRIDE + 2 * db, TILE_STRIDE);
+          cm_load_rows(q_frag, q_do_tile, 16 * nb * TILE_STRIDE + 2 * db, TILE_STRIDE);
+          dv_acc[db] = cm_mul_add(pt_frag, do_frag, dv_acc[db]);
+          dk_acc[db] = cm_mul_add(dst_frag, q_frag, dk_acc[db]);
+        }
+      }
+    }
+  }
+
+  const float scale = pc.scale_log2 / LOG2E;
+  [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) dk_acc[db] = dk_acc[db] * scale;
+  const uint head_base = kv_head_row * HEAD_DIM;
+  VKF_STORE_ROW_BLOCK(dk_acc, 0, dk_u4, dk_h, coord, head_base, kv_begin + own_row, pc.kv_len);
+  VKF_STORE_ROW_BLOCK(dv_acc, 0, dv_u4, dv_h, coord, head_base, kv_begin + own_row, pc.kv_len);
+}
