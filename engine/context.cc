@@ -2,6 +2,7 @@
 // public calls by handing them to the pieces under engine/vulkan and engine/attention.
 #include <vkflash/vkflash.hpp>
 
+#include <cstdio>
 #include <cstring>
 #include <utility>
 
@@ -56,6 +57,12 @@ struct Context::Impl {
     auto layout = attention::ProbeCoopmatLayout(*device, *runner, *pipelines, info.cooperative_matrix, info.subgroup_size);
     if (layout.ok()) {
       coopmat_layout = *layout;
+      char note[160];
+      std::snprintf(note, sizeof(note),
+                    "accumulator layout: %u elements and %u rows per lane, row lanes differ in mask 0x%x, slots 0x%08x%08x",
+                    layout->elements_per_lane, layout->rows_per_lane, layout->row_lane_mask, layout->slots_hi,
+                    layout->slots_lo);
+      info.cooperative_matrix_note = note;
       return Status::Ok();
     }
     if (vk::KernelFamily(options) != "auto") return layout.status();

@@ -108,7 +108,7 @@ void main() {
       // P^T = exp2(S^T scale - LSE) (0 where masked), dS^T = P^T (dP^T - delta), in place
       const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
       [[unroll]] for (uint nb = 0; nb < Q_BLOCKS; ++nb) {
-        [[unroll]] for (uint i = 0; i < coord.length(); ++i) {
+        [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
           const uint c = 16 * nb + cm_col(coord, i);
           float p = exp2(st[nb][i] * pc.scale_log2 - lse_tile[c]);
           if (masked_tile && !key_visible(q_begin + c, kv_begin + own_row + cm_row(coord, i), pc.q_len, pc.kv_len)) p = 0.0;

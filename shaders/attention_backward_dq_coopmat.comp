@@ -67,7 +67,7 @@ void main() {
 
   // LSE (base 2, +inf where P must be 0) and delta of the lane's rows, per slot.
   float lse_row[ROWS_PER_LANE], delta_row[ROWS_PER_LANE];
-  [[unroll]] for (uint i = 0; i < coord.length(); ++i) {
+  [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
     const uint r = row0 + cm_row(coord, i);
     lse_row[cm_slot(i)] = row_lse_log2(q_head_row + r, r);
     delta_row[cm_slot(i)] = row_delta(q_head_row + r, r);
@@ -99,7 +99,7 @@ void main() {
     // dS = P (dP - delta), P = exp2(S scale - LSE) (0 where masked)
     const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
     [[unroll]] for (uint nb = 0; nb < N_BLOCKS; ++nb) {
-      [[unroll]] for (uint i = 0; i < coord.length(); ++i) {
+      [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
         const uint t = cm_slot(i);
         float p = exp2(s[nb][i] * pc.scale_log2 - lse_row[t]);
         if (masked_tile && !key_visible(row0 + cm_row(coord, i), kv_begin + 16 * nb + cm_col(coord, i), pc.q_len, pc.kv_len)) p = 0.0;

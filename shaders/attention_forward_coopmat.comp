@@ -103,7 +103,7 @@ void main() {
       float tile_max[ROWS_PER_LANE];
       [[unroll]] for (uint t = 0; t < ROWS_PER_LANE; ++t) tile_max[t] = NEG_INF;
       [[unroll]] for (uint nb = 0; nb < N_BLOCKS; ++nb) {
-        [[unroll]] for (uint i = 0; i < coord.length(); ++i) {
+        [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
           float x = s[mb * N_BLOCKS + nb][i] * pc.scale_log2;
           if (masked_tile) {
             const uint q_row = rows_begin + 16 * mb + cm_row(coord, i);
@@ -122,7 +122,7 @@ void main() {
         tile_sum[t] = 0.0;
       }
       [[unroll]] for (uint nb = 0; nb < N_BLOCKS; ++nb) {
-        [[unroll]] for (uint i = 0; i < coord.length(); ++i) {
+        [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
           const float p = exp2(s[mb * N_BLOCKS + nb][i] - m_ref[cm_slot(i)]);
           s[mb * N_BLOCKS + nb][i] = p;
           tile_sum[cm_slot(i)] += p;
@@ -132,7 +132,7 @@ void main() {
         l_part[mb * ROWS_PER_LANE + t] = l_part[mb * ROWS_PER_LANE + t] * alpha[t] + tile_sum[t];
       // rescale O
       [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db)
-        [[unroll]] for (uint i = 0; i < coord.length(); ++i) o_acc[mb * D_BLOCKS + db][i] *= alpha[cm_slot(i)];
+        [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) o_acc[mb * D_BLOCKS + db][i] *= alpha[cm_slot(i)];
     }
 
     // O += P V
@@ -158,10 +158,10 @@ void main() {
       inv_l[t] = l_row[t] > 0.0 ? 1.0 / l_row[t] : 0.0;
     }
     [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db)
-      [[unroll]] for (uint i = 0; i < coord.length(); ++i) o_acc[mb * D_BLOCKS + db][i] *= inv_l[cm_slot(i)];
+      [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) o_acc[mb * D_BLOCKS + db][i] *= inv_l[cm_slot(i)];
     VKF_STORE_ROW_BLOCK(o_acc, mb * D_BLOCKS, o_u4, o_h, coord, q_head, row0, pc.q_len);
     if (WRITE_LSE && (lane & VKF_CM_ROW_LANE_MASK) == 0) {
-      for (uint i = 0; i < coord.length(); ++i) {
+      for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
         const uint r = row0 + cm_row(coord, i), t = cm_slot(i);
         if (cm_first_of_slot(i) && r < pc.q_len) {
           lse_data[(batch * pc.q_heads + head) * pc.q_len + r] =

@@ -180,8 +180,9 @@ struct DeviceInfo {
   uint32_t usable_shared_memory_bytes = 0;
   bool use_subgroup_ops = false;
   bool use_push_descriptors = false;
-  // Which extension the tensor-core kernels use (kNone: the scalar kernels run everywhere), and
-  // why none when the device has one (e.g. disabled by a knob, or the layout probe failed).
+  // Which extension the tensor-core kernels use (kNone: the scalar kernels run everywhere). The
+  // note says why none when the device has one (disabled by a knob, the layout probe failed), or
+  // the accumulator layout the probe found.
   CooperativeMatrixApi cooperative_matrix = CooperativeMatrixApi::kNone;
   std::string cooperative_matrix_note;
 };

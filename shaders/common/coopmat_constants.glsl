@@ -7,4 +7,6 @@ layout(constant_id = VKF_SPEC_CM_ROWS_PER_LANE) const uint VKF_CM_ROWS_PER_LANE 
 layout(constant_id = VKF_SPEC_CM_SLOTS_LO) const uint VKF_CM_SLOTS_LO = 0x11001100u;
 layout(constant_id = VKF_SPEC_CM_SLOTS_HI) const uint VKF_CM_SLOTS_HI = 0u;
 layout(constant_id = VKF_SPEC_CM_ROW_LANE_MASK) const uint VKF_CM_ROW_LANE_MASK = 3u;
+// Accumulator elements per lane: the probe checks that a 16x16 matrix spreads evenly.
+const uint VKF_CM_ELEMENTS = 256 / VKF_CM_SUBGROUP_SIZE;
 #endif

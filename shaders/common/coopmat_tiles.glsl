@@ -39,7 +39,7 @@ VKF_ACC load_coordinates() {
       cm_load_rows(frags[(first) + kb_], buffer_u4, ((head_base) + (row0) * HEAD_DIM) / 8 + 2 * kb_, ROW_U4); \
     } else {                                                                                              \
       VKF_ACC part_;                                                                                      \
-      for (uint i_ = 0; i_ < part_.length(); ++i_) {                                                      \
+      for (uint i_ = 0; i_ < VKF_CM_ELEMENTS; ++i_) {                                                      \
         const uint r_ = (row0) + cm_row(coord, i_);                                                       \
         part_[i_] = r_ < (row_end) ? float(buffer_h[(head_base) + r_ * HEAD_DIM + 16 * kb_ + cm_col(coord, i_)]) : 0.0; \
       }                                                                                                   \
@@ -54,7 +54,7 @@ VKF_ACC load_coordinates() {
     if ((row0) + 16 <= (row_end)) {                                                                       \
       cm_store_rows(VKF_ACC16(acc[(first) + db_]), buffer_u4, ((head_base) + (row0) * HEAD_DIM) / 8 + 2 * db_, ROW_U4); \
     } else {                                                                                              \
-      for (uint i_ = 0; i_ < acc[(first) + db_].length(); ++i_) {                                         \
+      for (uint i_ = 0; i_ < VKF_CM_ELEMENTS; ++i_) {                                         \
         const uint r_ = (row0) + cm_row(coord, i_);                                                       \
         if (r_ < (row_end)) buffer_h[(head_base) + r_ * HEAD_DIM + 16 * db_ + cm_col(coord, i_)] = float16_t(acc[(first) + db_][i_]); \
       }                                                                                                   \
