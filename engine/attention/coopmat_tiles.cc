@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "attention/tile_config.h"
 #include "util/environment.h"
 
 namespace vkflash::attention {
@@ -118,14 +119,7 @@ Result<BackwardKernelChoice> ChooseCoopmatBackward(const DeviceInfo& device, con
     }
     return NoTile(params);
   };
-  BackwardKernelChoice choice;
-  auto dkdv = choose(true);
-  if (!dkdv.ok()) return dkdv.status();
-  auto dq = choose(false);
-  if (!dq.ok()) return dq.status();
-  choice.dkdv = *dkdv;
-  choice.dq = *dq;
-  return choice;
+  return BothBackwardKernels(choose);
 }
 
 }  // namespace vkflash::attention

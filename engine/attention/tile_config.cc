@@ -93,6 +93,14 @@ uint32_t BackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streame
   return 16 * vec4s + 4 * floats;
 }
 
+Result<BackwardKernelChoice> BothBackwardKernels(const std::function<Result<KernelChoice>(bool dkdv)>& choose) {
+  auto dkdv = choose(true);
+  if (!dkdv.ok()) return dkdv.status();
+  auto dq = choose(false);
+  if (!dq.ok()) return dq.status();
+  return BackwardKernelChoice{*dkdv, *dq};
+}
+
 Result<BackwardKernelChoice> ChooseBackwardKernels(const DeviceInfo& device, const AttentionParams& params,
                                                    bool scalar_only) {
   if (Status s = CheckDtype(device, params.dtype); !s.ok()) return s;
@@ -124,14 +132,7 @@ Result<BackwardKernelChoice> ChooseBackwardKernels(const DeviceInfo& device, con
     }
     return NothingFits(device, head_dim);
   };
-  BackwardKernelChoice choice;
-  auto dkdv = choose(true);
-  if (!dkdv.ok()) return dkdv.status();
-  auto dq = choose(false);
-  if (!dq.ok()) return dq.status();
-  choice.dkdv = *dkdv;
-  choice.dq = *dq;
-  return choice;
+  return BothBackwardKernels(choose);
 }
 
 }  // namespace vkflash::attention

@@ -4,6 +4,8 @@
 
 #include <vkflash/vkflash.hpp>
 
+#include <functional>
+
 namespace vkflash::attention {
 
 // Shared memory the scalar forward kernel declares for these tiles. Must match
@@ -20,6 +22,9 @@ Result<KernelChoice> ChooseForwardKernel(const DeviceInfo& device, const Attenti
 // Shared memory of the backward gradient kernels (shaders/attention_backward_{dkdv,dq}.comp):
 // `owned` rows stay in the workgroup, tiles of `streamed` rows pass through.
 uint32_t BackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed, bool dkdv);
+
+// Both gradient kernels' choices from `choose(dkdv)`, or the first error.
+Result<BackwardKernelChoice> BothBackwardKernels(const std::function<Result<KernelChoice>(bool dkdv)>& choose);
 
 // Tensor cores where CoopmatApplies and the head dim is at most 128 (unless scalar_only), else
 // scalar tiles.

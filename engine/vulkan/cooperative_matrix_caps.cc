@@ -18,7 +18,6 @@ struct CooperativeMatrixPropertiesKhr {
   uint32_t scope;
 };
 constexpr VkStructureType kCooperativeMatrixPropertiesKhrType = VkStructureType(1000506001);
-using GetKhrProperties = VkResult(VKAPI_PTR*)(VkPhysicalDevice, uint32_t*, CooperativeMatrixPropertiesKhr*);
 
 // Component types and scope share their values between the NV and KHR extensions.
 constexpr uint32_t kFloat16 = 0, kFloat32 = 1, kScopeSubgroup = 3;
@@ -29,31 +28,32 @@ bool IsOurShape(uint32_t m, uint32_t n, uint32_t k, uint32_t a, uint32_t b, uint
          scope == kScopeSubgroup;
 }
 
-bool NvHasShape(VkInstance instance, VkPhysicalDevice device) {
-  auto get = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
-      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
-  if (get == nullptr) return false;
+// The shapes the device lists through `function` (the NV or KHR query), each starting as `blank`.
+template <typename Properties>
+std::vector<Properties> ListShapes(VkInstance instance, VkPhysicalDevice device, const char* function,
+                                   const Properties& blank) {
+  using Get = VkResult(VKAPI_PTR*)(VkPhysicalDevice, uint32_t*, Properties*);
+  auto get = reinterpret_cast<Get>(vkGetInstanceProcAddr(instance, function));
   uint32_t count = 0;
-  if (get(device, &count, nullptr) != VK_SUCCESS) return false;
-  std::vector<VkCooperativeMatrixPropertiesNV> shapes(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
-  if (get(device, &count, shapes.data()) < 0) return false;
-  for (const auto& s : shapes) {
+  if (get == nullptr || get(device, &count, nullptr) != VK_SUCCESS) return {};
+  std::vector<Properties> shapes(count, blank);
+  if (get(device, &count, shapes.data()) < 0) return {};
+  shapes.resize(count);
+  return shapes;
+}
+
+bool NvHasShape(VkInstance instance, VkPhysicalDevice device) {
+  for (const auto& s : ListShapes(instance, device, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV",
+                                  VkCooperativeMatrixPropertiesNV{VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV})) {
     if (IsOurShape(s.MSize, s.NSize, s.KSize, s.AType, s.BType, s.CType, s.DType, s.scope)) return true;
   }
   return false;
 }
 
 bool KhrHasShape(VkInstance instance, VkPhysicalDevice device) {
-  auto get = reinterpret_cast<GetKhrProperties>(
-      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
-  if (get == nullptr) return false;
-  uint32_t count = 0;
-  if (get(device, &count, nullptr) != VK_SUCCESS) return false;
   CooperativeMatrixPropertiesKhr blank{};
   blank.sType = kCooperativeMatrixPropertiesKhrType;
-  std::vector<CooperativeMatrixPropertiesKhr> shapes(count, blank);
-  if (get(device, &count, shapes.data()) < 0) return false;
-  for (const auto& s : shapes) {
+  for (const auto& s : ListShapes(instance, device, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR", blank)) {
     if (!s.saturatingAccumulation && IsOurShape(s.MSize, s.NSize, s.KSize, s.AType, s.BType, s.CType, s.ResultType, s.scope)) {
       return true;
     }
