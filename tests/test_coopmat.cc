@@ -43,6 +43,14 @@ TEST_CASE("cooperative-matrix layout analysis accepts row-structured layouts") {
     CHECK(layout->slots_lo == 0x11001100u);
     CHECK(layout->slots_hi == 0u);
   }
+  SECTION("as the H100 reported it: elements 0-3 in one row, 4-7 eight rows down") {
+    auto layout = AnalyzeCoopmatProbe(
+        Probe(32, 8, [](int l, int i) { return std::pair{l / 4 + 8 * (i / 4), 8 * ((i / 2) % 2) + 2 * (l % 4) + i % 2}; }), 32);
+    REQUIRE(layout.ok());
+    CHECK(layout->rows_per_lane == 2);
+    CHECK(layout->row_lane_mask == 3u);
+    CHECK(layout->slots_lo == 0x11110000u);
+  }
   SECTION("AMD-like wave32: a column per lane, 8 rows per lane, 16 lanes per row") {
     auto layout = AnalyzeCoopmatProbe(Probe(32, 8, [](int l, int i) { return std::pair{2 * i + l / 16, l % 16}; }), 32);
     REQUIRE(layout.ok());

@@ -6,7 +6,8 @@
 // The kernels never assume how a device spreads an accumulator over its lanes. At start-up the
 // engine runs shaders/coopmat_layout_probe.comp and passes what it learned as specialization
 // constants: which of a lane's elements share a row (a "slot"), and which lane bits tell the
-// lanes of one row apart. Element coordinates come from a coordinate matrix (coord_load below).
+// lanes of one row apart. Element coordinates come from a coordinate matrix (load_coordinates in
+// coopmat_tiles.glsl, read with cm_row / cm_col below).
 // Include after the specialization constants VKF_CM_* are declared.
 #ifndef VKFLASH_COOPMAT_GLSL
 #define VKFLASH_COOPMAT_GLSL
@@ -53,8 +54,8 @@ float cm_row_sum(float x) {
   return x;
 }
 
-// Row and column of accumulator element i, from a matrix loaded from cm_coord_values (value
-// 16 * row + column): every accumulator of the kernel shares this layout.
+// Row and column of accumulator element i, from the coordinate matrix (element value 16 * row +
+// column): every accumulator of the kernel shares its layout.
 uint cm_row(VKF_ACC coord, uint i) { return uint(coord[i]) >> 4; }
 uint cm_col(VKF_ACC coord, uint i) { return uint(coord[i]) & 15u; }
 

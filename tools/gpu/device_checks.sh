@@ -22,6 +22,9 @@ for args in "--dtype f32" "--dtype f16 --causal" "--d 128 --nq 1000 --nk 1500 --
             "--d 256 --nq 333 --nk 777 --causal" "--d 80 --hq 16 --hkv 1 --nq 513 --nk 513 --dtype f16 --causal"; do
   echo; "$build/vkflash" check $args
 done
+# The KHR tensor-core kernels (built when a newer glslang was found), without validation: Debian's
+# layer predates VK_KHR_cooperative_matrix.
+echo; VKFLASH_KERNELS=coopmat_khr "$build/vkflash" check --d 128 --nq 1000 --nk 1500 --dtype f16 --causal
 echo; VKFLASH_MAX_SHARED_BYTES=16384 VKFLASH_DISABLE_SUBGROUP_OPS=1 "$build/vkflash" check --d 128 --dtype f16 --causal
 
 # CTest files name absolute paths of the machine that built them: give it the same root here.
