@@ -65,10 +65,7 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   if (!has_queries) q.view = o.view = d_o.view = dq.view = lse.view = workspace.view = buffers.k;
   if (!has_keys) k.view = v.view = dk.view = dv.view = buffers.q;
 
-  // The tensor-core kernels move 16-byte vectors: views at other offsets run the scalar kernels.
-  bool aligned = true;
-  for (const BufferView* view : {&q.view, &k.view, &v.view, &d_o.view, &dq.view, &dk.view, &dv.view})
-    aligned = aligned && view->offset % 16 == 0;
+  const bool aligned = VectorAligned({q.view, k.view, v.view, d_o.view, dq.view, dk.view, dv.view});
   VKF_ASSIGN_OR_RETURN(const BackwardKernelChoice choice, ChooseBackwardKernels(info_, params, /*scalar_only=*/!aligned));
   KernelChoice preprocess;
   preprocess.kernel = std::string("backward_preprocess_") + (params.dtype == DataType::kFloat16 ? "f16" : "f32");

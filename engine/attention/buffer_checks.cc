@@ -57,4 +57,10 @@ Status CheckNoOverlap(const std::vector<NamedView>& outputs, const std::vector<N
   return Status::Ok();
 }
 
+bool VectorAligned(std::initializer_list<BufferView> views) {
+  for (const BufferView& view : views)
+    if (view.offset % 16 != 0) return false;
+  return true;
+}
+
 }  // namespace vkflash::attention

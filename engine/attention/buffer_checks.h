@@ -4,6 +4,7 @@
 
 #include <vkflash/vkflash.hpp>
 
+#include <initializer_list>
 #include <vector>
 
 namespace vkflash::attention {
@@ -21,5 +22,9 @@ Status CheckViews(const DeviceInfo& device, const std::vector<NamedView>& views)
 // Outputs must not overlap any input or each other: the kernels read inputs while other
 // workgroups write outputs.
 Status CheckNoOverlap(const std::vector<NamedView>& outputs, const std::vector<NamedView>& inputs);
+
+// The tensor-core kernels move 16-byte vectors, so every view they touch must start at a multiple
+// of 16 bytes (minStorageBufferOffsetAlignment may allow less); otherwise the scalar kernels run.
+bool VectorAligned(std::initializer_list<BufferView> views);
 
 }  // namespace vkflash::attention

@@ -1,9 +1,9 @@
 #include "attention/coopmat_tiles.h"
 
 #include <cstdio>
-#include <iterator>
+#include <optional>
+#include <span>
 #include <string>
-#include <vector>
 
 #include "attention/tile_config.h"
 #include "util/environment.h"
@@ -38,16 +38,18 @@ uint32_t ScratchBytes(uint32_t subgroups, CooperativeMatrixApi api) {
   return coordinates + (api == CooperativeMatrixApi::kKhr ? subgroups * 256 * 2 : 0);
 }
 
-std::vector<ForwardTile> ForwardCandidates() {
-  std::vector<ForwardTile> tiles(std::begin(kForwardTiles), std::end(kForwardTiles));
-  if (auto forced = env::Get("VKFLASH_COOPMAT_FORWARD_TILE")) {
+// The tile VKFLASH_COOPMAT_FORWARD_TILE names, read once per process (not on every Record).
+std::optional<ForwardTile> ForcedForwardTile() {
+  static const std::optional<ForwardTile> forced = []() -> std::optional<ForwardTile> {
+    auto text = env::Get("VKFLASH_COOPMAT_FORWARD_TILE");
     ForwardTile t{};
-    if (std::sscanf(forced->c_str(), "%ux%ux%u", &t.subgroups, &t.m_blocks, &t.block_kv) == 3 && t.subgroups > 0 &&
-        t.m_blocks > 0 && t.block_kv > 0 && t.block_kv % 16 == 0) {
-      tiles.insert(tiles.begin(), t);
+    if (text && std::sscanf(text->c_str(), "%ux%ux%u", &t.subgroups, &t.m_blocks, &t.block_kv) == 3 &&
+        t.subgroups > 0 && t.m_blocks > 0 && t.block_kv > 0 && t.block_kv % 16 == 0) {
+      return t;
     }
-  }
-  return tiles;
+    return std::nullopt;
+  }();
+  return forced;
 }
 
 KernelChoice Choice(const DeviceInfo& device, const std::string& base, uint32_t block_q, uint32_t block_kv,
@@ -89,14 +91,20 @@ uint32_t CoopmatBackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t 
 
 Result<KernelChoice> ChooseCoopmatForward(const DeviceInfo& device, const AttentionParams& params) {
   const uint32_t head_dim = params.shape.head_dim;
-  for (const ForwardTile& tile : ForwardCandidates()) {
+  auto try_tile = [&](const ForwardTile& tile) -> std::optional<KernelChoice> {
     const uint32_t bytes = CoopmatForwardSharedBytes(head_dim, tile.block_kv, tile.subgroups, device.cooperative_matrix);
     if (tile.m_blocks * head_dim > kForwardMaxRowBlocksTimesDim ||
         tile.subgroups * device.subgroup_size > device.max_workgroup_invocations ||
         bytes > device.usable_shared_memory_bytes) {
-      continue;
+      return std::nullopt;
     }
     return Choice(device, "forward_f16", 16 * tile.m_blocks * tile.subgroups, tile.block_kv, tile.subgroups, bytes);
+  };
+  if (auto forced = ForcedForwardTile()) {
+    if (auto choice = try_tile(*forced)) return *choice;  // a forced tile that does not fit: the table
+  }
+  for (const ForwardTile& tile : kForwardTiles) {
+    if (auto choice = try_tile(tile)) return *choice;
   }
   return NoTile(params);
 }
@@ -105,8 +113,7 @@ Result<BackwardKernelChoice> ChooseCoopmatBackward(const DeviceInfo& device, con
   const uint32_t head_dim = params.shape.head_dim;
   if (head_dim > kBackwardMaxHeadDim) return NoTile(params);
   auto choose = [&](bool dkdv) -> Result<KernelChoice> {
-    for (const BackwardTile& tile : dkdv ? std::vector<BackwardTile>(std::begin(kDkdvTiles), std::end(kDkdvTiles))
-                                         : std::vector<BackwardTile>(std::begin(kDqTiles), std::end(kDqTiles))) {
+    for (const BackwardTile& tile : dkdv ? std::span<const BackwardTile>(kDkdvTiles) : std::span<const BackwardTile>(kDqTiles)) {
       const uint32_t owned = 16 * tile.subgroups;
       const uint32_t bytes =
           CoopmatBackwardSharedBytes(head_dim, owned, tile.streamed, tile.subgroups, dkdv, device.cooperative_matrix);

@@ -29,10 +29,8 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
   const NamedView lse{"lse", buffers.lse, shape.lse_elements() * sizeof(float)};
   VKF_RETURN_IF_ERROR(CheckViews(info_, {q, o}));
   if (!buffers.lse.empty()) VKF_RETURN_IF_ERROR(CheckViews(info_, {lse}));
-  // The tensor-core kernel reads and writes 16-byte vectors: views at other offsets (possible
-  // where minStorageBufferOffsetAlignment < 16) and instrumented calls run the scalar kernel.
-  const bool aligned = buffers.q.offset % 16 == 0 && buffers.k.offset % 16 == 0 && buffers.v.offset % 16 == 0 &&
-                       buffers.o.offset % 16 == 0;
+  // Instrumented calls and views the tensor-core kernel cannot vector-load run the scalar kernel.
+  const bool aligned = VectorAligned({buffers.q, buffers.k, buffers.v, buffers.o});
   VKF_ASSIGN_OR_RETURN(const KernelChoice choice,
                        ChooseForwardKernel(info_, params, /*scalar_only=*/!buffers.stats.empty() || !aligned));
   const NamedView stats{"stats", buffers.stats, ForwardStatsBytes(params.shape, choice)};
