@@ -32,6 +32,7 @@ const char* CooperativeMatrixApiName(CooperativeMatrixApi api) {
   switch (api) {
     case CooperativeMatrixApi::kNv: return "VK_NV_cooperative_matrix";
     case CooperativeMatrixApi::kKhr: return "VK_KHR_cooperative_matrix";
+    case CooperativeMatrixApi::kNv2: return "VK_NV_cooperative_matrix2";
     case CooperativeMatrixApi::kNone: break;
   }
   return "none";

@@ -1,5 +1,6 @@
 // The tensor-core path's host side, which CI (lavapipe, no cooperative matrices) can check:
-// the accumulator-layout analysis on synthetic probe outputs, and the kernel-family choice.
+// the accumulator-layout analysis on synthetic probe outputs, the kernel-family choice, and the
+// cooperative-matrix-2 tile choice on a synthetic device.
 // The kernels themselves run in the forward/backward tests on devices that have them.
 #include <catch2/catch.hpp>
 
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "attention/coopmat_layout.h"
+#include "attention/tile_config.h"
 #include "common/shader_interface.h"
 #include "support/validated_context.h"
 
@@ -109,7 +111,7 @@ TEST_CASE("kernel family: scalar always works, coopmat only where the device has
   REQUIRE(automatic.ok());
   const vkflash::DeviceInfo& info = (*automatic)->device_info();
   auto coopmat = make("coopmat");
-  if (info.cooperative_matrix == vkflash::CooperativeMatrixApi::kNone) {
+  if (info.cooperative_matrix == vkflash::CooperativeMatrixApi::kNone && !info.use_cooperative_matrix2) {
     CHECK(coopmat.status().code() == vkflash::ErrorCode::kUnsupported);
   } else {
     REQUIRE(coopmat.ok());
@@ -125,5 +127,80 @@ TEST_CASE("kernel family: scalar always works, coopmat only where the device has
     params.dtype = vkflash::DataType::kFloat32;
     CHECK((*coopmat)->ChooseForwardKernel(params)->cooperative_matrix == vkflash::CooperativeMatrixApi::kNone);
   }
+
+  // "coopmat2" exactly where "auto" picked the workgroup-scope kernels; they then run both passes.
+  auto coopmat2 = make("coopmat2");
+  if (!info.use_cooperative_matrix2) {
+    CHECK(coopmat2.status().code() == vkflash::ErrorCode::kUnsupported);
+  } else {
+    REQUIRE(coopmat2.ok());
+    vkflash::AttentionParams params;
+    params.dtype = vkflash::DataType::kFloat16;
+    params.shape = {1, 2, 2, 100, 100, 64};
+    CHECK((*coopmat2)->ChooseForwardKernel(params)->cooperative_matrix == vkflash::CooperativeMatrixApi::kNv2);
+    auto backward = (*coopmat2)->ChooseBackwardKernels(params);
+    REQUIRE(backward.ok());
+    CHECK(backward->dkdv.kernel == "backward_dkdv_f16_coopmat2");
+    CHECK(backward->dq.kernel == "backward_dq_f16_coopmat2");
+  }
   vkflash::testing::RequireNoValidationMessages();
+}
+
+TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and granularity") {
+  // A device as the H100 describes itself, with only VK_NV_cooperative_matrix2 in use.
+  vkflash::DeviceInfo device;
+  device.max_workgroup_invocations = 1024;
+  device.storage_buffer_16bit = true;
+  device.usable_shared_memory_bytes = 49152;
+  device.subgroup_size = device.min_subgroup_size = device.max_subgroup_size = 32;
+  device.use_subgroup_ops = true;
+  device.use_cooperative_matrix2 = true;
+  device.cooperative_matrix2_granularity = 32;
+  device.cooperative_matrix2_workgroup_sizes = {32, 64, 128, 256};
+  vkflash::AttentionParams params;
+  params.dtype = vkflash::DataType::kFloat16;
+  params.shape = {1, 2, 2, 1000, 1000, 128};
+
+  auto forward = vkflash::attention::ChooseForwardKernel(device, params, /*scalar_only=*/false);
+  REQUIRE(forward.ok());
+  CHECK(forward->kernel == "forward_f16_coopmat2");
+  CHECK(forward->cooperative_matrix == vkflash::CooperativeMatrixApi::kNv2);
+  CHECK((forward->block_q == 128 && forward->block_kv == 64 && forward->workgroup_size == 256));
+  auto backward = vkflash::attention::ChooseBackwardKernels(device, params, /*scalar_only=*/false);
+  REQUIRE(backward.ok());
+  CHECK((backward->dkdv.block_kv == 64 && backward->dkdv.block_q == 64 && backward->dkdv.workgroup_size == 256));
+  CHECK((backward->dq.block_q == 64 && backward->dq.block_kv == 32 && backward->dq.workgroup_size == 128));
+
+  SECTION("only the listed workgroup sizes are used") {
+    device.cooperative_matrix2_workgroup_sizes = {128};
+    auto f = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(f.ok());
+    CHECK((f->block_q == 64 && f->workgroup_size == 128));
+    auto b = vkflash::attention::ChooseBackwardKernels(device, params, false);
+    REQUIRE(b.ok());
+    CHECK(b->dkdv.workgroup_size == 128);
+    CHECK(b->dq.workgroup_size == 128);
+  }
+  SECTION("no tile is a multiple of the granularity: other kernels run") {
+    device.cooperative_matrix2_granularity = 48;
+    params.shape.head_dim = 96;
+    CHECK(vkflash::attention::ChooseForwardKernel(device, params, false)->cooperative_matrix ==
+          vkflash::CooperativeMatrixApi::kNone);
+  }
+  SECTION("head dims off the granularity, float32, and instrumented calls run other kernels") {
+    params.shape.head_dim = 80;
+    CHECK(vkflash::attention::ChooseForwardKernel(device, params, false)->kernel == "forward_f16_subgroup");
+    params.shape.head_dim = 128;
+    CHECK(vkflash::attention::ChooseForwardKernel(device, params, /*scalar_only=*/true)->kernel ==
+          "forward_f16_subgroup");
+    params.dtype = vkflash::DataType::kFloat32;
+    CHECK(vkflash::attention::ChooseForwardKernel(device, params, false)->kernel == "forward_f32_subgroup");
+  }
+  SECTION("the backward takes head dims up to 128 on these kernels") {
+    params.shape.head_dim = 256;
+    CHECK(vkflash::attention::ChooseForwardKernel(device, params, false)->kernel == "forward_f16_coopmat2");
+    auto b = vkflash::attention::ChooseBackwardKernels(device, params, false);
+    REQUIRE(b.ok());
+    CHECK(b->dkdv.cooperative_matrix == vkflash::CooperativeMatrixApi::kNone);
+  }
 }

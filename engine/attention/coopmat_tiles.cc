@@ -1,5 +1,6 @@
 #include "attention/coopmat_tiles.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <span>
@@ -27,6 +28,20 @@ struct BackwardTile {
 constexpr BackwardTile kDkdvTiles[] = {{4, 32}, {4, 16}, {2, 32}, {2, 16}, {1, 16}};
 constexpr BackwardTile kDqTiles[] = {{4, 32}, {4, 64}, {2, 32}, {1, 16}};
 
+// VK_NV_cooperative_matrix2 kernels: rows a workgroup owns, rows of each streamed tile, workgroup
+// size; preferred first. Ordered by `vkflash bench` on the H100 at D=128, N=4096 (TFLOP/s):
+// forward 128x64/256 180, 64x64/128 168, 128x128/256 165, 128x32/256 160, 64x32/128 157 (with
+// 256 invocations, 64 rows: 95-108; 128x64/128 and 256x64/256: 76-93). Backward (dK/dV and dQ
+// tiles timed together): dK/dV 64x64/256 beat 64x32/256 and 32x32/128 by 9%, 128-key tiles by
+// 25%; with it, dQ 64x32/128 80, 64x64/256 79, 32x64/128 78, 64x32/256 73, 128x64/256 64.
+struct WorkgroupTile {
+  uint32_t owned, streamed, workgroup;
+};
+constexpr WorkgroupTile kCoopmat2ForwardTiles[] = {
+    {128, 64, 256}, {64, 64, 128}, {128, 128, 256}, {128, 32, 256}, {64, 32, 128}};
+constexpr WorkgroupTile kCoopmat2DkdvTiles[] = {{64, 64, 256}, {64, 32, 256}, {32, 32, 128}, {64, 32, 128}};
+constexpr WorkgroupTile kCoopmat2DqTiles[] = {{64, 32, 128}, {64, 64, 256}, {32, 64, 128}, {32, 32, 128}};
+
 // Accumulator registers per lane grow with (row blocks x head dim): Q fragments and O in the
 // forward; dK and dV (dkdv), or Q, dO and dQ (dq) in the backward. Past these, registers spill.
 constexpr uint32_t kForwardMaxRowBlocksTimesDim = 256;
@@ -52,6 +67,24 @@ std::optional<ForwardTile> ForcedForwardTile() {
   return forced;
 }
 
+// VKFLASH_COOPMAT2_{FORWARD,DKDV,DQ}_TILE=OxSxW (owned x streamed x workgroup), read once.
+std::optional<WorkgroupTile> ParseWorkgroupTile(const char* variable) {
+  auto text = env::Get(variable);
+  WorkgroupTile t{};
+  if (text && std::sscanf(text->c_str(), "%ux%ux%u", &t.owned, &t.streamed, &t.workgroup) == 3 && t.owned > 0 &&
+      t.streamed > 0 && t.workgroup > 0) {
+    return t;
+  }
+  return std::nullopt;
+}
+enum class Coopmat2Kernel { kForward, kDkdv, kDq };
+std::optional<WorkgroupTile> ForcedCoopmat2Tile(Coopmat2Kernel kernel) {
+  static const std::optional<WorkgroupTile> forced[] = {ParseWorkgroupTile("VKFLASH_COOPMAT2_FORWARD_TILE"),
+                                                        ParseWorkgroupTile("VKFLASH_COOPMAT2_DKDV_TILE"),
+                                                        ParseWorkgroupTile("VKFLASH_COOPMAT2_DQ_TILE")};
+  return forced[static_cast<int>(kernel)];
+}
+
 KernelChoice Choice(const DeviceInfo& device, const std::string& base, uint32_t block_q, uint32_t block_kv,
                     uint32_t subgroups, uint32_t shared_bytes) {
   KernelChoice choice;
@@ -69,6 +102,34 @@ KernelChoice Choice(const DeviceInfo& device, const std::string& base, uint32_t 
 Status NoTile(const AttentionParams& params) {
   return Status::Error(ErrorCode::kUnsupported,
                        "no tensor-core tile fits head dim " + std::to_string(params.shape.head_dim));
+}
+
+// The first tile (a forced one first) the device can run; block_q / block_kv as the kernel's.
+Result<KernelChoice> ChooseCoopmat2(const DeviceInfo& device, const AttentionParams& params, Coopmat2Kernel kernel,
+                                    std::span<const WorkgroupTile> table) {
+  auto fits = [&](const WorkgroupTile& tile) {
+    const uint32_t g = device.cooperative_matrix2_granularity;
+    const auto& sizes = device.cooperative_matrix2_workgroup_sizes;
+    return g > 0 && tile.owned % g == 0 && tile.streamed % g == 0 && tile.workgroup <= device.max_workgroup_invocations &&
+           std::find(sizes.begin(), sizes.end(), tile.workgroup) != sizes.end();
+  };
+  std::optional<WorkgroupTile> chosen;
+  if (auto forced = ForcedCoopmat2Tile(kernel); forced && fits(*forced)) chosen = forced;
+  for (const WorkgroupTile& tile : table) {
+    if (!chosen && fits(tile)) chosen = tile;
+  }
+  if (!chosen) return NoTile(params);
+  KernelChoice choice;
+  const bool owns_keys = kernel == Coopmat2Kernel::kDkdv;
+  choice.kernel = kernel == Coopmat2Kernel::kForward ? "forward_f16_coopmat2"
+                  : owns_keys                        ? "backward_dkdv_f16_coopmat2"
+                                                     : "backward_dq_f16_coopmat2";
+  choice.block_q = owns_keys ? chosen->streamed : chosen->owned;
+  choice.block_kv = owns_keys ? chosen->owned : chosen->streamed;
+  choice.workgroup_size = chosen->workgroup;
+  choice.cooperative_matrix = CooperativeMatrixApi::kNv2;
+  choice.subgroup_size = device.subgroup_size;
+  return choice;
 }
 
 }  // namespace
@@ -107,6 +168,24 @@ Result<KernelChoice> ChooseCoopmatForward(const DeviceInfo& device, const Attent
     if (auto choice = try_tile(tile)) return *choice;
   }
   return NoTile(params);
+}
+
+bool Coopmat2Applies(const DeviceInfo& device, const AttentionParams& params) {
+  const uint32_t granularity = device.cooperative_matrix2_granularity;
+  return device.use_cooperative_matrix2 && params.dtype == DataType::kFloat16 && granularity > 0 &&
+         params.shape.head_dim % granularity == 0 && params.shape.head_dim <= 256;
+}
+
+Result<KernelChoice> ChooseCoopmat2Forward(const DeviceInfo& device, const AttentionParams& params) {
+  return ChooseCoopmat2(device, params, Coopmat2Kernel::kForward, kCoopmat2ForwardTiles);
+}
+
+Result<BackwardKernelChoice> ChooseCoopmat2Backward(const DeviceInfo& device, const AttentionParams& params) {
+  if (params.shape.head_dim > kBackwardMaxHeadDim) return NoTile(params);
+  return BothBackwardKernels([&](bool dkdv) {
+    return dkdv ? ChooseCoopmat2(device, params, Coopmat2Kernel::kDkdv, kCoopmat2DkdvTiles)
+                : ChooseCoopmat2(device, params, Coopmat2Kernel::kDq, kCoopmat2DqTiles);
+  });
 }
 
 Result<BackwardKernelChoice> ChooseCoopmatBackward(const DeviceInfo& device, const AttentionParams& params) {

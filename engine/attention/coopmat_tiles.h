@@ -24,6 +24,19 @@ uint32_t CoopmatBackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t 
 // replaced for tuning: VKFLASH_COOPMAT_FORWARD_TILE=SxMxK (subgroups x 16-row blocks per
 // subgroup x keys per tile) is tried first.
 Result<KernelChoice> ChooseCoopmatForward(const DeviceInfo& device, const AttentionParams& params);
+// The VK_NV_cooperative_matrix2 forward kernel may run this call: the device uses it
+// (DeviceInfo::use_cooperative_matrix2), float16 tensors, head dim a multiple of the granularity
+// up to 256.
+bool Coopmat2Applies(const DeviceInfo& device, const AttentionParams& params);
+
+// Tiles of the VK_NV_cooperative_matrix2 kernels: owned rows x streamed rows x workgroup size from
+// a table, at a workgroup size the device lists for workgroup-scope matrices and dimensions that
+// are multiples of the granularity. The driver stages tiles through shared memory it reserves
+// itself. For tuning, VKFLASH_COOPMAT2_{FORWARD,DKDV,DQ}_TILE=OxSxW is tried first. The backward
+// takes head dims up to 128.
+Result<KernelChoice> ChooseCoopmat2Forward(const DeviceInfo& device, const AttentionParams& params);
+Result<BackwardKernelChoice> ChooseCoopmat2Backward(const DeviceInfo& device, const AttentionParams& params);
+
 Result<BackwardKernelChoice> ChooseCoopmatBackward(const DeviceInfo& device, const AttentionParams& params);
 
 }  // namespace vkflash::attention

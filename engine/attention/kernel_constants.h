@@ -42,7 +42,10 @@ inline SpecConstants MakeSpecConstants(const KernelChoice& choice, const Attenti
 
 // The tensor-core kernels' extra constants: their subgroup size and the accumulator layout.
 inline void SetCoopmatConstants(const KernelChoice& choice, const CoopmatLayout& layout, SpecConstants* spec) {
-  if (choice.cooperative_matrix == CooperativeMatrixApi::kNone) return;
+  // (The workgroup-scope kernel, kNv2, needs no layout: its reductions are the driver's.)
+  if (choice.cooperative_matrix == CooperativeMatrixApi::kNone || choice.cooperative_matrix == CooperativeMatrixApi::kNv2) {
+    return;
+  }
   (*spec)[VKF_SPEC_SUBGROUP_SIZE] = choice.subgroup_size;
   (*spec)[VKF_SPEC_CM_ROWS_PER_LANE] = layout.rows_per_lane;
   (*spec)[VKF_SPEC_CM_SLOTS_LO] = layout.slots_lo;

@@ -59,6 +59,10 @@ uint32_t ForwardSharedBytes(uint32_t head_dim, uint32_t block_q, uint32_t block_
 
 Result<KernelChoice> ChooseForwardKernel(const DeviceInfo& device, const AttentionParams& params, bool scalar_only) {
   if (Status s = CheckDtype(device, params.dtype); !s.ok()) return s;
+  if (!scalar_only && Coopmat2Applies(device, params)) {
+    auto choice = ChooseCoopmat2Forward(device, params);
+    if (choice.ok()) return choice;  // else the subgroup-scope or scalar kernels
+  }
   if (!scalar_only && CoopmatApplies(device, params)) {
     auto choice = ChooseCoopmatForward(device, params);
     if (choice.ok()) return choice;  // else the scalar kernels (e.g. too little shared memory)
@@ -104,6 +108,10 @@ Result<BackwardKernelChoice> BothBackwardKernels(const std::function<Result<Kern
 Result<BackwardKernelChoice> ChooseBackwardKernels(const DeviceInfo& device, const AttentionParams& params,
                                                    bool scalar_only) {
   if (Status s = CheckDtype(device, params.dtype); !s.ok()) return s;
+  if (!scalar_only && Coopmat2Applies(device, params)) {
+    auto choice = ChooseCoopmat2Backward(device, params);
+    if (choice.ok()) return choice;
+  }
   if (!scalar_only && CoopmatApplies(device, params)) {
     auto choice = ChooseCoopmatBackward(device, params);
     if (choice.ok()) return choice;

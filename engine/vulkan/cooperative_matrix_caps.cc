@@ -1,5 +1,6 @@
 #include "vulkan/cooperative_matrix_caps.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "vulkan/device_caps.h"
@@ -19,8 +20,20 @@ struct CooperativeMatrixPropertiesKhr {
 };
 constexpr VkStructureType kCooperativeMatrixPropertiesKhrType = VkStructureType(1000506001);
 
+// VK_NV_cooperative_matrix2's flexible-dimension shapes.
+struct FlexibleDimensionsPropertiesNv {
+  VkStructureType sType;
+  void* pNext;
+  uint32_t MGranularity, NGranularity, KGranularity;
+  uint32_t AType, BType, CType, ResultType;
+  VkBool32 saturatingAccumulation;
+  uint32_t scope;
+  uint32_t workgroupInvocations;
+};
+constexpr VkStructureType kFlexibleDimensionsPropertiesNvType = VkStructureType(1000593001);
+
 // Component types and scope share their values between the NV and KHR extensions.
-constexpr uint32_t kFloat16 = 0, kFloat32 = 1, kScopeSubgroup = 3;
+constexpr uint32_t kFloat16 = 0, kFloat32 = 1, kScopeWorkgroup = 2, kScopeSubgroup = 3;
 
 bool IsOurShape(uint32_t m, uint32_t n, uint32_t k, uint32_t a, uint32_t b, uint32_t c, uint32_t result,
                 uint32_t scope) {
@@ -61,6 +74,23 @@ bool KhrHasShape(VkInstance instance, VkPhysicalDevice device) {
   return false;
 }
 
+// The workgroup sizes at which the device lists float16 x float16 + float32 workgroup-scope
+// matrices of flexible dimensions, and the coarsest granularity among them.
+void ListCooperativeMatrix2Shapes(VkInstance instance, VkPhysicalDevice device, DeviceInfo* info) {
+  FlexibleDimensionsPropertiesNv blank{};
+  blank.sType = kFlexibleDimensionsPropertiesNvType;
+  for (const auto& s :
+       ListShapes(instance, device, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV", blank)) {
+    if (s.AType != kFloat16 || s.BType != kFloat16 || s.CType != kFloat32 || s.ResultType != kFloat32 ||
+        s.saturatingAccumulation || s.scope != kScopeWorkgroup || s.workgroupInvocations == 0) {
+      continue;
+    }
+    info->cooperative_matrix2_workgroup_sizes.push_back(s.workgroupInvocations);
+    info->cooperative_matrix2_granularity = std::max(
+        {info->cooperative_matrix2_granularity, s.MGranularity, s.NGranularity, s.KGranularity});
+  }
+}
+
 }  // namespace
 
 void ProbeCooperativeMatrix(VkInstance instance, VkPhysicalDevice device, DeviceInfo* info) {
@@ -72,16 +102,34 @@ void ProbeCooperativeMatrix(VkInstance instance, VkPhysicalDevice device, Device
   VkPhysicalDeviceCooperativeMatrixFeaturesNV nv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
   CooperativeMatrixFeaturesKhr khr{kCooperativeMatrixFeaturesKhrType};
   VkPhysicalDeviceVulkan12Features core12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  CooperativeMatrix2FeaturesNv nv2{kCooperativeMatrix2FeaturesNvType};
+  VkPhysicalDeviceVulkan13Features core13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
+  info->nv_cooperative_matrix2 = HasDeviceExtension(device, kNvCooperativeMatrix2Extension);
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   features.pNext = &core12;
   void** tail = &core12.pNext;
   if (info->nv_cooperative_matrix) { *tail = &nv; tail = &nv.pNext; }
   if (info->khr_cooperative_matrix) { *tail = &khr; tail = &khr.pNext; }
+  // The workgroup-scope kernels are SPIR-V 1.6 (Vulkan 1.3), whose LocalSizeId needs maintenance4.
+  if (info->nv_cooperative_matrix2 && info->api_version >= VK_API_VERSION_1_3) {
+    *tail = &nv2;
+    nv2.pNext = &core13;
+    tail = &core13.pNext;
+  }
   vkGetPhysicalDeviceFeatures2(device, &features);
 
-  const bool common = core12.shaderFloat16 && core12.vulkanMemoryModel && info->storage_buffer_16bit &&
-                      info->subgroup_shuffle_in_compute && info->min_subgroup_size == info->max_subgroup_size;
-  if (!common) return;
+  const bool float16_and_memory_model = core12.shaderFloat16 && core12.vulkanMemoryModel && info->storage_buffer_16bit;
+  if (!float16_and_memory_model) return;
+  // Workgroup-scope matrices build on VK_KHR_cooperative_matrix; they need no subgroup operations.
+  if (info->nv_cooperative_matrix2 && core13.maintenance4 && info->khr_cooperative_matrix && khr.cooperativeMatrix &&
+      nv2.cooperativeMatrixWorkgroupScope && nv2.cooperativeMatrixFlexibleDimensions &&
+      nv2.cooperativeMatrixReductions && nv2.cooperativeMatrixConversions &&
+      nv2.cooperativeMatrixPerElementOperations && nv2.cooperativeMatrixTensorAddressing) {
+    ListCooperativeMatrix2Shapes(instance, device, info);
+    info->nv_cooperative_matrix2_f16 = !info->cooperative_matrix2_workgroup_sizes.empty();
+  }
+  // The subgroup-scope kernels reduce rows with shuffles and are built for one subgroup size.
+  if (!info->subgroup_shuffle_in_compute || info->min_subgroup_size != info->max_subgroup_size) return;
   info->nv_cooperative_matrix_f16 = info->nv_cooperative_matrix && nv.cooperativeMatrix && NvHasShape(instance, device);
   info->khr_cooperative_matrix_f16 =
       info->khr_cooperative_matrix && khr.cooperativeMatrix && KhrHasShape(instance, device);

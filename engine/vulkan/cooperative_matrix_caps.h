@@ -28,4 +28,30 @@ struct CooperativeMatrixFeaturesKhr {
 #endif
 inline constexpr VkStructureType kCooperativeMatrixFeaturesKhrType = VkStructureType(1000506000);
 
+// VK_NV_cooperative_matrix2 (workgroup-scope matrices, tensor addressing): its feature struct, by
+// hand for the same reason. ProbeCooperativeMatrix also fills the DeviceInfo fields of it.
+inline constexpr const char* kNvCooperativeMatrix2Extension = "VK_NV_cooperative_matrix2";
+struct CooperativeMatrix2FeaturesNv {
+  VkStructureType sType;
+  void* pNext;
+  VkBool32 cooperativeMatrixWorkgroupScope;
+  VkBool32 cooperativeMatrixFlexibleDimensions;
+  VkBool32 cooperativeMatrixReductions;
+  VkBool32 cooperativeMatrixConversions;
+  VkBool32 cooperativeMatrixPerElementOperations;
+  VkBool32 cooperativeMatrixTensorAddressing;
+  VkBool32 cooperativeMatrixBlockLoads;
+};
+inline constexpr VkStructureType kCooperativeMatrix2FeaturesNvType = VkStructureType(1000593000);
+
+// Sets the features shaders/attention_forward_coopmat2.comp uses.
+inline void RequestCooperativeMatrix2Features(CooperativeMatrix2FeaturesNv* features) {
+  features->cooperativeMatrixWorkgroupScope = VK_TRUE;
+  features->cooperativeMatrixFlexibleDimensions = VK_TRUE;
+  features->cooperativeMatrixReductions = VK_TRUE;
+  features->cooperativeMatrixConversions = VK_TRUE;
+  features->cooperativeMatrixPerElementOperations = VK_TRUE;
+  features->cooperativeMatrixTensorAddressing = VK_TRUE;
+}
+
 }  // namespace vkflash::vk

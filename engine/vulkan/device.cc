@@ -38,19 +38,33 @@ Result<std::unique_ptr<Device>> Device::Create(VkPhysicalDevice physical, const 
   CooperativeMatrixFeaturesKhr khr_matrix{kCooperativeMatrixFeaturesKhrType};
   VkPhysicalDeviceShaderFloat16Int8Features float16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
   VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
-  if (info.cooperative_matrix != CooperativeMatrixApi::kNone) {
+  CooperativeMatrix2FeaturesNv nv_matrix2{kCooperativeMatrix2FeaturesNvType};
+  VkPhysicalDeviceMaintenance4Features maintenance4{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_FEATURES};
+  maintenance4.maintenance4 = VK_TRUE;
+  if (info.cooperative_matrix != CooperativeMatrixApi::kNone || info.use_cooperative_matrix2) {
     float16.shaderFloat16 = VK_TRUE;
     memory_model.vulkanMemoryModel = VK_TRUE;
     storage16.pNext = &float16;
     float16.pNext = &memory_model;
+    void** tail = &memory_model.pNext;
     if (info.cooperative_matrix == CooperativeMatrixApi::kNv) {
       extensions.push_back(kNvCooperativeMatrixExtension);
       nv_matrix.cooperativeMatrix = VK_TRUE;
-      memory_model.pNext = &nv_matrix;
-    } else {
+      *tail = &nv_matrix;
+      tail = &nv_matrix.pNext;
+    }
+    // VK_NV_cooperative_matrix2 builds on VK_KHR_cooperative_matrix.
+    if (info.cooperative_matrix == CooperativeMatrixApi::kKhr || info.use_cooperative_matrix2) {
       extensions.push_back(kKhrCooperativeMatrixExtension);
       khr_matrix.cooperativeMatrix = VK_TRUE;
-      memory_model.pNext = &khr_matrix;
+      *tail = &khr_matrix;
+      tail = &khr_matrix.pNext;
+    }
+    if (info.use_cooperative_matrix2) {
+      extensions.push_back(kNvCooperativeMatrix2Extension);
+      RequestCooperativeMatrix2Features(&nv_matrix2);
+      *tail = &nv_matrix2;
+      nv_matrix2.pNext = &maintenance4;  // SPIR-V 1.6's LocalSizeId (workgroup size as a constant)
     }
   }
 

@@ -144,8 +144,10 @@ uint64_t BackwardWorkspaceBytes(const AttentionShape& shape);
 // Devices and kernels
 // ---------------------------------------------------------------------------------------------
 
-// The cooperative-matrix (tensor-core) extension a kernel is built for.
-enum class CooperativeMatrixApi { kNone, kNv, kKhr };
+// The cooperative-matrix (tensor-core) extension a kernel is built for. kNv and kKhr are
+// subgroup-scope matrices; kNv2 is VK_NV_cooperative_matrix2's workgroup-scope matrices with
+// tensor addressing (the forward kernel and the backward's gradient kernels).
+enum class CooperativeMatrixApi { kNone, kNv, kKhr, kNv2 };
 
 // What the capabilities probe found, and what vkflash will use after the portability knobs.
 struct DeviceInfo {
@@ -174,6 +176,15 @@ struct DeviceInfo {
   // shuffles, and a single subgroup size (Vulkan 1.2 or newer).
   bool nv_cooperative_matrix_f16 = false;
   bool khr_cooperative_matrix_f16 = false;
+  bool nv_cooperative_matrix2 = false;  // VK_NV_cooperative_matrix2 is offered
+  // It can run vkflash's workgroup-scope kernels: Vulkan 1.3 with maintenance4, the workgroup-scope,
+  // flexible-dimension, reduction, conversion, per-element and tensor-addressing features,
+  // VK_KHR_cooperative_matrix's cooperativeMatrix, and float16 x float16 + float32 listed by
+  // vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV for these workgroup sizes,
+  // with tile dimensions that are multiples of the granularity.
+  bool nv_cooperative_matrix2_f16 = false;
+  std::vector<uint32_t> cooperative_matrix2_workgroup_sizes;
+  uint32_t cooperative_matrix2_granularity = 0;  // largest M/N/K granularity of those entries
   float timestamp_period_ns = 0.0f;          // 0: no compute timestamps
 
   // What vkflash uses, after ContextOptions / VKFLASH_* limits are applied.
@@ -185,6 +196,10 @@ struct DeviceInfo {
   // the accumulator layout the probe found.
   CooperativeMatrixApi cooperative_matrix = CooperativeMatrixApi::kNone;
   std::string cooperative_matrix_note;
+  // The VK_NV_cooperative_matrix2 kernels run where they apply (float16, head dim a multiple of
+  // the granularity, up to 256 forward and 128 backward); elsewhere the `cooperative_matrix`
+  // kernels, then the scalar ones.
+  bool use_cooperative_matrix2 = false;
 };
 
 const char* DeviceTypeName(VkPhysicalDeviceType type);
@@ -246,8 +261,10 @@ struct ContextOptions {
   bool disable_push_descriptors = false;
 
   // Kernel family: "auto" (tensor cores where the device has them, else scalar), "scalar",
-  // "coopmat" (either extension), "coopmat_nv" or "coopmat_khr". Create()/Adopt() fail with
-  // kUnsupported when the family asked for cannot run here. Empty: the VKFLASH_KERNELS
+  // "coopmat" (any cooperative-matrix extension), "coopmat_nv" or "coopmat_khr" (subgroup-scope
+  // kernels of that extension only), or "coopmat2" (the VK_NV_cooperative_matrix2 kernels, with
+  // subgroup-scope ones where they do not apply). "auto" and "coopmat" prefer coopmat2, then NV, then
+  // KHR. Create()/Adopt() fail with kUnsupported when the family asked for cannot run here. Empty: the VKFLASH_KERNELS
   // environment variable, else "auto".
   std::string kernels;
 
@@ -277,6 +294,10 @@ struct ExternalDevice {
   // feature, and shaderFloat16 and vulkanMemoryModel enabled: the tensor-core kernels may run.
   bool cooperative_matrix_nv_enabled = false;
   bool cooperative_matrix_khr_enabled = false;
+  // VK_NV_cooperative_matrix2 enabled with its workgroupScope, flexibleDimensions, reductions,
+  // conversions, perElementOperations and tensorAddressing features, VK_KHR_cooperative_matrix
+  // enabled too, and maintenance4 (api_version >= 1.3): the workgroup-scope kernels may run.
+  bool cooperative_matrix2_nv_enabled = false;
 };
 
 enum class PipelineCacheState {

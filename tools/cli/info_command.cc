@@ -29,6 +29,15 @@ void PrintDevice(const DeviceInfo& d, bool selected) {
               YesNo(d.khr_cooperative_matrix), d.khr_cooperative_matrix_f16 ? " (f16 16x16x16)" : "",
               static_cast<unsigned long long>(d.max_storage_buffer_range), d.max_workgroup_invocations,
               d.timestamp_period_ns > 0 ? (std::to_string(d.timestamp_period_ns) + " ns/tick").c_str() : "no");
+  if (d.nv_cooperative_matrix2) {
+    std::string sizes;
+    for (uint32_t size : d.cooperative_matrix2_workgroup_sizes) sizes += (sizes.empty() ? "" : ",") + std::to_string(size);
+    std::printf("    cooperative matrix 2 (NV): %s", d.nv_cooperative_matrix2_f16 ? "f16 workgroup scope" : "not usable");
+    if (d.nv_cooperative_matrix2_f16) {
+      std::printf(", workgroups of %s, granularity %u", sizes.c_str(), d.cooperative_matrix2_granularity);
+    }
+    std::printf("\n");
+  }
 }
 
 void PrintKernelTable(const Context& context) {
@@ -36,8 +45,9 @@ void PrintKernelTable(const Context& context) {
   std::printf("\nvkflash uses device %u: %u B of shared memory, %s reductions, %s\n", d.index,
               d.usable_shared_memory_bytes, d.use_subgroup_ops ? "subgroup" : "shared-memory",
               d.use_push_descriptors ? "push descriptors" : "descriptor pools");
-  std::printf("tensor cores: %s%s%s\n", CooperativeMatrixApiName(d.cooperative_matrix),
-              d.cooperative_matrix_note.empty() ? "" : " - ", d.cooperative_matrix_note.c_str());
+  std::printf("tensor cores: %s%s%s%s\n", CooperativeMatrixApiName(d.cooperative_matrix),
+              d.cooperative_matrix_note.empty() ? "" : " - ", d.cooperative_matrix_note.c_str(),
+              d.use_cooperative_matrix2 ? "; forward: VK_NV_cooperative_matrix2" : "");
   std::printf("forward kernels chosen:\n  %-8s %-8s %-24s %4s %4s %11s %9s %12s\n", "head_dim", "dtype", "kernel", "Br",
               "Bc", "threads/row", "workgroup", "shared bytes");
   for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {

@@ -3,6 +3,8 @@
 # (with vulkan-validationlayers added to .gpu/extra), .gl/ holds libglvnd's packages (the NVIDIA
 # Vulkan driver fails to create an instance without them: apt-get download libvulkan1 libegl1
 # libglvnd0 libopengl0 libgl1 libglx0 libgles2) and a build is in build-gpu/:
+# Optional: .gpu/trixie from tools/gpu/fetch-trixie-layer.sh (a validation layer that knows the
+# newer cooperative-matrix extensions).
 #   device run, carry [".gpu", ".gl", "build-gpu"]: bash tools/gpu/device_checks.sh
 # Prints the device, vkflash's choices, CPU-checked forward runs, and the whole test suite.
 set -uo pipefail
@@ -22,9 +24,9 @@ for args in "--dtype f32" "--dtype f16 --causal" "--d 128 --nq 1000 --nk 1500 --
             "--d 256 --nq 333 --nk 777 --causal" "--d 80 --hq 16 --hkv 1 --nq 513 --nk 513 --dtype f16 --causal"; do
   echo; "$build/vkflash" check $args
 done
-# The KHR tensor-core kernels (built when a newer glslang was found), without validation: Debian's
-# layer predates VK_KHR_cooperative_matrix.
+# The other tensor-core kernels (KHR: built when a newer glslang was found); no validation here.
 echo; VKFLASH_KERNELS=coopmat_khr "$build/vkflash" check --d 128 --nq 1000 --nk 1500 --dtype f16 --causal
+echo; VKFLASH_KERNELS=coopmat_nv "$build/vkflash" check --d 128 --nq 1000 --nk 1500 --dtype f16 --causal
 echo; VKFLASH_MAX_SHARED_BYTES=16384 VKFLASH_DISABLE_SUBGROUP_OPS=1 "$build/vkflash" check --d 128 --dtype f16 --causal
 
 # CTest files name absolute paths of the machine that built them: give it the same root here.
@@ -32,7 +34,33 @@ built_root=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.tx
 if [ "$built_root" != "$PWD" ]; then mkdir -p "$(dirname "$built_root")" && ln -sfn "$PWD" "$built_root"; fi
 # The viewer needs GLFW and its X11 libraries (libglfw3 in .gpu/extra, unpacked to /tmp/vkt).
 export LD_LIBRARY_PATH=/tmp/vkt/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-# The NumPy cross-check with this machine's python3 (its /usr/bin/python3 may lack numpy).
+# The NumPy cross-check with this machine's python3 (its /usr/bin/python3 may lack numpy), with
+# the kernels "auto" picks (VK_NV_cooperative_matrix2 on the H100), then the subgroup-scope ones.
 python3 tests/cli_numpy_crosscheck.py "$build/vkflash" | tail -1
-# The viewer's Xvfb tests need an X server, which the GPU machine lacks (its headless test runs).
-cd "$build" && ctest -j8 --output-on-failure -E "under Xvfb|window resize|NumPy"
+VKFLASH_KERNELS=coopmat_nv python3 tests/cli_numpy_crosscheck.py "$build/vkflash" | tail -1
+
+# The whole suite under Debian bookworm's validation layer. That layer (1.3.239) predates
+# VK_KHR_cooperative_matrix and VK_NV_cooperative_matrix2 and rejects their feature structs at
+# vkCreateDevice, so here the tensor cores run through VK_NV_cooperative_matrix. The viewer's
+# Xvfb tests need an X server, which the GPU machine lacks (its headless test runs).
+(cd "$build" && VKFLASH_KERNELS=coopmat_nv ctest -j8 --output-on-failure -E "under Xvfb|window resize|NumPy")
+
+# The Catch2 suite (all but the CLI tests, which start bookworm processes) under Debian trixie's
+# loader and validation layer 1.4.309, which know both extensions: the kernels "auto" picks
+# (VK_NV_cooperative_matrix2), then VK_KHR_cooperative_matrix's (whose [knobs] and [adopt] cases
+# ask for what those kernels cannot do: no subgroup operations, an engine device without KHR).
+# Needs .gpu/trixie from tools/gpu/fetch-trixie-layer.sh.
+if ls .gpu/trixie/vulkan-validationlayers_*.deb >/dev/null 2>&1; then
+  mkdir -p /tmp/trixie-root && for f in .gpu/trixie/*.deb; do dpkg -x "$f" /tmp/trixie-root; done
+  trixie_layers=/tmp/trixie-root/usr/share/vulkan/explicit_layer.d
+  sed -i 's#"library_path": "libVkLayer#"library_path": "/tmp/trixie-root/usr/lib/x86_64-linux-gnu/libVkLayer#' \
+    "$trixie_layers/VkLayer_khronos_validation.json"
+  trixie_run() {
+    VK_LAYER_PATH=$trixie_layers /tmp/trixie-root/usr/lib64/ld-linux-x86-64.so.2 \
+      --library-path /tmp/trixie-root/usr/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu "$@"
+  }
+  echo "Catch2 suite, trixie validation layer, auto kernels:"
+  trixie_run "$build/tests/vkflash_tests" "~[cli]" | tail -2
+  echo "Catch2 suite, trixie validation layer, VKFLASH_KERNELS=coopmat_khr:"
+  VKFLASH_KERNELS=coopmat_khr trixie_run "$build/tests/vkflash_tests" "~[cli]~[knobs]~[adopt]" | tail -2
+fi

@@ -1,0 +1,106 @@
+// FlashAttention-2 backward, dK and dV, on workgroup-scope tensor cores (GL_NV_cooperative_matrix2),
+// float16 tensors. One workgroup per (tile of BLOCK_KV keys, kv head, batch); it keeps its K and V
+// rows as operands and dK, dV as accumulators, and streams Q and dO tiles of BLOCK_Q rows for
+// every query head of the GQA group, from the causal diagonal on:
+//   S^T = K Q^T      P^T = exp2(scale S^T - LSE)   dV += P^T dO
+//   dP^T = V dO^T    dS^T = P^T (dP^T - delta)     dK += dS^T Q   (times scale at the end)
+// Deterministic: every key row is summed by one workgroup in a fixed order, no atomics.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_NV_cooperative_matrix2 : require
+
+#include "common/shader_interface.h"
+
+layout(local_size_x_id = VKF_SPEC_WORKGROUP_SIZE) in;
+layout(constant_id = VKF_SPEC_HEAD_DIM) const uint HEAD_DIM = 128;
+layout(constant_id = VKF_SPEC_BLOCK_Q) const uint BLOCK_Q = 64;    // query rows per streamed tile
+layout(constant_id = VKF_SPEC_BLOCK_KV) const uint BLOCK_KV = 64;  // key rows owned
+layout(constant_id = VKF_SPEC_CAUSAL) const bool CAUSAL = false;
+
+#define NEG_INF uintBitsToFloat(0xff800000u)
+#include "common/attention_mask.glsl"
+
+layout(std430, set = 0, binding = VKF_BWD_BINDING_Q) readonly buffer q_block { float16_t q_h[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_K) readonly buffer k_block { float16_t k_h[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_V) readonly buffer v_block { float16_t v_h[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DO) readonly buffer do_block { float16_t do_h[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DK) writeonly buffer dk_block { float16_t dk_h[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DV) writeonly buffer dv_block { float16_t dv_h[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_LSE) readonly buffer lse_block { float lse_data[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DELTA) readonly buffer delta_block { float delta_data[]; };
+
+layout(push_constant) uniform PushBlock { AttentionPush pc; };
+
+#include "common/coopmat2_backward.glsl"
+
+#define KEYS_X_DIM(T, USE) coopmat<T, gl_ScopeWorkgroup, BLOCK_KV, HEAD_DIM, USE>
+#define KEYS_X_QUERIES(T, USE) coopmat<T, gl_ScopeWorkgroup, BLOCK_KV, BLOCK_Q, USE>
+#define QUERIES_X_DIM_B coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_Q, HEAD_DIM, gl_MatrixUseB>
+#define DIM_X_QUERIES_B coopmat<float16_t, gl_ScopeWorkgroup, HEAD_DIM, BLOCK_Q, gl_MatrixUseB>
+
+void main() {
+  const uint kv_head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
+  const uint kv_begin = gl_WorkGroupID.x * BLOCK_KV;
+  const uint kv_offset = (batch * pc.kv_heads + kv_head) * pc.kv_len * HEAD_DIM;  // in halves
+
+  // [rows, HEAD_DIM] row-major tensors; reads past the last row give 0, writes there are dropped.
+  tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> q_layout =
+      createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+  q_layout = setTensorLayoutDimensionNV(q_layout, pc.q_len, HEAD_DIM);
+  tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> kv_layout =
+      createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+  kv_layout = setTensorLayoutDimensionNV(kv_layout, pc.kv_len, HEAD_DIM);
+  tensorViewNV<2, false, 1, 0> transposed = createTensorViewNV(2, false, 1, 0);
+
+  KEYS_X_DIM(float16_t, gl_MatrixUseA) k_tile, v_tile;
+  coopMatLoadTensorNV(k_tile, k_h, kv_offset, sliceTensorLayoutNV(kv_layout, kv_begin, BLOCK_KV, 0, HEAD_DIM));
+  coopMatLoadTensorNV(v_tile, v_h, kv_offset, sliceTensorLayoutNV(kv_layout, kv_begin, BLOCK_KV, 0, HEAD_DIM));
+  KEYS_X_DIM(float, gl_MatrixUseAccumulator) dk_acc = KEYS_X_DIM(float, gl_MatrixUseAccumulator)(0.0);
+  KEYS_X_DIM(float, gl_MatrixUseAccumulator) dv_acc = KEYS_X_DIM(float, gl_MatrixUseAccumulator)(0.0);
+
+  // Query rows before q_first see none of this tile's keys (causal): their tiles are skipped.
+  uint q_first = 0;
+  if (CAUSAL) q_first = uint(clamp(int(kv_begin) - causal_shift(pc.q_len, pc.kv_len), 0, int(pc.q_len)));
+  const uint group = pc.q_heads / pc.kv_heads;
+  for (uint head = kv_head * group; head < (kv_head + 1) * group; ++head) {
+    const uint head_row = (batch * pc.q_heads + head) * pc.q_len;  // row index of query 0 of this head
+    const uint q_offset = head_row * HEAD_DIM;
+    [[dont_unroll]] for (uint q_begin = (q_first / BLOCK_Q) * BLOCK_Q; q_begin < pc.q_len; q_begin += BLOCK_Q) {
+      const uint masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len) ? 1 : 0;
+      // S^T = K Q^T, P^T = exp2(scale S^T - LSE)
+      DIM_X_QUERIES_B q_t;
+      coopMatLoadTensorNV(q_t, q_h, q_offset, sliceTensorLayoutNV(q_layout, q_begin, BLOCK_Q, 0, HEAD_DIM), transposed);
+      KEYS_X_QUERIES(float, gl_MatrixUseAccumulator) p_t =
+          coopMatMulAdd(k_tile, q_t, KEYS_X_QUERIES(float, gl_MatrixUseAccumulator)(0.0));
+      coopMatPerElementNV(p_t, p_t, p_of_st, q_begin, kv_begin, head_row, masked_tile);
+
+      // dV += P^T dO
+      QUERIES_X_DIM_B do_tile;
+      coopMatLoadTensorNV(do_tile, do_h, q_offset, sliceTensorLayoutNV(q_layout, q_begin, BLOCK_Q, 0, HEAD_DIM));
+      dv_acc = coopMatMulAdd(KEYS_X_QUERIES(float16_t, gl_MatrixUseA)(p_t), do_tile, dv_acc);
+
+      // dP^T = V dO^T, dS^T = P^T (dP^T - delta)
+      DIM_X_QUERIES_B do_t;
+      coopMatLoadTensorNV(do_t, do_h, q_offset, sliceTensorLayoutNV(q_layout, q_begin, BLOCK_Q, 0, HEAD_DIM), transposed);
+      KEYS_X_QUERIES(float, gl_MatrixUseAccumulator) ds_t =
+          coopMatMulAdd(v_tile, do_t, KEYS_X_QUERIES(float, gl_MatrixUseAccumulator)(0.0));
+      coopMatPerElementNV(ds_t, ds_t, dst_of_dpt, p_t, q_begin, head_row);
+
+      // dK += dS^T Q
+      QUERIES_X_DIM_B q_tile;
+      coopMatLoadTensorNV(q_tile, q_h, q_offset, sliceTensorLayoutNV(q_layout, q_begin, BLOCK_Q, 0, HEAD_DIM));
+      dk_acc = coopMatMulAdd(KEYS_X_QUERIES(float16_t, gl_MatrixUseA)(ds_t), q_tile, dk_acc);
+    }
+  }
+
+  dk_acc *= pc.scale_log2 / LOG2E;
+  coopMatStoreTensorNV(KEYS_X_DIM(float16_t, gl_MatrixUseAccumulator)(dk_acc), dk_h, kv_offset,
+                       sliceTensorLayoutNV(kv_layout, kv_begin, BLOCK_KV, 0, HEAD_DIM));
+  coopMatStoreTensorNV(KEYS_X_DIM(float16_t, gl_MatrixUseAccumulator)(dv_acc), dv_h, kv_offset,
+                       sliceTensorLayoutNV(kv_layout, kv_begin, BLOCK_KV, 0, HEAD_DIM));
+}

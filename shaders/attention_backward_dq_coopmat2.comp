@@ -1,0 +1,92 @@
+// FlashAttention-2 backward, dQ, on workgroup-scope tensor cores (GL_NV_cooperative_matrix2),
+// float16 tensors. One workgroup per (tile of BLOCK_Q queries, head, batch); it keeps Q and dO as
+// operands and dQ as accumulator, and streams K and V tiles of BLOCK_KV rows up to the causal
+// diagonal:
+//   S = Q K^T    P = exp2(scale S - LSE)    dP = dO V^T    dS = P (dP - delta)
+//   dQ += dS K   (times scale at the end)
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_NV_cooperative_matrix2 : require
+
+#include "common/shader_interface.h"
+
+layout(local_size_x_id = VKF_SPEC_WORKGROUP_SIZE) in;
+layout(constant_id = VKF_SPEC_HEAD_DIM) const uint HEAD_DIM = 128;
+layout(constant_id = VKF_SPEC_BLOCK_Q) const uint BLOCK_Q = 64;    // query rows owned
+layout(constant_id = VKF_SPEC_BLOCK_KV) const uint BLOCK_KV = 64;  // key rows per streamed tile
+layout(constant_id = VKF_SPEC_CAUSAL) const bool CAUSAL = false;
+
+#define NEG_INF uintBitsToFloat(0xff800000u)
+#include "common/attention_mask.glsl"
+
+layout(std430, set = 0, binding = VKF_BWD_BINDING_Q) readonly buffer q_block { float16_t q_h[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_K) readonly buffer k_block { float16_t k_h[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_V) readonly buffer v_block { float16_t v_h[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DO) readonly buffer do_block { float16_t do_h[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DQ) writeonly buffer dq_block { float16_t dq_h[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_LSE) readonly buffer lse_block { float lse_data[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DELTA) readonly buffer delta_block { float delta_data[]; };
+
+layout(push_constant) uniform PushBlock { AttentionPush pc; };
+
+#include "common/coopmat2_backward.glsl"
+
+#define QUERIES_X_DIM(T, USE) coopmat<T, gl_ScopeWorkgroup, BLOCK_Q, HEAD_DIM, USE>
+#define QUERIES_X_KEYS(T, USE) coopmat<T, gl_ScopeWorkgroup, BLOCK_Q, BLOCK_KV, USE>
+#define DIM_X_KEYS_B coopmat<float16_t, gl_ScopeWorkgroup, HEAD_DIM, BLOCK_KV, gl_MatrixUseB>
+
+void main() {
+  const uint head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
+  const uint kv_head = head / (pc.q_heads / pc.kv_heads);  // GQA / MQA
+  const uint q_begin = gl_WorkGroupID.x * BLOCK_Q;
+  const uint q_end = min(q_begin + BLOCK_Q, pc.q_len);
+  const uint head_row = (batch * pc.q_heads + head) * pc.q_len;  // row index of query 0 of this head
+  const uint q_offset = head_row * HEAD_DIM;                       // in halves
+  const uint kv_offset = (batch * pc.kv_heads + kv_head) * pc.kv_len * HEAD_DIM;
+
+  // [rows, HEAD_DIM] row-major tensors; reads past the last row give 0, writes there are dropped.
+  tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> q_layout =
+      createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+  q_layout = setTensorLayoutDimensionNV(q_layout, pc.q_len, HEAD_DIM);
+  tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> kv_layout =
+      createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+  kv_layout = setTensorLayoutDimensionNV(kv_layout, pc.kv_len, HEAD_DIM);
+  tensorViewNV<2, false, 1, 0> transposed = createTensorViewNV(2, false, 1, 0);
+
+  QUERIES_X_DIM(float16_t, gl_MatrixUseA) q_tile, do_tile;
+  coopMatLoadTensorNV(q_tile, q_h, q_offset, sliceTensorLayoutNV(q_layout, q_begin, BLOCK_Q, 0, HEAD_DIM));
+  coopMatLoadTensorNV(do_tile, do_h, q_offset, sliceTensorLayoutNV(q_layout, q_begin, BLOCK_Q, 0, HEAD_DIM));
+  QUERIES_X_DIM(float, gl_MatrixUseAccumulator) dq_acc = QUERIES_X_DIM(float, gl_MatrixUseAccumulator)(0.0);
+
+  const uint kv_end = visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);  // later tiles are wholly masked
+  [[dont_unroll]] for (uint kv_begin = 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
+    const uint masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len) ? 1 : 0;
+    // S = Q K^T, P = exp2(scale S - LSE)
+    DIM_X_KEYS_B k_t;
+    coopMatLoadTensorNV(k_t, k_h, kv_offset, sliceTensorLayoutNV(kv_layout, kv_begin, BLOCK_KV, 0, HEAD_DIM), transposed);
+    QUERIES_X_KEYS(float, gl_MatrixUseAccumulator) p =
+        coopMatMulAdd(q_tile, k_t, QUERIES_X_KEYS(float, gl_MatrixUseAccumulator)(0.0));
+    coopMatPerElementNV(p, p, p_of_s, q_begin, kv_begin, head_row, masked_tile);
+
+    // dP = dO V^T, dS = P (dP - delta)
+    DIM_X_KEYS_B v_t;
+    coopMatLoadTensorNV(v_t, v_h, kv_offset, sliceTensorLayoutNV(kv_layout, kv_begin, BLOCK_KV, 0, HEAD_DIM), transposed);
+    QUERIES_X_KEYS(float, gl_MatrixUseAccumulator) ds =
+        coopMatMulAdd(do_tile, v_t, QUERIES_X_KEYS(float, gl_MatrixUseAccumulator)(0.0));
+    coopMatPerElementNV(ds, ds, ds_of_dp, p, q_begin, head_row);
+
+    // dQ += dS K
+    coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_KV, HEAD_DIM, gl_MatrixUseB> k_tile;
+    coopMatLoadTensorNV(k_tile, k_h, kv_offset, sliceTensorLayoutNV(kv_layout, kv_begin, BLOCK_KV, 0, HEAD_DIM));
+    dq_acc = coopMatMulAdd(QUERIES_X_KEYS(float16_t, gl_MatrixUseA)(ds), k_tile, dq_acc);
+  }
+
+  dq_acc *= pc.scale_log2 / LOG2E;
+  coopMatStoreTensorNV(QUERIES_X_DIM(float16_t, gl_MatrixUseAccumulator)(dq_acc), dq_h, q_offset,
+                       sliceTensorLayoutNV(q_layout, q_begin, BLOCK_Q, 0, HEAD_DIM));
+}

@@ -1,0 +1,145 @@
+// FlashAttention-2 forward on workgroup-scope tensor cores (GL_NV_cooperative_matrix2), float16
+// tensors, head dim a multiple of 16. One workgroup per (Q tile, head, batch). Every matrix here
+// belongs to the whole workgroup: the driver splits it over the subgroups, stages tiles through
+// its own shared memory, and loads straight from the buffers through tensor layouts, which also
+// clamp: rows past q_len / kv_len read as zero and are never stored.
+//
+// Unlike shaders/attention_forward_coopmat.comp (subgroup scope), no layout probe is needed: the
+// row reductions of the online softmax are coopMatReduceNV, and per-element work (masking, the
+// LSE store) is coopMatPerElementNV, which hands each element its row and column. Row vectors
+// (max, sum) are BLOCK_Q x BLOCK_KV matrices whose columns repeat the row's value.
+//
+// Tried and slower on the H100 (D=128: 150 against 181 TFLOP/s): FlashAttention-4's lazy rescale
+// (O and l rescaled only when some row's max grows by more than 2^8), whose workgroup-wide vote
+// costs a barrier per step; the exponentials it saves were not the limit.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_NV_cooperative_matrix2 : require
+
+#include "common/shader_interface.h"
+
+layout(local_size_x_id = VKF_SPEC_WORKGROUP_SIZE) in;
+layout(constant_id = VKF_SPEC_HEAD_DIM) const uint HEAD_DIM = 128;
+layout(constant_id = VKF_SPEC_BLOCK_Q) const uint BLOCK_Q = 64;
+layout(constant_id = VKF_SPEC_BLOCK_KV) const uint BLOCK_KV = 64;
+layout(constant_id = VKF_SPEC_CAUSAL) const bool CAUSAL = false;
+layout(constant_id = VKF_SPEC_WRITE_LSE) const bool WRITE_LSE = true;
+
+#define NEG_INF uintBitsToFloat(0xff800000u)
+// The running max starts finite so that m_old - m_new never becomes -inf - -inf (NaN) for a row
+// that has seen only masked keys so far.
+#define NEG_HALF_FLT_MAX uintBitsToFloat(0xfeffffffu)
+const float LN2 = 0.6931471805599453;
+
+#include "common/attention_mask.glsl"
+
+layout(std430, set = 0, binding = VKF_FWD_BINDING_Q) readonly buffer q_block { float16_t q_h[]; };
+layout(std430, set = 0, binding = VKF_FWD_BINDING_K) readonly buffer k_block { float16_t k_h[]; };
+layout(std430, set = 0, binding = VKF_FWD_BINDING_V) readonly buffer v_block { float16_t v_h[]; };
+layout(std430, set = 0, binding = VKF_FWD_BINDING_O) writeonly buffer o_block { float16_t o_h[]; };
+layout(std430, set = 0, binding = VKF_FWD_BINDING_LSE) writeonly buffer lse_block { float lse_data[]; };
+
+layout(push_constant) uniform PushBlock { AttentionPush pc; };
+
+#define ROWS_X_KEYS(T) coopmat<T, gl_ScopeWorkgroup, BLOCK_Q, BLOCK_KV, gl_MatrixUseAccumulator>
+#define ROWS_X_DIM(T) coopmat<T, gl_ScopeWorkgroup, BLOCK_Q, HEAD_DIM, gl_MatrixUseAccumulator>
+
+float row_max(const float a, const float b) { return max(a, b); }
+float row_add(const float a, const float b) { return a + b; }
+float smear(const float a, const float b) { return a; }  // widens a row-reduced matrix
+float exp2_element(const uint row, const uint col, const float x) { return exp2(x); }
+
+// Causal and kv_len masking of a tile's scores (row / col are tile-relative).
+float mask_element(const uint row, const uint col, const float s, const uint q_begin, const uint kv_begin) {
+  return key_visible(q_begin + row, kv_begin + col, pc.q_len, pc.kv_len) ? s : NEG_INF;
+}
+
+// Column 0 of the LSE matrix holds each row's LSE; rows past q_len are not stored.
+float store_lse(const uint row, const uint col, const float lse, const uint lse_row0, const uint rows_valid) {
+  if (col == 0 && row < rows_valid) lse_data[lse_row0 + row] = lse;
+  return lse;
+}
+
+void main() {
+  const uint head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
+  const uint kv_head = head / (pc.q_heads / pc.kv_heads);  // GQA / MQA
+  const uint q_begin = gl_WorkGroupID.x * BLOCK_Q;
+  const uint q_end = min(q_begin + BLOCK_Q, pc.q_len);
+  const uint q_offset = (batch * pc.q_heads + head) * pc.q_len * HEAD_DIM;       // in halves
+  const uint kv_offset = (batch * pc.kv_heads + kv_head) * pc.kv_len * HEAD_DIM;  // in halves
+
+  // [rows, HEAD_DIM] row-major tensors; reads past the last row give 0, writes there are dropped.
+  tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> q_layout =
+      createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+  q_layout = setTensorLayoutDimensionNV(q_layout, pc.q_len, HEAD_DIM);
+  tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> kv_layout =
+      createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+  kv_layout = setTensorLayoutDimensionNV(kv_layout, pc.kv_len, HEAD_DIM);
+  tensorViewNV<2, false, 1, 0> transposed = createTensorViewNV(2, false, 1, 0);
+
+  // Q stays exactly as stored; the softmax scale is applied to S.
+  coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_Q, HEAD_DIM, gl_MatrixUseA> q_tile;
+  coopMatLoadTensorNV(q_tile, q_h, q_offset, sliceTensorLayoutNV(q_layout, q_begin, BLOCK_Q, 0, HEAD_DIM));
+
+  ROWS_X_DIM(float) o_acc = ROWS_X_DIM(float)(0.0);
+  ROWS_X_KEYS(float) m_run = ROWS_X_KEYS(float)(NEG_HALF_FLT_MAX);  // every column holds the row's value
+  ROWS_X_KEYS(float) l_run = ROWS_X_KEYS(float)(0.0);
+
+  const uint kv_end = visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);  // later tiles are wholly masked
+  [[dont_unroll]] for (uint kv_begin = 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
+    // S = Q K^T, in base-2 units
+    coopmat<float16_t, gl_ScopeWorkgroup, HEAD_DIM, BLOCK_KV, gl_MatrixUseB> k_t;
+    coopMatLoadTensorNV(k_t, k_h, kv_offset, sliceTensorLayoutNV(kv_layout, kv_begin, BLOCK_KV, 0, HEAD_DIM),
+                        transposed);
+    ROWS_X_KEYS(float) s = coopMatMulAdd(q_tile, k_t, ROWS_X_KEYS(float)(0.0));
+    s *= pc.scale_log2;
+    if (tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len)) {
+      coopMatPerElementNV(s, s, mask_element, q_begin, kv_begin);
+    }
+
+    // online softmax: m_new = max(m_run, rowmax(S)), P = exp2(S - m_new), alpha = exp2(m_run - m_new)
+    ROWS_X_KEYS(float) tile_max;
+    coopMatReduceNV(tile_max, s, gl_CooperativeMatrixReduceRowNV, row_max);
+    ROWS_X_KEYS(float) m_new;
+    [[unroll]] for (uint i = 0; i < m_new.length(); ++i) m_new[i] = max(m_run[i], tile_max[i]);
+    ROWS_X_KEYS(float) p, alpha;
+    coopMatPerElementNV(p, s - m_new, exp2_element);
+    coopMatPerElementNV(alpha, m_run - m_new, exp2_element);
+    m_run = m_new;
+
+    ROWS_X_KEYS(float) tile_sum;
+    coopMatReduceNV(tile_sum, p, gl_CooperativeMatrixReduceRowNV, row_add);
+    l_run = alpha * l_run + tile_sum;
+
+    // rescale O (alpha widened from BLOCK_KV to HEAD_DIM columns), then O += P V
+    ROWS_X_DIM(float) alpha_wide;
+    coopMatReduceNV(alpha_wide, alpha, gl_CooperativeMatrixReduceRowNV, smear);
+    o_acc *= alpha_wide;
+    coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_KV, HEAD_DIM, gl_MatrixUseB> v_tile;
+    coopMatLoadTensorNV(v_tile, v_h, kv_offset, sliceTensorLayoutNV(kv_layout, kv_begin, BLOCK_KV, 0, HEAD_DIM));
+    const coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_Q, BLOCK_KV, gl_MatrixUseA> p_a =
+        coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_Q, BLOCK_KV, gl_MatrixUseA>(p);
+    o_acc = coopMatMulAdd(p_a, v_tile, o_acc);
+  }
+
+  // Epilogue: O = acc / l, LSE = ln(l) + m. A row that saw no key: O = 0, LSE = -inf.
+  ROWS_X_KEYS(float) inv_l;
+  [[unroll]] for (uint i = 0; i < inv_l.length(); ++i) inv_l[i] = l_run[i] > 0.0 ? 1.0 / l_run[i] : 0.0;
+  ROWS_X_DIM(float) inv_l_wide;
+  coopMatReduceNV(inv_l_wide, inv_l, gl_CooperativeMatrixReduceRowNV, smear);
+  const ROWS_X_DIM(float16_t) o_out = ROWS_X_DIM(float16_t)(o_acc * inv_l_wide);
+  coopMatStoreTensorNV(o_out, o_h, q_offset, sliceTensorLayoutNV(q_layout, q_begin, BLOCK_Q, 0, HEAD_DIM));
+
+  if (WRITE_LSE) {
+    ROWS_X_KEYS(float) lse;
+    [[unroll]] for (uint i = 0; i < lse.length(); ++i) {
+      lse[i] = l_run[i] > 0.0 ? (m_run[i] + log2(l_run[i])) * LN2 : NEG_INF;
+    }
+    coopMatPerElementNV(lse, lse, store_lse, (batch * pc.q_heads + head) * pc.q_len + q_begin, q_end - q_begin);
+  }
+}
