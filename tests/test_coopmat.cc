@@ -171,6 +171,15 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
   CHECK((backward->dkdv.block_kv == 64 && backward->dkdv.block_q == 64 && backward->dkdv.workgroup_size == 256));
   CHECK((backward->dq.block_q == 64 && backward->dq.block_kv == 32 && backward->dq.workgroup_size == 128));
 
+  SECTION("smaller head dims take larger tiles") {
+    params.shape.head_dim = 64;
+    auto f = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(f.ok());
+    CHECK((f->block_q == 128 && f->block_kv == 64 && f->workgroup_size == 128));
+    auto b = vkflash::attention::ChooseBackwardKernels(device, params, false);
+    REQUIRE(b.ok());
+    CHECK((b->dkdv.block_kv == 128 && b->dkdv.block_q == 64 && b->dkdv.workgroup_size == 256));
+  }
   SECTION("only the listed workgroup sizes are used") {
     device.cooperative_matrix2_workgroup_sizes = {128};
     auto f = vkflash::attention::ChooseForwardKernel(device, params, false);

@@ -29,18 +29,23 @@ constexpr BackwardTile kDkdvTiles[] = {{4, 32}, {4, 16}, {2, 32}, {2, 16}, {1, 1
 constexpr BackwardTile kDqTiles[] = {{4, 32}, {4, 64}, {2, 32}, {1, 16}};
 
 // VK_NV_cooperative_matrix2 kernels: rows a workgroup owns, rows of each streamed tile, workgroup
-// size; preferred first. Ordered by `vkflash bench` on the H100 at D=128, N=4096 (TFLOP/s):
-// forward 128x64/256 180, 64x64/128 168, 128x128/256 165, 128x32/256 160, 64x32/128 157 (with
-// 256 invocations, 64 rows: 95-108; 128x64/128 and 256x64/256: 76-93). Backward (dK/dV and dQ
-// tiles timed together): dK/dV 64x64/256 beat 64x32/256 and 32x32/128 by 9%, 128-key tiles by
-// 25%; with it, dQ 64x32/128 80, 64x64/256 79, 32x64/128 78, 64x32/256 73, 128x64/256 64.
+// size, and the largest head dim the tile is for (registers grow with it); preferred first.
+// Ordered by `vkflash bench` on the H100 at N=4096 (TFLOP/s; dK/dV and dQ tiles timed together):
+//   D=128 forward: 128x64/256 180, 64x64/128 168, 128x128/256 165, 128x32/256 160, 64x32/128 157;
+//         256 invocations with 64 rows 95-108; 128x64/128 and 256x64/256 76-93 (spills).
+//   D=64 forward: 128x64/128 166, 128x128/256 161, 64x128/128 152, 64x64/128 145, 128x64/256 135.
+//   D=128 backward: dK/dV 64x64/256 beat 64x32/256 and 32x32/128 by 9%, 128-key tiles by 25%;
+//         with it, dQ 64x32/128 80, 64x64/256 79, 32x64/128 78, 64x32/256 73, 128x64/256 64.
+//   D=64 backward: dK/dV 128x64/256 70, 64x128/256 69, 128x32/256 67, 64x64/256 48; dQ 64x32/128
+//         best (70), then 32x64/128 and 64x64/128 (66).
 struct WorkgroupTile {
-  uint32_t owned, streamed, workgroup;
+  uint32_t owned, streamed, workgroup, max_head_dim;
 };
-constexpr WorkgroupTile kCoopmat2ForwardTiles[] = {
-    {128, 64, 256}, {64, 64, 128}, {128, 128, 256}, {128, 32, 256}, {64, 32, 128}};
-constexpr WorkgroupTile kCoopmat2DkdvTiles[] = {{64, 64, 256}, {64, 32, 256}, {32, 32, 128}, {64, 32, 128}};
-constexpr WorkgroupTile kCoopmat2DqTiles[] = {{64, 32, 128}, {64, 64, 256}, {32, 64, 128}, {32, 32, 128}};
+constexpr WorkgroupTile kCoopmat2ForwardTiles[] = {{128, 64, 128, 64},  {128, 64, 256, 256}, {64, 64, 128, 256},
+                                                   {128, 128, 256, 256}, {128, 32, 256, 256}, {64, 32, 128, 256}};
+constexpr WorkgroupTile kCoopmat2DkdvTiles[] = {
+    {128, 64, 256, 64}, {64, 64, 256, 128}, {64, 32, 256, 128}, {32, 32, 128, 128}, {64, 32, 128, 128}};
+constexpr WorkgroupTile kCoopmat2DqTiles[] = {{64, 32, 128, 128}, {64, 64, 256, 128}, {32, 64, 128, 128}, {32, 32, 128, 128}};
 
 // Accumulator registers per lane grow with (row blocks x head dim): Q fragments and O in the
 // forward; dK and dV (dkdv), or Q, dO and dQ (dq) in the backward. Past these, registers spill.
@@ -70,7 +75,7 @@ std::optional<ForwardTile> ForcedForwardTile() {
 // VKFLASH_COOPMAT2_{FORWARD,DKDV,DQ}_TILE=OxSxW (owned x streamed x workgroup), read once.
 std::optional<WorkgroupTile> ParseWorkgroupTile(const char* variable) {
   auto text = env::Get(variable);
-  WorkgroupTile t{};
+  WorkgroupTile t{0, 0, 0, 256};  // a forced tile is tried at every head dim
   if (text && std::sscanf(text->c_str(), "%ux%ux%u", &t.owned, &t.streamed, &t.workgroup) == 3 && t.owned > 0 &&
       t.streamed > 0 && t.workgroup > 0) {
     return t;
@@ -110,7 +115,8 @@ Result<KernelChoice> ChooseCoopmat2(const DeviceInfo& device, const AttentionPar
   auto fits = [&](const WorkgroupTile& tile) {
     const uint32_t g = device.cooperative_matrix2_granularity;
     const auto& sizes = device.cooperative_matrix2_workgroup_sizes;
-    return g > 0 && tile.owned % g == 0 && tile.streamed % g == 0 && tile.workgroup <= device.max_workgroup_invocations &&
+    return g > 0 && tile.owned % g == 0 && tile.streamed % g == 0 && params.shape.head_dim <= tile.max_head_dim &&
+           tile.workgroup <= device.max_workgroup_invocations &&
            std::find(sizes.begin(), sizes.end(), tile.workgroup) != sizes.end();
   };
   std::optional<WorkgroupTile> chosen;
