@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Optional: unpacks Debian trixie's glslang (15.x, with its own C library) into .tools/ without
 # touching the system, so that the build also compiles the GL_KHR_cooperative_matrix kernels
-# (AMD, Intel, newer mobile GPUs; Debian bookworm's glslang 12 only knows the NV extension).
+# (AMD, Intel, newer mobile GPUs) and the GL_NV_cooperative_matrix2 ones (workgroup scope, the
+# fastest on recent NVIDIA GPUs); Debian bookworm's glslang 12 only knows GL_NV_cooperative_matrix.
 # Re-run cmake afterwards: shaders/CMakeLists.txt finds .tools/glslang-trixie/glslang.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
