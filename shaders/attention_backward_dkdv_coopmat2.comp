@@ -63,6 +63,15 @@ void main() {
   KEYS_X_DIM(float, gl_MatrixUseAccumulator) dk_acc = KEYS_X_DIM(float, gl_MatrixUseAccumulator)(0.0);
   KEYS_X_DIM(float, gl_MatrixUseAccumulator) dv_acc = KEYS_X_DIM(float, gl_MatrixUseAccumulator)(0.0);
 
+  // LSE (base 2 once scaled) and delta of a tile's queries, as matrices whose rows repeat them
+  // (row stride 0); queries past q_len read LSE +inf (P = 0) and delta 0.
+  tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> delta_layout =
+      createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+  delta_layout = setTensorLayoutDimensionNV(delta_layout, BLOCK_KV, pc.q_len);
+  delta_layout = setTensorLayoutStrideNV(delta_layout, 0, 1);
+  const tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lse_layout =
+      setTensorLayoutClampValueNV(delta_layout, floatBitsToUint(POS_INF));
+
   // Query rows before q_first see none of this tile's keys (causal): their tiles are skipped.
   uint q_first = 0;
   if (CAUSAL) q_first = uint(clamp(int(kv_begin) - causal_shift(pc.q_len, pc.kv_len), 0, int(pc.q_len)));
@@ -71,13 +80,20 @@ void main() {
     const uint head_row = (batch * pc.q_heads + head) * pc.q_len;  // row index of query 0 of this head
     const uint q_offset = head_row * HEAD_DIM;
     [[dont_unroll]] for (uint q_begin = (q_first / BLOCK_Q) * BLOCK_Q; q_begin < pc.q_len; q_begin += BLOCK_Q) {
-      const uint masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len) ? 1 : 0;
       // S^T = K Q^T, P^T = exp2(scale S^T - LSE)
       DIM_X_QUERIES_B q_t;
       coopMatLoadTensorNV(q_t, q_h, q_offset, sliceTensorLayoutNV(q_layout, q_begin, BLOCK_Q, 0, HEAD_DIM), transposed);
       KEYS_X_QUERIES(float, gl_MatrixUseAccumulator) p_t =
           coopMatMulAdd(k_tile, q_t, KEYS_X_QUERIES(float, gl_MatrixUseAccumulator)(0.0));
-      coopMatPerElementNV(p_t, p_t, p_of_st, q_begin, kv_begin, head_row, masked_tile);
+      KEYS_X_QUERIES(float, gl_MatrixUseAccumulator) lse_cols, delta_cols;
+      coopMatLoadTensorNV(lse_cols, lse_data, head_row, sliceTensorLayoutNV(lse_layout, 0, BLOCK_KV, q_begin, BLOCK_Q));
+      coopMatLoadTensorNV(delta_cols, delta_data, head_row, sliceTensorLayoutNV(delta_layout, 0, BLOCK_KV, q_begin, BLOCK_Q));
+      lse_cols *= LOG2E;
+      if (tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len)) {
+        coopMatPerElementNV(p_t, p_t, masked_p_of_st, lse_cols, q_begin, kv_begin);
+      } else {  // (a query whose LSE is -inf sees no key: all its tiles are masked)
+        [[unroll]] for (uint i = 0; i < p_t.length(); ++i) p_t[i] = exp2(p_t[i] * pc.scale_log2 - lse_cols[i]);
+      }
 
       // dV += P^T dO
       QUERIES_X_DIM_B do_tile;
@@ -89,7 +105,7 @@ void main() {
       coopMatLoadTensorNV(do_t, do_h, q_offset, sliceTensorLayoutNV(q_layout, q_begin, BLOCK_Q, 0, HEAD_DIM), transposed);
       KEYS_X_QUERIES(float, gl_MatrixUseAccumulator) ds_t =
           coopMatMulAdd(v_tile, do_t, KEYS_X_QUERIES(float, gl_MatrixUseAccumulator)(0.0));
-      coopMatPerElementNV(ds_t, ds_t, dst_of_dpt, p_t, q_begin, head_row);
+      [[unroll]] for (uint i = 0; i < ds_t.length(); ++i) ds_t[i] = p_t[i] * (ds_t[i] - delta_cols[i]);
 
       // dK += dS^T Q
       QUERIES_X_DIM_B q_tile;

@@ -63,22 +63,38 @@ void main() {
   coopMatLoadTensorNV(do_tile, do_h, q_offset, sliceTensorLayoutNV(q_layout, q_begin, BLOCK_Q, 0, HEAD_DIM));
   QUERIES_X_DIM(float, gl_MatrixUseAccumulator) dq_acc = QUERIES_X_DIM(float, gl_MatrixUseAccumulator)(0.0);
 
+  // LSE (base 2) and delta of the rows, loaded once as matrices whose columns repeat the row's
+  // value (column stride 0). Rows past q_len read LSE +inf (P = 0) and delta 0.
+  tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> delta_layout =
+      createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+  delta_layout = setTensorLayoutDimensionNV(delta_layout, pc.q_len, BLOCK_KV);
+  delta_layout = setTensorLayoutStrideNV(delta_layout, 1, 0);
+  const tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lse_layout =
+      setTensorLayoutClampValueNV(delta_layout, floatBitsToUint(POS_INF));
+  QUERIES_X_KEYS(float, gl_MatrixUseAccumulator) lse_rows, delta_rows;
+  coopMatLoadTensorNV(lse_rows, lse_data, head_row, sliceTensorLayoutNV(lse_layout, q_begin, BLOCK_Q, 0, BLOCK_KV));
+  coopMatLoadTensorNV(delta_rows, delta_data, head_row, sliceTensorLayoutNV(delta_layout, q_begin, BLOCK_Q, 0, BLOCK_KV));
+  lse_rows *= LOG2E;
+
   const uint kv_end = visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);  // later tiles are wholly masked
   [[dont_unroll]] for (uint kv_begin = 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
-    const uint masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len) ? 1 : 0;
     // S = Q K^T, P = exp2(scale S - LSE)
     DIM_X_KEYS_B k_t;
     coopMatLoadTensorNV(k_t, k_h, kv_offset, sliceTensorLayoutNV(kv_layout, kv_begin, BLOCK_KV, 0, HEAD_DIM), transposed);
     QUERIES_X_KEYS(float, gl_MatrixUseAccumulator) p =
         coopMatMulAdd(q_tile, k_t, QUERIES_X_KEYS(float, gl_MatrixUseAccumulator)(0.0));
-    coopMatPerElementNV(p, p, p_of_s, q_begin, kv_begin, head_row, masked_tile);
+    if (tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len)) {
+      coopMatPerElementNV(p, p, masked_p_of_s, lse_rows, q_begin, kv_begin);
+    } else {  // (a row whose LSE is -inf sees no key: all its tiles are masked)
+      [[unroll]] for (uint i = 0; i < p.length(); ++i) p[i] = exp2(p[i] * pc.scale_log2 - lse_rows[i]);
+    }
 
     // dP = dO V^T, dS = P (dP - delta)
     DIM_X_KEYS_B v_t;
     coopMatLoadTensorNV(v_t, v_h, kv_offset, sliceTensorLayoutNV(kv_layout, kv_begin, BLOCK_KV, 0, HEAD_DIM), transposed);
     QUERIES_X_KEYS(float, gl_MatrixUseAccumulator) ds =
         coopMatMulAdd(do_tile, v_t, QUERIES_X_KEYS(float, gl_MatrixUseAccumulator)(0.0));
-    coopMatPerElementNV(ds, ds, ds_of_dp, p, q_begin, head_row);
+    [[unroll]] for (uint i = 0; i < ds.length(); ++i) ds[i] = p[i] * (ds[i] - delta_rows[i]);
 
     // dQ += dS K
     coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_KV, HEAD_DIM, gl_MatrixUseB> k_tile;

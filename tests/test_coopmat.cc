@@ -179,6 +179,7 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
     auto b = vkflash::attention::ChooseBackwardKernels(device, params, false);
     REQUIRE(b.ok());
     CHECK((b->dkdv.block_kv == 128 && b->dkdv.block_q == 64 && b->dkdv.workgroup_size == 256));
+    CHECK((b->dq.block_q == 64 && b->dq.block_kv == 64 && b->dq.workgroup_size == 128));
   }
   SECTION("only the listed workgroup sizes are used") {
     device.cooperative_matrix2_workgroup_sizes = {128};

@@ -34,10 +34,10 @@ constexpr BackwardTile kDqTiles[] = {{4, 32}, {4, 64}, {2, 32}, {1, 16}};
 //   D=128 forward: 128x64/256 180, 64x64/128 168, 128x128/256 165, 128x32/256 160, 64x32/128 157;
 //         256 invocations with 64 rows 95-108; 128x64/128 and 256x64/256 76-93 (spills).
 //   D=64 forward: 128x64/128 166, 128x128/256 161, 64x128/128 152, 64x64/128 145, 128x64/256 135.
-//   D=128 backward: dK/dV 64x64/256 beat 64x32/256 and 32x32/128 by 9%, 128-key tiles by 25%;
-//         with it, dQ 64x32/128 80, 64x64/256 79, 32x64/128 78, 64x32/256 73, 128x64/256 64.
-//   D=64 backward: dK/dV 128x64/256 70, 64x128/256 69, 128x32/256 67, 64x64/256 48; dQ 64x32/128
-//         best (70), then 32x64/128 and 64x64/128 (66).
+//   D=128 backward: dK/dV 64x64/256 94, 64x128/256 82, 64x32/256 79, 128x64/256 68; with it,
+//         dQ 64x32/128 and 64x64/256 94, 64x64/128 85, 128x64/256 67.
+//   D=64 backward: dK/dV 128x64/256 95, 64x64/256 71, 128x128/256 65; with it, dQ 64x64/128 103,
+//         128x64/256 98, 64x32/128 95, 128x64/128 87.
 struct WorkgroupTile {
   uint32_t owned, streamed, workgroup, max_head_dim;
 };
@@ -45,7 +45,8 @@ constexpr WorkgroupTile kCoopmat2ForwardTiles[] = {{128, 64, 128, 64},  {128, 64
                                                    {128, 128, 256, 256}, {128, 32, 256, 256}, {64, 32, 128, 256}};
 constexpr WorkgroupTile kCoopmat2DkdvTiles[] = {
     {128, 64, 256, 64}, {64, 64, 256, 128}, {64, 32, 256, 128}, {32, 32, 128, 128}, {64, 32, 128, 128}};
-constexpr WorkgroupTile kCoopmat2DqTiles[] = {{64, 32, 128, 128}, {64, 64, 256, 128}, {32, 64, 128, 128}, {32, 32, 128, 128}};
+constexpr WorkgroupTile kCoopmat2DqTiles[] = {
+    {64, 64, 128, 64}, {64, 32, 128, 128}, {64, 64, 256, 128}, {32, 64, 128, 128}, {32, 32, 128, 128}};
 
 // Accumulator registers per lane grow with (row blocks x head dim): Q fragments and O in the
 // forward; dK and dV (dkdv), or Q, dO and dQ (dq) in the backward. Past these, registers spill.
