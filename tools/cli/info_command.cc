@@ -47,7 +47,7 @@ void PrintKernelTable(const Context& context) {
               d.use_push_descriptors ? "push descriptors" : "descriptor pools");
   std::printf("tensor cores: %s%s%s%s\n", CooperativeMatrixApiName(d.cooperative_matrix),
               d.cooperative_matrix_note.empty() ? "" : " - ", d.cooperative_matrix_note.c_str(),
-              d.use_cooperative_matrix2 ? "; forward: VK_NV_cooperative_matrix2" : "");
+              d.use_cooperative_matrix2 ? "; VK_NV_cooperative_matrix2 where it applies" : "");
   std::printf("forward kernels chosen:\n  %-8s %-8s %-24s %4s %4s %11s %9s %12s\n", "head_dim", "dtype", "kernel", "Br",
               "Bc", "threads/row", "workgroup", "shared bytes");
   for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
@@ -60,9 +60,12 @@ void PrintKernelTable(const Context& context) {
         std::printf("  %-8u %-8s %s\n", head_dim, DataTypeName(dtype), choice.status().message().c_str());
         continue;
       }
-      std::printf("  %-8u %-8s %-24s %4u %4u %11u %9u %12u\n", head_dim, DataTypeName(dtype), choice->kernel.c_str(),
-                  choice->block_q, choice->block_kv, choice->threads_per_row, choice->workgroup_size,
-                  choice->shared_memory_bytes);
+      // Workgroup-scope kernels leave shared memory to the driver.
+      const std::string shared = choice->cooperative_matrix == CooperativeMatrixApi::kNv2
+                                     ? "driver"
+                                     : std::to_string(choice->shared_memory_bytes);
+      std::printf("  %-8u %-8s %-24s %4u %4u %11u %9u %12s\n", head_dim, DataTypeName(dtype), choice->kernel.c_str(),
+                  choice->block_q, choice->block_kv, choice->threads_per_row, choice->workgroup_size, shared.c_str());
     }
   }
 }
