@@ -90,14 +90,12 @@ Result<std::unique_ptr<Context>> Context::Create(const ContextOptions& options) 
   VKF_ASSIGN_OR_RETURN(impl->instance, vk::Instance::Create(validation, options.message_callback));
 
   std::vector<VkPhysicalDevice> handles;
-  VKF_ASSIGN_OR_RETURN(auto devices, ProbeAllDevices(impl->instance->handle(), &handles));
+  VKF_ASSIGN_OR_RETURN(auto devices, ProbeAllDevices(*impl->instance, &handles));
   VKF_ASSIGN_OR_RETURN(const uint32_t index, SelectDevice(devices, options.device_selector));
   impl->info = devices[index];
   if (impl->info.api_version < VK_API_VERSION_1_1) {
     return Status::Error(ErrorCode::kUnsupported, "device '" + impl->info.name + "' only supports Vulkan 1.0");
   }
-  // The VK_NV_cooperative_matrix2 kernels are SPIR-V 1.6: Vulkan 1.3 for the instance too.
-  if (impl->instance->api_version() < VK_API_VERSION_1_3) impl->info.nv_cooperative_matrix2_f16 = false;
   VKF_RETURN_IF_ERROR(vk::ApplyLimits(options, &impl->info));
   VKF_ASSIGN_OR_RETURN(impl->device, vk::Device::Create(handles[index], impl->info));
   VKF_RETURN_IF_ERROR(impl->InitOnDevice());
@@ -113,14 +111,14 @@ Result<std::unique_ptr<Context>> Context::Adopt(const ExternalDevice& external, 
   }
   auto impl = std::make_unique<Impl>();
   impl->options = options;
-  impl->info = vk::ProbeDevice(external.instance, external.physical_device, 0);
+  impl->info = vk::ProbeDevice(external.instance, external.api_version, external.physical_device, 0);
   // Only what the engine enabled on its device may be used.
   impl->info.storage_buffer_16bit = impl->info.storage_buffer_16bit && external.storage_buffer_16bit_access_enabled;
   impl->info.use_push_descriptors = impl->info.push_descriptor && external.push_descriptor_enabled;
   impl->info.nv_cooperative_matrix_f16 = impl->info.nv_cooperative_matrix_f16 && external.cooperative_matrix_nv_enabled;
   impl->info.khr_cooperative_matrix_f16 = impl->info.khr_cooperative_matrix_f16 && external.cooperative_matrix_khr_enabled;
-  impl->info.nv_cooperative_matrix2_f16 = impl->info.nv_cooperative_matrix2_f16 && external.api_version >= VK_API_VERSION_1_3 &&
-                                         external.cooperative_matrix2_nv_enabled && external.cooperative_matrix_khr_enabled;
+  impl->info.nv_cooperative_matrix2_f16 = impl->info.nv_cooperative_matrix2_f16 && external.cooperative_matrix2_nv_enabled &&
+                                         external.cooperative_matrix_khr_enabled;
   VKF_RETURN_IF_ERROR(vk::ApplyLimits(options, &impl->info));
   VKF_ASSIGN_OR_RETURN(impl->device, vk::Device::Adopt(external, impl->info));
   VKF_RETURN_IF_ERROR(impl->InitOnDevice());

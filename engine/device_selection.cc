@@ -36,14 +36,17 @@ std::string DeviceList(const std::vector<DeviceInfo>& devices) {
 
 }  // namespace
 
-Result<std::vector<DeviceInfo>> ProbeAllDevices(VkInstance instance, std::vector<VkPhysicalDevice>* handles) {
+Result<std::vector<DeviceInfo>> ProbeAllDevices(const vk::Instance& instance, std::vector<VkPhysicalDevice>* handles) {
   uint32_t count = 0;
-  VKF_VK_RETURN_IF_ERROR(vkEnumeratePhysicalDevices(instance, &count, nullptr), "vkEnumeratePhysicalDevices");
+  VKF_VK_RETURN_IF_ERROR(vkEnumeratePhysicalDevices(instance.handle(), &count, nullptr), "vkEnumeratePhysicalDevices");
   std::vector<VkPhysicalDevice> physical(count);
-  VKF_VK_RETURN_IF_ERROR(vkEnumeratePhysicalDevices(instance, &count, physical.data()), "vkEnumeratePhysicalDevices");
+  VKF_VK_RETURN_IF_ERROR(vkEnumeratePhysicalDevices(instance.handle(), &count, physical.data()),
+                         "vkEnumeratePhysicalDevices");
   physical.resize(count);
   std::vector<DeviceInfo> devices;
-  for (uint32_t i = 0; i < count; ++i) devices.push_back(vk::ProbeDevice(instance, physical[i], i));
+  for (uint32_t i = 0; i < count; ++i) {
+    devices.push_back(vk::ProbeDevice(instance.handle(), instance.api_version(), physical[i], i));
+  }
   if (handles) *handles = std::move(physical);
   return devices;
 }
@@ -79,7 +82,7 @@ Result<uint32_t> SelectDeviceIndex(const std::string& selector) {
 
 Result<std::vector<DeviceInfo>> EnumerateDevices() {
   VKF_ASSIGN_OR_RETURN(auto instance, vk::Instance::Create(false, nullptr));
-  return ProbeAllDevices(instance->handle(), nullptr);
+  return ProbeAllDevices(*instance, nullptr);
 }
 
 }  // namespace vkflash

@@ -5,10 +5,12 @@
 
 #include <vector>
 
+#include "vulkan/instance.h"
+
 namespace vkflash {
 
 // Probes every physical device of `instance`.
-Result<std::vector<DeviceInfo>> ProbeAllDevices(VkInstance instance, std::vector<VkPhysicalDevice>* handles);
+Result<std::vector<DeviceInfo>> ProbeAllDevices(const vk::Instance& instance, std::vector<VkPhysicalDevice>* handles);
 
 // `selector`: all digits = index; otherwise a case-insensitive substring of the name; empty =
 // VKFLASH_DEVICE, else the best (discrete > integrated > virtual > CPU, then the first).

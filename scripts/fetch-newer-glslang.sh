@@ -6,17 +6,13 @@
 # Re-run cmake afterwards: shaders/CMakeLists.txt finds .tools/glslang-trixie/glslang.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/scripts/trixie-packages.sh"
 dest=$root/.tools/glslang-trixie
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-mirror=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
-mirror=${mirror:-http://deb.debian.org/debian}
-mkdir -p "$work/lists/partial" "$dest/prefix"
-echo "deb $mirror trixie main" > "$work/trixie.list"
-o="-oDir::Etc::SourceList=$work/trixie.list -oDir::Etc::SourceParts=/dev/null -oDir::State::Lists=$work/lists"
-apt-get $o update -qq
-(cd "$work" && apt-get $o download glslang-tools libc6 libstdc++6 libgcc-s1 2>&1 | grep -v unsandboxed || true)
-for deb in "$work"/*.deb; do dpkg -x "$deb" "$dest/prefix"; done
+debs=$(mktemp -d)
+trap 'rm -rf "$debs"' EXIT
+download_trixie_packages "$debs" glslang-tools libc6 libstdc++6 libgcc-s1
+mkdir -p "$dest/prefix"
+for deb in "$debs"/*.deb; do dpkg -x "$deb" "$dest/prefix"; done
 cat > "$dest/glslang" <<'WRAPPER'
 #!/bin/sh
 # trixie's glslang, run with trixie's own loader and libraries.

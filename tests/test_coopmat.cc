@@ -110,14 +110,15 @@ TEST_CASE("kernel family: scalar always works, coopmat only where the device has
   auto automatic = make("auto");
   REQUIRE(automatic.ok());
   const vkflash::DeviceInfo& info = (*automatic)->device_info();
+  vkflash::AttentionParams f16_params;  // a call every tensor-core family takes
+  f16_params.dtype = vkflash::DataType::kFloat16;
+  f16_params.shape = {1, 2, 2, 100, 100, 64};
   auto coopmat = make("coopmat");
   if (info.cooperative_matrix == vkflash::CooperativeMatrixApi::kNone && !info.use_cooperative_matrix2) {
     CHECK(coopmat.status().code() == vkflash::ErrorCode::kUnsupported);
   } else {
     REQUIRE(coopmat.ok());
-    vkflash::AttentionParams params;
-    params.dtype = vkflash::DataType::kFloat16;
-    params.shape = {1, 2, 2, 100, 100, 64};
+    vkflash::AttentionParams params = f16_params;
     auto choice = (*coopmat)->ChooseForwardKernel(params);
     REQUIRE(choice.ok());
     CHECK(choice->cooperative_matrix != vkflash::CooperativeMatrixApi::kNone);
@@ -134,11 +135,8 @@ TEST_CASE("kernel family: scalar always works, coopmat only where the device has
     CHECK(coopmat2.status().code() == vkflash::ErrorCode::kUnsupported);
   } else {
     REQUIRE(coopmat2.ok());
-    vkflash::AttentionParams params;
-    params.dtype = vkflash::DataType::kFloat16;
-    params.shape = {1, 2, 2, 100, 100, 64};
-    CHECK((*coopmat2)->ChooseForwardKernel(params)->cooperative_matrix == vkflash::CooperativeMatrixApi::kNv2);
-    auto backward = (*coopmat2)->ChooseBackwardKernels(params);
+    CHECK((*coopmat2)->ChooseForwardKernel(f16_params)->cooperative_matrix == vkflash::CooperativeMatrixApi::kNv2);
+    auto backward = (*coopmat2)->ChooseBackwardKernels(f16_params);
     REQUIRE(backward.ok());
     CHECK(backward->dkdv.kernel == "backward_dkdv_f16_coopmat2");
     CHECK(backward->dq.kernel == "backward_dq_f16_coopmat2");

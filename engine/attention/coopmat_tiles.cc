@@ -120,10 +120,10 @@ Result<KernelChoice> ChooseCoopmat2(const DeviceInfo& device, const AttentionPar
            tile.workgroup <= device.max_workgroup_invocations &&
            std::find(sizes.begin(), sizes.end(), tile.workgroup) != sizes.end();
   };
-  std::optional<WorkgroupTile> chosen;
-  if (auto forced = ForcedCoopmat2Tile(kernel); forced && fits(*forced)) chosen = forced;
-  for (const WorkgroupTile& tile : table) {
-    if (!chosen && fits(tile)) chosen = tile;
+  std::optional<WorkgroupTile> chosen = ForcedCoopmat2Tile(kernel);
+  if (chosen && !fits(*chosen)) chosen.reset();  // a forced tile that does not fit: the table
+  for (auto tile = table.begin(); !chosen && tile != table.end(); ++tile) {
+    if (fits(*tile)) chosen = *tile;
   }
   if (!chosen) return NoTile(params);
   KernelChoice choice;

@@ -93,7 +93,8 @@ void ListCooperativeMatrix2Shapes(VkInstance instance, VkPhysicalDevice device, 
 
 }  // namespace
 
-void ProbeCooperativeMatrix(VkInstance instance, VkPhysicalDevice device, DeviceInfo* info) {
+void ProbeCooperativeMatrix(VkInstance instance, uint32_t instance_api_version, VkPhysicalDevice device,
+                            DeviceInfo* info) {
   info->nv_cooperative_matrix = HasDeviceExtension(device, kNvCooperativeMatrixExtension);
   info->khr_cooperative_matrix = HasDeviceExtension(device, kKhrCooperativeMatrixExtension);
   if (!info->nv_cooperative_matrix && !info->khr_cooperative_matrix) return;
@@ -110,8 +111,9 @@ void ProbeCooperativeMatrix(VkInstance instance, VkPhysicalDevice device, Device
   void** tail = &core12.pNext;
   if (info->nv_cooperative_matrix) { *tail = &nv; tail = &nv.pNext; }
   if (info->khr_cooperative_matrix) { *tail = &khr; tail = &khr.pNext; }
-  // The workgroup-scope kernels are SPIR-V 1.6 (Vulkan 1.3), whose LocalSizeId needs maintenance4.
-  if (info->nv_cooperative_matrix2 && info->api_version >= VK_API_VERSION_1_3) {
+  // The workgroup-scope kernels are SPIR-V 1.6 (Vulkan 1.3, for the instance too), whose
+  // LocalSizeId needs maintenance4.
+  if (info->nv_cooperative_matrix2 && std::min(instance_api_version, info->api_version) >= VK_API_VERSION_1_3) {
     *tail = &nv2;
     nv2.pNext = &core13;
     tail = &core13.pNext;

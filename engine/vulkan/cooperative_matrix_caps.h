@@ -7,8 +7,10 @@
 
 namespace vkflash::vk {
 
-// Fills DeviceInfo::{nv,khr}_cooperative_matrix_f16 (the extension functions come from `instance`).
-void ProbeCooperativeMatrix(VkInstance instance, VkPhysicalDevice device, DeviceInfo* info);
+// Fills DeviceInfo::{nv,khr}_cooperative_matrix_f16 and the VK_NV_cooperative_matrix2 fields (the
+// extension functions come from `instance`, created for `instance_api_version`).
+void ProbeCooperativeMatrix(VkInstance instance, uint32_t instance_api_version, VkPhysicalDevice device,
+                            DeviceInfo* info);
 
 // Extension names for vkCreateDevice.
 inline constexpr const char* kNvCooperativeMatrixExtension = "VK_NV_cooperative_matrix";

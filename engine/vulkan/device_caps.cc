@@ -35,7 +35,7 @@ bool FindComputeQueueFamily(VkPhysicalDevice device, uint32_t* family) {
   return true;
 }
 
-DeviceInfo ProbeDevice(VkInstance instance, VkPhysicalDevice device, uint32_t index) {
+DeviceInfo ProbeDevice(VkInstance instance, uint32_t instance_api_version, VkPhysicalDevice device, uint32_t index) {
   DeviceInfo info;
   info.index = index;
 
@@ -92,7 +92,7 @@ DeviceInfo ProbeDevice(VkInstance instance, VkPhysicalDevice device, uint32_t in
   info.shader_float16 = float16.shaderFloat16;
 
   info.push_descriptor = HasDeviceExtension(device, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
-  ProbeCooperativeMatrix(instance, device, &info);
+  ProbeCooperativeMatrix(instance, instance_api_version, device, &info);
 
   info.usable_shared_memory_bytes = info.shared_memory_bytes;
   info.use_subgroup_ops = info.subgroup_shuffle_in_compute;
@@ -126,7 +126,7 @@ Status ChooseKernelFamily(const ContextOptions& options, DeviceInfo* info) {
   auto unsupported = [&](const std::string& what) {
     return Status::Error(ErrorCode::kUnsupported, "kernels '" + family + "': " + what + " on '" + info->name + "'");
   };
-  // The workgroup-scope forward kernel needs neither shuffles nor a fixed subgroup size.
+  // The workgroup-scope kernels need neither shuffles nor a fixed subgroup size.
   const bool nv2 = info->nv_cooperative_matrix2_f16 && FindShader("forward_f16_coopmat2") != nullptr;
   const CooperativeMatrixApi subgroup_api =
       nv ? CooperativeMatrixApi::kNv : khr ? CooperativeMatrixApi::kKhr : CooperativeMatrixApi::kNone;
@@ -141,7 +141,7 @@ Status ChooseKernelFamily(const ContextOptions& options, DeviceInfo* info) {
                              : "VK_NV_cooperative_matrix2 kernels cannot run");
     }
     info->use_cooperative_matrix2 = true;
-    info->cooperative_matrix = subgroup_api;  // the backward's kernels
+    info->cooperative_matrix = subgroup_api;  // where the workgroup-scope kernels do not apply
   } else if (family == "auto" || family == "coopmat") {
     info->cooperative_matrix = subgroup_api;
     info->use_cooperative_matrix2 = nv2;

@@ -8,7 +8,7 @@ namespace vkflash::vk {
 
 // Reads limits, features and extensions of `device` into a DeviceInfo. The "usable_*" / "use_*"
 // fields start equal to what the device offers; ApplyLimits narrows them.
-DeviceInfo ProbeDevice(VkInstance instance, VkPhysicalDevice device, uint32_t index);
+DeviceInfo ProbeDevice(VkInstance instance, uint32_t instance_api_version, VkPhysicalDevice device, uint32_t index);
 
 // Applies ContextOptions and the VKFLASH_MAX_SHARED_BYTES / VKFLASH_DISABLE_SUBGROUP_OPS /
 // VKFLASH_DISABLE_PUSH_DESCRIPTORS environment variables (options win when set).

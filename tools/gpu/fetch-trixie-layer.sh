@@ -5,14 +5,6 @@
 # the test suite under them, through trixie's dynamic loader, on the GPU machine.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-dest=$root/.gpu/trixie
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-mirror=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
-mirror=${mirror:-http://deb.debian.org/debian}
-mkdir -p "$work/lists/partial" "$dest"
-echo "deb $mirror trixie main" > "$work/trixie.list"
-o="-oDir::Etc::SourceList=$work/trixie.list -oDir::Etc::SourceParts=/dev/null -oDir::State::Lists=$work/lists"
-apt-get $o update -qq
-(cd "$dest" && apt-get $o download vulkan-validationlayers libvulkan1 libc6 libstdc++6 libgcc-s1 2>&1 | grep -v unsandboxed || true)
-ls "$dest"
+source "$root/scripts/trixie-packages.sh"
+download_trixie_packages "$root/.gpu/trixie" vulkan-validationlayers libvulkan1 libc6 libstdc++6 libgcc-s1
+ls "$root/.gpu/trixie"
