@@ -163,10 +163,12 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
   REQUIRE(forward.ok());
   CHECK(forward->kernel == "forward_f16_coopmat2");
   CHECK(forward->cooperative_matrix == vkflash::CooperativeMatrixApi::kNv2);
-  CHECK((forward->block_q == 128 && forward->block_kv == 64 && forward->workgroup_size == 256));
+  CHECK((forward->block_q == 128 && forward->block_kv == 128 && forward->workgroup_size == 256));
+  CHECK(forward->matrix_granularity == 32);  // the width of the kernel's row vectors
   auto backward = vkflash::attention::ChooseBackwardKernels(device, params, /*scalar_only=*/false);
   REQUIRE(backward.ok());
-  CHECK((backward->dkdv.block_kv == 64 && backward->dkdv.block_q == 64 && backward->dkdv.workgroup_size == 256));
+  CHECK((backward->dkdv.block_kv == 64 && backward->dkdv.block_q == 128 && backward->dkdv.workgroup_size == 256));
+  CHECK((backward->dkdv.matrix_granularity == 32 && backward->dq.matrix_granularity == 32));
   CHECK((backward->dq.block_q == 64 && backward->dq.block_kv == 32 && backward->dq.workgroup_size == 128));
 
   SECTION("smaller head dims take larger tiles") {
@@ -206,7 +208,10 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
   }
   SECTION("the backward takes head dims up to 128 on these kernels") {
     params.shape.head_dim = 256;
-    CHECK(vkflash::attention::ChooseForwardKernel(device, params, false)->kernel == "forward_f16_coopmat2");
+    auto f = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(f.ok());
+    CHECK(f->kernel == "forward_f16_coopmat2");
+    CHECK((f->block_q == 128 && f->block_kv == 32 && f->workgroup_size == 256));
     auto b = vkflash::attention::ChooseBackwardKernels(device, params, false);
     REQUIRE(b.ok());
     CHECK(b->dkdv.cooperative_matrix == vkflash::CooperativeMatrixApi::kNone);

@@ -30,21 +30,26 @@ constexpr BackwardTile kDqTiles[] = {{4, 32}, {4, 64}, {2, 32}, {1, 16}};
 
 // VK_NV_cooperative_matrix2 kernels: rows a workgroup owns, rows of each streamed tile, workgroup
 // size, and the largest head dim the tile is for (registers grow with it); preferred first.
-// Ordered by `vkflash bench` on the H100 at N=4096 (TFLOP/s; dK/dV and dQ tiles timed together):
-//   D=128 forward: 128x64/256 180, 64x64/128 168, 128x128/256 165, 128x32/256 160, 64x32/128 157;
-//         256 invocations with 64 rows 95-108; 128x64/128 and 256x64/256 76-93 (spills).
-//   D=64 forward: 128x64/128 166, 128x128/256 161, 64x128/128 152, 64x64/128 145, 128x64/256 135.
-//   D=128 backward: dK/dV 64x64/256 94, 64x128/256 82, 64x32/256 79, 128x64/256 68; with it,
-//         dQ 64x32/128 and 64x64/256 94, 64x64/128 85, 128x64/256 67.
-//   D=64 backward: dK/dV 128x64/256 95, 64x64/256 71, 128x128/256 65; with it, dQ 64x64/128 103,
-//         128x64/256 98, 64x32/128 95, 128x64/128 87.
+// Ordered by `vkflash bench` on the H100 at N=4096 (TFLOP/s; dK/dV and dQ tiles timed together),
+// with the kernels as they are now (narrow row vectors in the forward, K/V streamed in dK/dV):
+//   D=128 forward: 128x128/256 191, 128x64/256 178, 64x64/128 173, 128x32/256 163, 64x128/128 160,
+//         64x32/128 158; 128x128/128 64 (spills).
+//   D=64 forward: 128x64/128 195, 128x32/256 181, 64x64/128 176, 64x128/128 170, 128x128/256 169,
+//         128x64/256 141.
+//   D=256 forward: 128x32/256 162, 128x64/256 133, 64x32/128 132, 64x64/128 131.
+//   D=128 backward: dK/dV 64x128/256 103, 128x64/256 101, 64x64/256 99, 128x32/256 96, with dQ
+//         64x32/128; dQ 64x32/128 and 64x64/256 94, 64x64/128 85, 128x64/256 67 (before the
+//         dK/dV change; streaming Q and dO in the dQ kernel too was no faster: 96 at best).
+//   D=64 backward: dK/dV 128x64/256 112 with dQ 64x64/128; dQ (before the dK/dV change)
+//         64x64/128 103, 128x64/256 98, 64x32/128 95, 128x64/128 87.
 struct WorkgroupTile {
   uint32_t owned, streamed, workgroup, max_head_dim;
 };
-constexpr WorkgroupTile kCoopmat2ForwardTiles[] = {{128, 64, 128, 64},  {128, 64, 256, 256}, {64, 64, 128, 256},
-                                                   {128, 128, 256, 256}, {128, 32, 256, 256}, {64, 32, 128, 256}};
-constexpr WorkgroupTile kCoopmat2DkdvTiles[] = {
-    {128, 64, 256, 64}, {64, 64, 256, 128}, {64, 32, 256, 128}, {32, 32, 128, 128}, {64, 32, 128, 128}};
+constexpr WorkgroupTile kCoopmat2ForwardTiles[] = {{128, 64, 128, 64},  {128, 128, 256, 128}, {128, 32, 256, 256},
+                                                   {128, 64, 256, 256}, {64, 64, 128, 256},   {64, 32, 128, 256}};
+constexpr WorkgroupTile kCoopmat2DkdvTiles[] = {{128, 64, 256, 64}, {64, 128, 256, 128}, {128, 64, 256, 128},
+                                                {64, 64, 256, 128}, {64, 32, 256, 128},  {32, 32, 128, 128},
+                                                {64, 32, 128, 128}};
 constexpr WorkgroupTile kCoopmat2DqTiles[] = {
     {64, 64, 128, 64}, {64, 32, 128, 128}, {64, 64, 256, 128}, {32, 64, 128, 128}, {32, 32, 128, 128}};
 
@@ -136,6 +141,7 @@ Result<KernelChoice> ChooseCoopmat2(const DeviceInfo& device, const AttentionPar
   choice.workgroup_size = chosen->workgroup;
   choice.cooperative_matrix = CooperativeMatrixApi::kNv2;
   choice.subgroup_size = device.subgroup_size;
+  choice.matrix_granularity = device.cooperative_matrix2_granularity;
   return choice;
 }
 

@@ -40,12 +40,14 @@ inline SpecConstants MakeSpecConstants(const KernelChoice& choice, const Attenti
   return spec;
 }
 
-// The tensor-core kernels' extra constants: their subgroup size and the accumulator layout.
+// The tensor-core kernels' extra constants: their subgroup size and the accumulator layout, or
+// for the workgroup-scope kernels (kNv2, whose reductions are the driver's) the granularity.
 inline void SetCoopmatConstants(const KernelChoice& choice, const CoopmatLayout& layout, SpecConstants* spec) {
-  // (The workgroup-scope kernel, kNv2, needs no layout: its reductions are the driver's.)
-  if (choice.cooperative_matrix == CooperativeMatrixApi::kNone || choice.cooperative_matrix == CooperativeMatrixApi::kNv2) {
+  if (choice.cooperative_matrix == CooperativeMatrixApi::kNv2) {
+    (*spec)[VKF_SPEC_CM2_STAT_COLUMNS] = choice.matrix_granularity;
     return;
   }
+  if (choice.cooperative_matrix == CooperativeMatrixApi::kNone) return;
   (*spec)[VKF_SPEC_SUBGROUP_SIZE] = choice.subgroup_size;
   (*spec)[VKF_SPEC_CM_ROWS_PER_LANE] = layout.rows_per_lane;
   (*spec)[VKF_SPEC_CM_SLOTS_LO] = layout.slots_lo;

@@ -217,6 +217,9 @@ struct KernelChoice {
   // Tensor-core kernels: the extension, and the subgroup size they run with (threads_per_row is 0).
   CooperativeMatrixApi cooperative_matrix = CooperativeMatrixApi::kNone;
   uint32_t subgroup_size = 0;
+  // kNv2 kernels: the device's matrix-dimension granularity (cooperative_matrix2_granularity),
+  // the width of their row-vector matrices.
+  uint32_t matrix_granularity = 0;
 };
 
 // The backward pass runs three kernels; the two gradient kernels have tiles of their own.

@@ -26,7 +26,10 @@ using uint = std::uint32_t;
 #define VKF_SPEC_CM_SLOTS_LO 11        // slot of elements 0..7, 4 bits each
 #define VKF_SPEC_CM_SLOTS_HI 12        // slot of elements 8..15
 #define VKF_SPEC_CM_ROW_LANE_MASK 13   // lanes l and l ^ m (m within the mask) hold the same rows
-#define VKF_SPEC_COUNT 14
+// Workgroup-scope (VK_NV_cooperative_matrix2) kernels: columns of their row-vector matrices, the
+// device's matrix granularity.
+#define VKF_SPEC_CM2_STAT_COLUMNS 14
+#define VKF_SPEC_COUNT 15
 
 // Forward pass storage-buffer bindings (set 0).
 #define VKF_FWD_BINDING_Q 0
