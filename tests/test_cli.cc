@@ -259,4 +259,14 @@ TEST_CASE("CLI bench times forward and backward and writes JSON rows", "[cli][be
     CHECK(json.find(key) != std::string::npos);
   }
   CHECK(json.find("\"ms\": 0,") == std::string::npos);  // timestamps measured something
+
+  // Without a minimum time, one batch of --runs is timed, and the row says so.
+  const CliResult single = RunCli("bench --b 1 --h 2 --n 64 --d 32 --mode fwd --no-naive --runs 3 --warmup 1 "
+                                  "--min-time-ms 0 --json " + Path("single.json"));
+  INFO(single.err);
+  REQUIRE(single.exit_code == 0);
+  const std::string single_json = Slurp(Path("single.json"));
+  CHECK(single_json.find("\"runs\": 3") != std::string::npos);
+  CHECK(single_json.find("\"mode\": \"bwd\"") == std::string::npos);
+  CHECK(RunCli("bench --min-time-ms -1").exit_code == 2);
 }

@@ -31,7 +31,8 @@ constexpr BackwardTile kDqTiles[] = {{4, 32}, {4, 64}, {2, 32}, {1, 16}};
 // VK_NV_cooperative_matrix2 kernels: rows a workgroup owns, rows of each streamed tile, workgroup
 // size, and the largest head dim the tile is for (registers grow with it); preferred first.
 // Ordered by `vkflash bench` on the H100 at N=4096 (TFLOP/s; dK/dV and dQ tiles timed together),
-// with the kernels as they are now (narrow row vectors in the forward, K/V streamed in dK/dV):
+// with narrow row vectors in the forward (before its row sum moved to P x ones, which added
+// 4-9% to the first choices) and K/V streamed in dK/dV:
 //   D=128 forward: 128x128/256 191, 128x64/256 178, 64x64/128 173, 128x32/256 163, 64x128/128 160,
 //         64x32/128 158; 128x128/128 64 (spills).
 //   D=64 forward: 128x64/128 195, 128x32/256 181, 64x64/128 176, 64x128/128 170, 128x128/256 169,

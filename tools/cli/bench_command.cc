@@ -26,6 +26,7 @@ struct BenchOptions {
   bool causal = false, naive = true;
   uint32_t warmup = 3, runs = 20;
   double warmup_ms = 300;  // and keep warming up until this much GPU time has passed (clocks ramp up)
+  double min_time_ms = 200;  // timed runs continue (in batches of `runs`) until this much GPU time
 };
 
 struct BenchConfig {
@@ -76,6 +77,12 @@ double Median(std::vector<double> v) {
 struct Timing {
   std::string mode, kernel;
   double ms = 0, tflops = 0;
+  uint32_t runs = 0;  // timed runs behind the median
+};
+
+struct Measured {
+  double median_ms = 0;
+  uint32_t runs = 0;
 };
 
 // Times one config; appends a Timing per mode.
@@ -108,41 +115,54 @@ Status RunConfig(Context& context, const BenchConfig& c, const BenchOptions& o, 
   const ForwardBuffers f{b.q, b.k, b.v, b.o, b.lse};
   if (Status st = context.Forward(p, f); !st.ok()) return st;  // O and LSE for the backward; pipeline made
 
-  auto time = [&](const std::function<Status(VkCommandBuffer)>& record, uint32_t runs) -> Result<double> {
+  // Warm-up in growing back-to-back batches (the GPU stays busy, so its clocks ramp up), then
+  // batches of `runs` timed runs until there are min_time_ms of them: one short batch alone let a
+  // slow phase of the GPU (seen on the H100: 1 median in ~7 at 0.4x) decide the median.
+  auto time = [&](const std::function<Status(VkCommandBuffer)>& record, uint32_t runs) -> Result<Measured> {
     double warm_ms = 0;
-    for (uint32_t i = 0; i < o.warmup || warm_ms < o.warmup_ms; ++i) {
-      auto warm = context.MeasureGpuTime(record, 1);
+    for (uint32_t done = 0, batch = 1; done < o.warmup || warm_ms < o.warmup_ms; done += batch, batch = std::min(2 * batch, 64u)) {
+      auto warm = context.MeasureGpuTime(record, batch);
       if (!warm.ok()) return warm.status();
-      warm_ms += warm->front();
+      for (double t : *warm) warm_ms += t;
     }
-    auto times = context.MeasureGpuTime(record, runs);
-    if (!times.ok()) return times.status();
-    return Median(*times);
+    std::vector<double> all;
+    double timed_ms = 0;
+    constexpr uint32_t kMaxBatches = 100;  // ends even where a run reads as 0 ms
+    for (uint32_t i = 0; i < kMaxBatches && (all.empty() || timed_ms < o.min_time_ms); ++i) {
+      auto times = context.MeasureGpuTime(record, runs);
+      if (!times.ok()) return times.status();
+      for (double t : *times) timed_ms += t;
+      all.insert(all.end(), times->begin(), times->end());
+    }
+    return Measured{Median(all), uint32_t(all.size())};
   };
   if (c.forward) {
-    auto ms = time([&](VkCommandBuffer cmd) { return context.RecordForward(cmd, p, f); }, o.runs);
-    if (!ms.ok()) return ms.status();
+    auto measured = time([&](VkCommandBuffer cmd) { return context.RecordForward(cmd, p, f); }, o.runs);
+    if (!measured.ok()) return measured.status();
+    const double ms = measured->median_ms;
     auto choice = context.ChooseForwardKernel(p);
     const std::string kernel = choice->kernel + " " + std::to_string(choice->block_q) + "x" +
                                std::to_string(choice->block_kv) + "/" + std::to_string(choice->workgroup_size);
-    out->push_back({"fwd", kernel, *ms, ForwardFlops(p) / (*ms * 1e-3) / 1e12});
+    out->push_back({"fwd", kernel, ms, ForwardFlops(p) / (ms * 1e-3) / 1e12, measured->runs});
   }
   if (o.naive && c.forward && NaiveScoresBytes(s) <= context.device_info().max_storage_buffer_range) {
     auto scores = context.CreateBuffer(NaiveScoresBytes(s));
     if (scores.ok()) {  // where memory allows
       // At most 5 runs: at N = 16384 one naive run takes seconds.
-      auto ms = time([&](VkCommandBuffer cmd) { return context.RecordNaiveForward(cmd, p, f, scores->view()); },
-                     std::min(o.runs, 5u));
-      if (!ms.ok()) return ms.status();
-      out->push_back({"fwd", "naive (S, softmax, PV)", *ms, ForwardFlops(p) / (*ms * 1e-3) / 1e12});
+      auto measured = time(
+          [&](VkCommandBuffer cmd) { return context.RecordNaiveForward(cmd, p, f, scores->view()); }, std::min(o.runs, 5u));
+      if (!measured.ok()) return measured.status();
+      const double ms = measured->median_ms;
+      out->push_back({"fwd", "naive (S, softmax, PV)", ms, ForwardFlops(p) / (ms * 1e-3) / 1e12, measured->runs});
     }
   }
   if (c.backward) {
-    auto ms = time([&](VkCommandBuffer cmd) { return context.RecordBackward(cmd, p, b); }, o.runs);
-    if (!ms.ok()) return ms.status();
+    auto measured = time([&](VkCommandBuffer cmd) { return context.RecordBackward(cmd, p, b); }, o.runs);
+    if (!measured.ok()) return measured.status();
+    const double ms = measured->median_ms;
     auto kernels = context.ChooseBackwardKernels(p);
-    out->push_back({"bwd", kernels->dkdv.kernel + "+" + kernels->dq.kernel, *ms,
-                    2.5 * ForwardFlops(p) / (*ms * 1e-3) / 1e12});
+    out->push_back({"bwd", kernels->dkdv.kernel + "+" + kernels->dq.kernel, ms,
+                    2.5 * ForwardFlops(p) / (ms * 1e-3) / 1e12, measured->runs});
   }
   return Status::Ok();
 }
@@ -172,7 +192,7 @@ int RunBench(const BenchOptions& o) {
       rows.push_back({{"device", device}, {"B", p.shape.batch}, {"H", p.shape.q_heads}, {"Hkv", p.shape.kv_heads},
                       {"N", p.shape.q_len}, {"D", p.shape.head_dim}, {"dtype", p.dtype == DataType::kFloat16 ? "f16" : "f32"},
                       {"causal", p.causal}, {"mode", t.mode}, {"kernel", t.kernel}, {"ms", t.ms},
-                      {"tflops", t.tflops}, {"runs", o.runs}});
+                      {"tflops", t.tflops}, {"runs", t.runs}});
     }
   }
   if (!o.json.empty()) {
@@ -200,7 +220,12 @@ Command AddBenchCommand(CLI::App& parent) {
   app->add_option("--warmup", o->warmup, "Untimed runs first")->capture_default_str();
   app->add_option("--warmup-ms", o->warmup_ms, "...and untimed runs until this much GPU time has passed")
       ->capture_default_str();
-  app->add_option("--runs", o->runs, "Timed runs (the median is reported)")->capture_default_str()->check(CLI::Range(1u, 10000u));
+  app->add_option("--runs", o->runs, "Timed runs per batch (the median of all is reported)")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 10000u));
+  app->add_option("--min-time-ms", o->min_time_ms, "Timed batches continue until this much GPU time has passed")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 60000.0));
   app->add_option("--json", o->json, "Write the rows as JSON to this file");
   app->add_option("--device", o->device, "Device index or name substring");
   app->add_option("--kernel", o->kernels, "Kernel family (default: VKFLASH_KERNELS, else auto)")
