@@ -119,15 +119,18 @@ Status RunConfig(Context& context, const BenchConfig& c, const BenchOptions& o, 
   // batches of `runs` timed runs until there are min_time_ms of them: one short batch alone let a
   // slow phase of the GPU (seen on the H100: 1 median in ~7 at 0.4x) decide the median.
   auto time = [&](const std::function<Status(VkCommandBuffer)>& record, uint32_t runs) -> Result<Measured> {
+    constexpr uint32_t kMaxBatches = 100;  // both loops end even where a run reads as 0 ms
     double warm_ms = 0;
-    for (uint32_t done = 0, batch = 1; done < o.warmup || warm_ms < o.warmup_ms; done += batch, batch = std::min(2 * batch, 64u)) {
+    uint32_t done = 0, batch = 1;
+    for (uint32_t i = 0; i < kMaxBatches && (done < o.warmup || warm_ms < o.warmup_ms); ++i) {
       auto warm = context.MeasureGpuTime(record, batch);
       if (!warm.ok()) return warm.status();
       for (double t : *warm) warm_ms += t;
+      done += batch;
+      batch = std::min(2 * batch, 64u);
     }
     std::vector<double> all;
     double timed_ms = 0;
-    constexpr uint32_t kMaxBatches = 100;  // ends even where a run reads as 0 ms
     for (uint32_t i = 0; i < kMaxBatches && (all.empty() || timed_ms < o.min_time_ms); ++i) {
       auto times = context.MeasureGpuTime(record, runs);
       if (!times.ok()) return times.status();
