@@ -1,12 +1,13 @@
 // FlashAttention-2 forward on workgroup-scope tensor cores (GL_NV_cooperative_matrix2), float16
-// tensors, head dim a multiple of 16. One workgroup per (Q tile, head, batch). Every matrix here
+// tensors, head dim a multiple of the device's granularity. One workgroup per (Q tile, head, batch). Every matrix here
 // belongs to the whole workgroup: the driver splits it over the subgroups, stages tiles through
 // its own shared memory, and loads straight from the buffers through tensor layouts, which also
 // clamp: rows past q_len / kv_len read as zero and are never stored.
 //
 // Unlike shaders/attention_forward_coopmat.comp (subgroup scope), no layout probe is needed: the
-// row reductions of the online softmax are coopMatReduceNV, and per-element work (masking, the
-// LSE store) is coopMatPerElementNV, which hands each element its row and column. Row vectors
+// row max of the online softmax is coopMatReduceNV, the row sum a product P x ones, and
+// per-element work (masking, the LSE store) is coopMatPerElementNV, which hands each element its
+// row and column. Row vectors
 // (max, sum, rescale factor) are BLOCK_Q x STAT_COLUMNS matrices whose columns repeat the row's
 // value, STAT_COLUMNS being the device's narrowest matrix (its granularity), and are widened by a
 // "smear" reduction where a wider operand needs them. Measured on the H100 against row vectors

@@ -139,14 +139,17 @@ Status RunConfig(Context& context, const BenchConfig& c, const BenchOptions& o, 
     }
     return Measured{Median(all), uint32_t(all.size())};
   };
+  auto add_row = [&](const char* mode, std::string kernel, const Measured& measured, double flops) {
+    out->push_back({mode, std::move(kernel), measured.median_ms, flops / (measured.median_ms * 1e-3) / 1e12,
+                    measured.runs});
+  };
   if (c.forward) {
     auto measured = time([&](VkCommandBuffer cmd) { return context.RecordForward(cmd, p, f); }, o.runs);
     if (!measured.ok()) return measured.status();
-    const double ms = measured->median_ms;
     auto choice = context.ChooseForwardKernel(p);
     const std::string kernel = choice->kernel + " " + std::to_string(choice->block_q) + "x" +
                                std::to_string(choice->block_kv) + "/" + std::to_string(choice->workgroup_size);
-    out->push_back({"fwd", kernel, ms, ForwardFlops(p) / (ms * 1e-3) / 1e12, measured->runs});
+    add_row("fwd", kernel, *measured, ForwardFlops(p));
   }
   if (o.naive && c.forward && NaiveScoresBytes(s) <= context.device_info().max_storage_buffer_range) {
     auto scores = context.CreateBuffer(NaiveScoresBytes(s));
@@ -155,17 +158,14 @@ Status RunConfig(Context& context, const BenchConfig& c, const BenchOptions& o, 
       auto measured = time(
           [&](VkCommandBuffer cmd) { return context.RecordNaiveForward(cmd, p, f, scores->view()); }, std::min(o.runs, 5u));
       if (!measured.ok()) return measured.status();
-      const double ms = measured->median_ms;
-      out->push_back({"fwd", "naive (S, softmax, PV)", ms, ForwardFlops(p) / (ms * 1e-3) / 1e12, measured->runs});
+      add_row("fwd", "naive (S, softmax, PV)", *measured, ForwardFlops(p));
     }
   }
   if (c.backward) {
     auto measured = time([&](VkCommandBuffer cmd) { return context.RecordBackward(cmd, p, b); }, o.runs);
     if (!measured.ok()) return measured.status();
-    const double ms = measured->median_ms;
     auto kernels = context.ChooseBackwardKernels(p);
-    out->push_back({"bwd", kernels->dkdv.kernel + "+" + kernels->dq.kernel, ms,
-                    2.5 * ForwardFlops(p) / (ms * 1e-3) / 1e12, measured->runs});
+    add_row("bwd", kernels->dkdv.kernel + "+" + kernels->dq.kernel, *measured, 2.5 * ForwardFlops(p));
   }
   return Status::Ok();
 }
