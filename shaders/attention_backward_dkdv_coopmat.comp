@@ -53,10 +53,8 @@ shared uvec4 q_do_tile[2 * BLOCK_Q * TILE_STRIDE];    // Q rows, then dO rows, o
 shared float lse_tile[BLOCK_Q];                       // base 2; +inf where P must be 0
 shared float delta_tile[BLOCK_Q];
 
-VKF_DEFINE_STAGE_ROWS(stage_k, owned_rows, k_u4)
-VKF_DEFINE_STAGE_ROWS(stage_v, owned_rows, v_u4)
-VKF_DEFINE_STAGE_ROWS(stage_q, q_do_tile, q_u4)
-VKF_DEFINE_STAGE_ROWS(stage_do, q_do_tile, do_u4)
+VKF_DEFINE_STAGE_ROW_PAIR(stage_kv, owned_rows, k_u4, v_u4)
+VKF_DEFINE_STAGE_ROW_PAIR(stage_q_do, q_do_tile, q_u4, do_u4)
 
 void main() {
   const uint kv_head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
@@ -66,8 +64,7 @@ void main() {
 
   const VKF_ACC coord = load_coordinates();
   const uint kv_valid = min(BLOCK_KV, pc.kv_len - kv_begin);
-  stage_k(0, BLOCK_KV, kv_head_row + kv_begin, kv_valid);
-  stage_v(BLOCK_KV, BLOCK_KV, kv_head_row + kv_begin, kv_valid);
+  stage_kv(0, BLOCK_KV, kv_head_row + kv_begin, kv_valid);
 
   VKF_ACC dk_acc[D_BLOCKS], dv_acc[D_BLOCKS];
   [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) dk_acc[db] = dv_acc[db] = VKF_ACC(0.0);
@@ -81,8 +78,7 @@ void main() {
     for (uint q_begin = (q_first / BLOCK_Q) * BLOCK_Q; q_begin < pc.q_len; q_begin += BLOCK_Q) {
       barrier();  // the previous step's tile is no longer read (first step: owned rows visible)
       const uint q_valid = min(BLOCK_Q, pc.q_len - q_begin);
-      stage_q(0, BLOCK_Q, q_head_row + q_begin, q_valid);
-      stage_do(BLOCK_Q, BLOCK_Q, q_head_row + q_begin, q_valid);
+      stage_q_do(0, BLOCK_Q, q_head_row + q_begin, q_valid);
       for (uint i = gl_LocalInvocationIndex; i < BLOCK_Q; i += WORKGROUP_SIZE) {
         lse_tile[i] = row_lse_log2(q_head_row + q_begin + i, q_begin + i);
         delta_tile[i] = row_delta(q_head_row + q_begin + i, q_begin + i);

@@ -8,6 +8,10 @@
 // Its own K and V rows are loaded again at every step (from L1/L2) instead of held as operands
 // across the loop: held, they pushed the kernel past 255 registers into spills, and on the H100
 // it ran slower (D=128: 94 against 103 TFLOP/s for the whole backward, D=64: 103 against 112).
+// Each step's Q and dO rows are staged in shared memory by the whole workgroup, and all four of
+// their matrices (Q^T, dO^T, dO, Q) loaded from there: on the H100, with the dQ kernel staging K
+// and V the same way, the whole backward went 104 -> 131 TFLOP/s at D=128 and 112 -> 145 at D=64
+// (attention_forward_coopmat2.comp says why).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
@@ -28,10 +32,10 @@ layout(constant_id = VKF_SPEC_CAUSAL) const bool CAUSAL = false;
 #define NEG_INF uintBitsToFloat(0xff800000u)
 #include "common/attention_mask.glsl"
 
-layout(std430, set = 0, binding = VKF_BWD_BINDING_Q) readonly buffer q_block { float16_t q_h[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_Q) readonly buffer q_block { uvec4 q_u4[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_K) readonly buffer k_block { float16_t k_h[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_V) readonly buffer v_block { float16_t v_h[]; };
-layout(std430, set = 0, binding = VKF_BWD_BINDING_DO) readonly buffer do_block { float16_t do_h[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DO) readonly buffer do_block { uvec4 do_u4[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_DK) writeonly buffer dk_block { float16_t dk_h[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_DV) writeonly buffer dv_block { float16_t dv_h[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_LSE) readonly buffer lse_block { float lse_data[]; };
@@ -40,6 +44,14 @@ layout(std430, set = 0, binding = VKF_BWD_BINDING_DELTA) readonly buffer delta_b
 layout(push_constant) uniform PushBlock { AttentionPush pc; };
 
 #include "common/coopmat2_backward.glsl"
+
+const uint WORKGROUP_SIZE = gl_WorkGroupSize.x;
+const uint ROW_U4 = HEAD_DIM / 8;      // a row of float16 as uvec4 words
+const uint TILE_STRIDE = ROW_U4 + 1;   // padded shared row (see stage_rows.glsl)
+shared uvec4 q_do_tiles[2 * BLOCK_Q * TILE_STRIDE];  // Q rows [0, BLOCK_Q), then dO rows
+const uint DO_TILE = BLOCK_Q * TILE_STRIDE;          // where the dO rows start
+#include "common/stage_rows.glsl"
+VKF_DEFINE_STAGE_ROW_PAIR(stage_q_do, q_do_tiles, q_u4, do_u4)
 
 #define KEYS_X_DIM(T, USE) coopmat<T, gl_ScopeWorkgroup, BLOCK_KV, HEAD_DIM, USE>
 #define KEYS_X_QUERIES(T, USE) coopmat<T, gl_ScopeWorkgroup, BLOCK_KV, BLOCK_Q, USE>
@@ -51,14 +63,10 @@ void main() {
   const uint kv_begin = gl_WorkGroupID.x * BLOCK_KV;
   const uint kv_offset = (batch * pc.kv_heads + kv_head) * pc.kv_len * HEAD_DIM;  // in halves
 
-  // [rows, HEAD_DIM] row-major tensors; reads past the last row give 0, writes there are dropped.
-  tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> q_layout =
-      createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
-  q_layout = setTensorLayoutDimensionNV(q_layout, pc.q_len, HEAD_DIM);
+  // [kv_len, HEAD_DIM] row-major; reads past the last row give 0, writes there are dropped.
   tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> kv_layout =
       createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
   kv_layout = setTensorLayoutDimensionNV(kv_layout, pc.kv_len, HEAD_DIM);
-  tensorViewNV<2, false, 1, 0> transposed = createTensorViewNV(2, false, 1, 0);
 
   KEYS_X_DIM(float, gl_MatrixUseAccumulator) dk_acc = KEYS_X_DIM(float, gl_MatrixUseAccumulator)(0.0);
   KEYS_X_DIM(float, gl_MatrixUseAccumulator) dv_acc = KEYS_X_DIM(float, gl_MatrixUseAccumulator)(0.0);
@@ -78,11 +86,15 @@ void main() {
   const uint group = pc.q_heads / pc.kv_heads;
   for (uint head = kv_head * group; head < (kv_head + 1) * group; ++head) {
     const uint head_row = (batch * pc.q_heads + head) * pc.q_len;  // row index of query 0 of this head
-    const uint q_offset = head_row * HEAD_DIM;
     [[dont_unroll]] for (uint q_begin = (q_first / BLOCK_Q) * BLOCK_Q; q_begin < pc.q_len; q_begin += BLOCK_Q) {
+      // stage this step's Q and dO rows (once every matrix load of the previous step is done)
+      barrier();
+      stage_q_do(0, BLOCK_Q, head_row + q_begin, min(BLOCK_Q, pc.q_len - q_begin));
+      barrier();
+
       // S^T = K Q^T, P^T = exp2(scale S^T - LSE)
       DIM_X_QUERIES_B q_t;
-      coopMatLoadTensorNV(q_t, q_h, q_offset, sliceTensorLayoutNV(q_layout, q_begin, BLOCK_Q, 0, HEAD_DIM), transposed);
+      coopMatLoad(q_t, q_do_tiles, 0, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
       KEYS_X_DIM(float16_t, gl_MatrixUseA) k_tile;
       coopMatLoadTensorNV(k_tile, k_h, kv_offset, sliceTensorLayoutNV(kv_layout, kv_begin, BLOCK_KV, 0, HEAD_DIM));
       KEYS_X_QUERIES(float, gl_MatrixUseAccumulator) p_t =
@@ -99,12 +111,12 @@ void main() {
 
       // dV += P^T dO
       QUERIES_X_DIM_B do_tile;
-      coopMatLoadTensorNV(do_tile, do_h, q_offset, sliceTensorLayoutNV(q_layout, q_begin, BLOCK_Q, 0, HEAD_DIM));
+      coopMatLoad(do_tile, q_do_tiles, DO_TILE, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
       dv_acc = coopMatMulAdd(KEYS_X_QUERIES(float16_t, gl_MatrixUseA)(p_t), do_tile, dv_acc);
 
       // dP^T = V dO^T, dS^T = P^T (dP^T - delta)
       DIM_X_QUERIES_B do_t;
-      coopMatLoadTensorNV(do_t, do_h, q_offset, sliceTensorLayoutNV(q_layout, q_begin, BLOCK_Q, 0, HEAD_DIM), transposed);
+      coopMatLoad(do_t, q_do_tiles, DO_TILE, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
       KEYS_X_DIM(float16_t, gl_MatrixUseA) v_tile;
       coopMatLoadTensorNV(v_tile, v_h, kv_offset, sliceTensorLayoutNV(kv_layout, kv_begin, BLOCK_KV, 0, HEAD_DIM));
       KEYS_X_QUERIES(float, gl_MatrixUseAccumulator) ds_t =
@@ -113,7 +125,7 @@ void main() {
 
       // dK += dS^T Q
       QUERIES_X_DIM_B q_tile;
-      coopMatLoadTensorNV(q_tile, q_h, q_offset, sliceTensorLayoutNV(q_layout, q_begin, BLOCK_Q, 0, HEAD_DIM));
+      coopMatLoad(q_tile, q_do_tiles, 0, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
       dk_acc = coopMatMulAdd(KEYS_X_QUERIES(float16_t, gl_MatrixUseA)(ds_t), q_tile, dk_acc);
     }
   }

@@ -4,6 +4,9 @@
 // diagonal:
 //   S = Q K^T    P = exp2(scale S - LSE)    dP = dO V^T    dS = P (dP - delta)
 //   dQ += dS K   (times scale at the end)
+// Each step's K and V rows are staged in shared memory by the whole workgroup and K^T, V^T and K
+// loaded from there (attention_backward_dkdv_coopmat2.comp has the numbers, and
+// attention_forward_coopmat2.comp says why).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
@@ -25,8 +28,8 @@ layout(constant_id = VKF_SPEC_CAUSAL) const bool CAUSAL = false;
 #include "common/attention_mask.glsl"
 
 layout(std430, set = 0, binding = VKF_BWD_BINDING_Q) readonly buffer q_block { float16_t q_h[]; };
-layout(std430, set = 0, binding = VKF_BWD_BINDING_K) readonly buffer k_block { float16_t k_h[]; };
-layout(std430, set = 0, binding = VKF_BWD_BINDING_V) readonly buffer v_block { float16_t v_h[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_K) readonly buffer k_block { uvec4 k_u4[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_V) readonly buffer v_block { uvec4 v_u4[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_DO) readonly buffer do_block { float16_t do_h[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_DQ) writeonly buffer dq_block { float16_t dq_h[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_LSE) readonly buffer lse_block { float lse_data[]; };
@@ -35,6 +38,13 @@ layout(std430, set = 0, binding = VKF_BWD_BINDING_DELTA) readonly buffer delta_b
 layout(push_constant) uniform PushBlock { AttentionPush pc; };
 
 #include "common/coopmat2_backward.glsl"
+
+const uint WORKGROUP_SIZE = gl_WorkGroupSize.x;
+const uint ROW_U4 = HEAD_DIM / 8;      // a row of float16 as uvec4 words
+const uint TILE_STRIDE = ROW_U4 + 1;   // padded shared row (see stage_rows.glsl)
+shared uvec4 kv_tiles[2 * BLOCK_KV * TILE_STRIDE];  // K rows [0, BLOCK_KV), then V rows
+#include "common/stage_rows.glsl"
+VKF_DEFINE_STAGE_ROW_PAIR(stage_kv, kv_tiles, k_u4, v_u4)
 
 #define QUERIES_X_DIM(T, USE) coopmat<T, gl_ScopeWorkgroup, BLOCK_Q, HEAD_DIM, USE>
 #define QUERIES_X_KEYS(T, USE) coopmat<T, gl_ScopeWorkgroup, BLOCK_Q, BLOCK_KV, USE>
@@ -47,16 +57,12 @@ void main() {
   const uint q_end = min(q_begin + BLOCK_Q, pc.q_len);
   const uint head_row = (batch * pc.q_heads + head) * pc.q_len;  // row index of query 0 of this head
   const uint q_offset = head_row * HEAD_DIM;                       // in halves
-  const uint kv_offset = (batch * pc.kv_heads + kv_head) * pc.kv_len * HEAD_DIM;
+  const uint kv_head_row = (batch * pc.kv_heads + kv_head) * pc.kv_len;  // row index of key 0 of this head
 
-  // [rows, HEAD_DIM] row-major tensors; reads past the last row give 0, writes there are dropped.
+  // [q_len, HEAD_DIM] row-major; reads past the last row give 0, writes there are dropped.
   tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> q_layout =
       createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
   q_layout = setTensorLayoutDimensionNV(q_layout, pc.q_len, HEAD_DIM);
-  tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> kv_layout =
-      createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
-  kv_layout = setTensorLayoutDimensionNV(kv_layout, pc.kv_len, HEAD_DIM);
-  tensorViewNV<2, false, 1, 0> transposed = createTensorViewNV(2, false, 1, 0);
 
   QUERIES_X_DIM(float16_t, gl_MatrixUseA) q_tile, do_tile;
   coopMatLoadTensorNV(q_tile, q_h, q_offset, sliceTensorLayoutNV(q_layout, q_begin, BLOCK_Q, 0, HEAD_DIM));
@@ -78,9 +84,14 @@ void main() {
 
   const uint kv_end = visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);  // later tiles are wholly masked
   [[dont_unroll]] for (uint kv_begin = 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
+    // stage this step's K and V rows (once every matrix load of the previous step is done)
+    barrier();
+    stage_kv(0, BLOCK_KV, kv_head_row + kv_begin, min(BLOCK_KV, pc.kv_len - kv_begin));
+    barrier();
+
     // S = Q K^T, P = exp2(scale S - LSE)
     DIM_X_KEYS_B k_t;
-    coopMatLoadTensorNV(k_t, k_h, kv_offset, sliceTensorLayoutNV(kv_layout, kv_begin, BLOCK_KV, 0, HEAD_DIM), transposed);
+    coopMatLoad(k_t, kv_tiles, 0, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
     QUERIES_X_KEYS(float, gl_MatrixUseAccumulator) p =
         coopMatMulAdd(q_tile, k_t, QUERIES_X_KEYS(float, gl_MatrixUseAccumulator)(0.0));
     if (tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len)) {
@@ -91,14 +102,14 @@ void main() {
 
     // dP = dO V^T, dS = P (dP - delta)
     DIM_X_KEYS_B v_t;
-    coopMatLoadTensorNV(v_t, v_h, kv_offset, sliceTensorLayoutNV(kv_layout, kv_begin, BLOCK_KV, 0, HEAD_DIM), transposed);
+    coopMatLoad(v_t, kv_tiles, BLOCK_KV * TILE_STRIDE, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
     QUERIES_X_KEYS(float, gl_MatrixUseAccumulator) ds =
         coopMatMulAdd(do_tile, v_t, QUERIES_X_KEYS(float, gl_MatrixUseAccumulator)(0.0));
     [[unroll]] for (uint i = 0; i < ds.length(); ++i) ds[i] = p[i] * (ds[i] - delta_rows[i]);
 
     // dQ += dS K
     coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_KV, HEAD_DIM, gl_MatrixUseB> k_tile;
-    coopMatLoadTensorNV(k_tile, k_h, kv_offset, sliceTensorLayoutNV(kv_layout, kv_begin, BLOCK_KV, 0, HEAD_DIM));
+    coopMatLoad(k_tile, kv_tiles, 0, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
     dq_acc = coopMatMulAdd(QUERIES_X_KEYS(float16_t, gl_MatrixUseA)(ds), k_tile, dq_acc);
   }
 

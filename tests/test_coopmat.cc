@@ -163,11 +163,14 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
   REQUIRE(forward.ok());
   CHECK(forward->kernel == "forward_f16_coopmat2");
   CHECK(forward->cooperative_matrix == vkflash::CooperativeMatrixApi::kNv2);
-  CHECK((forward->block_q == 128 && forward->block_kv == 128 && forward->workgroup_size == 256));
+  CHECK((forward->block_q == 64 && forward->block_kv == 64 && forward->workgroup_size == 128));
   CHECK(forward->matrix_granularity == 32);  // the width of the kernel's row vectors
+  CHECK(forward->shared_memory_bytes == 2 * 64 * (128 + 8) * 2);  // K and V rows, padded by 16 bytes
   auto backward = vkflash::attention::ChooseBackwardKernels(device, params, /*scalar_only=*/false);
   REQUIRE(backward.ok());
-  CHECK((backward->dkdv.block_kv == 64 && backward->dkdv.block_q == 128 && backward->dkdv.workgroup_size == 256));
+  CHECK((backward->dkdv.block_kv == 32 && backward->dkdv.block_q == 64 && backward->dkdv.workgroup_size == 128));
+  CHECK(backward->dkdv.shared_memory_bytes == 2 * 64 * (128 + 8) * 2);  // Q and dO rows
+  CHECK(backward->dq.shared_memory_bytes == 2 * 32 * (128 + 8) * 2);    // K and V rows
   CHECK((backward->dkdv.matrix_granularity == 32 && backward->dq.matrix_granularity == 32));
   CHECK((backward->dq.block_q == 64 && backward->dq.block_kv == 32 && backward->dq.workgroup_size == 128));
 
@@ -178,18 +181,27 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
     CHECK((f->block_q == 128 && f->block_kv == 64 && f->workgroup_size == 128));
     auto b = vkflash::attention::ChooseBackwardKernels(device, params, false);
     REQUIRE(b.ok());
-    CHECK((b->dkdv.block_kv == 128 && b->dkdv.block_q == 64 && b->dkdv.workgroup_size == 256));
+    CHECK((b->dkdv.block_kv == 64 && b->dkdv.block_q == 64 && b->dkdv.workgroup_size == 128));
     CHECK((b->dq.block_q == 64 && b->dq.block_kv == 64 && b->dq.workgroup_size == 128));
   }
   SECTION("only the listed workgroup sizes are used") {
-    device.cooperative_matrix2_workgroup_sizes = {128};
+    device.cooperative_matrix2_workgroup_sizes = {256};
     auto f = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(f.ok());
-    CHECK((f->block_q == 64 && f->workgroup_size == 128));
-    auto b = vkflash::attention::ChooseBackwardKernels(device, params, false);
+    CHECK((f->block_q == 128 && f->block_kv == 64 && f->workgroup_size == 256));
+    auto b = vkflash::attention::ChooseBackwardKernels(device, params, false);  // no 256 tile listed
     REQUIRE(b.ok());
-    CHECK(b->dkdv.workgroup_size == 128);
-    CHECK(b->dq.workgroup_size == 128);
+    CHECK(b->dkdv.cooperative_matrix == vkflash::CooperativeMatrixApi::kNone);
+    CHECK(b->dq.cooperative_matrix == vkflash::CooperativeMatrixApi::kNone);
+  }
+  SECTION("staged tiles must fit the shared memory") {
+    device.usable_shared_memory_bytes = 2 * 32 * (128 + 8) * 2 - 1;  // not even 32 K and V rows
+    CHECK(vkflash::attention::ChooseForwardKernel(device, params, false)->cooperative_matrix ==
+          vkflash::CooperativeMatrixApi::kNone);
+    device.usable_shared_memory_bytes = 2 * 32 * (128 + 8) * 2;  // 32-row tiles only
+    auto f = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(f.ok());
+    CHECK((f->kernel == "forward_f16_coopmat2" && f->block_kv == 32));
   }
   SECTION("no tile is a multiple of the granularity: other kernels run") {
     device.cooperative_matrix2_granularity = 48;
@@ -211,7 +223,7 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
     auto f = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(f.ok());
     CHECK(f->kernel == "forward_f16_coopmat2");
-    CHECK((f->block_q == 128 && f->block_kv == 32 && f->workgroup_size == 256));
+    CHECK((f->block_q == 64 && f->block_kv == 32 && f->workgroup_size == 128));
     auto b = vkflash::attention::ChooseBackwardKernels(device, params, false);
     REQUIRE(b.ok());
     CHECK(b->dkdv.cooperative_matrix == vkflash::CooperativeMatrixApi::kNone);

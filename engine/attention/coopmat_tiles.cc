@@ -29,30 +29,29 @@ constexpr BackwardTile kDkdvTiles[] = {{4, 32}, {4, 16}, {2, 32}, {2, 16}, {1, 1
 constexpr BackwardTile kDqTiles[] = {{4, 32}, {4, 64}, {2, 32}, {1, 16}};
 
 // VK_NV_cooperative_matrix2 kernels: rows a workgroup owns, rows of each streamed tile, workgroup
-// size, and the largest head dim the tile is for (registers grow with it); preferred first.
-// Ordered by `vkflash bench` on the H100 at N=4096 (TFLOP/s; dK/dV and dQ tiles timed together),
-// with narrow row vectors in the forward (before its row sum moved to P x ones, which added
-// 4-9% to the first choices) and K/V streamed in dK/dV:
-//   D=128 forward: 128x128/256 191, 128x64/256 178, 64x64/128 173, 128x32/256 163, 64x128/128 160,
-//         64x32/128 158; 128x128/128 64 (spills).
-//   D=64 forward: 128x64/128 195, 128x32/256 181, 64x64/128 176, 64x128/128 170, 128x128/256 169,
-//         128x64/256 141.
-//   D=256 forward: 128x32/256 162, 128x64/256 133, 64x32/128 132, 64x64/128 131.
-//   D=128 backward: dK/dV 64x128/256 103, 128x64/256 101, 64x64/256 99, 128x32/256 96, with dQ
-//         64x32/128; dQ 64x32/128 and 64x64/256 94, 64x64/128 85, 128x64/256 67 (before the
-//         dK/dV change; streaming Q and dO in the dQ kernel too was no faster: 96 at best).
-//   D=64 backward: dK/dV 128x64/256 112 with dQ 64x64/128; dQ (before the dK/dV change)
-//         64x64/128 103, 128x64/256 98, 64x32/128 95, 128x64/128 87.
+// size, and the largest head dim the tile is for (registers grow with it); preferred first. The
+// streamed tiles (two tensors of them) are staged in shared memory, so the tile must also fit
+// the device's shared memory (Coopmat2StagingBytes).
+// Ordered by `vkflash bench` on the H100 at N=4096 (TFLOP/s; dK/dV and dQ tiles timed together):
+//   D=128 forward: 64x64/128 242, 128x64/256 235, 64x32/128 206, 128x32/256 194, 32x32/64 155,
+//         128x64/128 162.
+//   D=64 forward: 128x64/128 259, 64x128/128 230, 64x64/128 226, 128x128/256 220, 128x32/128 213,
+//         128x64/256 178.
+//   D=256 forward: 64x32/128 166, 128x32/256 155, 32x32/128 138, 64x32/256 113.
+//   D=128 backward: dK/dV (keys x queries) 32x64/128 125, 64x32/128 123, 32x32/64 111, 32x32/128
+//         108, with dQ 64x64/256; dQ 64x32/128 131, 64x64/128 129, 64x64/256 125, 32x64/128 124,
+//         with dK/dV 32x64/128.
+//   D=64 backward: dK/dV 64x64/128 145 with dQ 64x64/128; dQ 64x64/128 128, 128x64/256 119,
+//         64x128/256 117, with dK/dV 128x64/256.
 struct WorkgroupTile {
   uint32_t owned, streamed, workgroup, max_head_dim;
 };
-constexpr WorkgroupTile kCoopmat2ForwardTiles[] = {{128, 64, 128, 64},  {128, 128, 256, 128}, {128, 32, 256, 256},
-                                                   {128, 64, 256, 256}, {64, 64, 128, 256},   {64, 32, 128, 256}};
-constexpr WorkgroupTile kCoopmat2DkdvTiles[] = {{128, 64, 256, 64}, {64, 128, 256, 128}, {128, 64, 256, 128},
-                                                {64, 64, 256, 128}, {64, 32, 256, 128},  {32, 32, 128, 128},
-                                                {64, 32, 128, 128}};
-constexpr WorkgroupTile kCoopmat2DqTiles[] = {
-    {64, 64, 128, 64}, {64, 32, 128, 128}, {64, 64, 256, 128}, {32, 64, 128, 128}, {32, 32, 128, 128}};
+constexpr WorkgroupTile kCoopmat2ForwardTiles[] = {{128, 64, 128, 64}, {64, 64, 128, 128}, {128, 64, 256, 128},
+                                                   {64, 32, 128, 256}, {128, 32, 256, 256}, {32, 32, 128, 256}};
+constexpr WorkgroupTile kCoopmat2DkdvTiles[] = {{64, 64, 128, 64}, {32, 64, 128, 128}, {64, 32, 128, 128},
+                                                {32, 32, 128, 128}};
+constexpr WorkgroupTile kCoopmat2DqTiles[] = {{64, 64, 128, 64}, {64, 32, 128, 128}, {64, 64, 128, 128},
+                                              {32, 32, 128, 128}};
 
 // Accumulator registers per lane grow with (row blocks x head dim): Q fragments and O in the
 // forward; dK and dV (dkdv), or Q, dO and dQ (dq) in the backward. Past these, registers spill.
@@ -60,6 +59,10 @@ constexpr uint32_t kForwardMaxRowBlocksTimesDim = 256;
 constexpr uint32_t kBackwardMaxHeadDim = 128;
 
 uint32_t TileStrideBytes(uint32_t head_dim) { return (head_dim / 8 + 1) * 16; }  // odd count of uvec4
+
+// Shared memory of a workgroup-scope kernel's staged tiles: two tensors (K and V, or Q and dO) of
+// `streamed` padded rows (shaders/common/stage_rows.glsl). The driver may add some of its own.
+uint32_t Coopmat2StagingBytes(uint32_t head_dim, uint32_t streamed) { return 2 * streamed * TileStrideBytes(head_dim); }
 uint32_t ScratchBytes(uint32_t subgroups, CooperativeMatrixApi api) {
   const uint32_t coordinates = 256 * 4;
   return coordinates + (api == CooperativeMatrixApi::kKhr ? subgroups * 256 * 2 : 0);
@@ -123,6 +126,7 @@ Result<KernelChoice> ChooseCoopmat2(const DeviceInfo& device, const AttentionPar
     const uint32_t g = device.cooperative_matrix2_granularity;
     const auto& sizes = device.cooperative_matrix2_workgroup_sizes;
     return g > 0 && tile.owned % g == 0 && tile.streamed % g == 0 && params.shape.head_dim <= tile.max_head_dim &&
+           Coopmat2StagingBytes(params.shape.head_dim, tile.streamed) <= device.usable_shared_memory_bytes &&
            tile.workgroup <= device.max_workgroup_invocations &&
            std::find(sizes.begin(), sizes.end(), tile.workgroup) != sizes.end();
   };
@@ -140,6 +144,7 @@ Result<KernelChoice> ChooseCoopmat2(const DeviceInfo& device, const AttentionPar
   choice.block_q = owns_keys ? chosen->streamed : chosen->owned;
   choice.block_kv = owns_keys ? chosen->owned : chosen->streamed;
   choice.workgroup_size = chosen->workgroup;
+  choice.shared_memory_bytes = Coopmat2StagingBytes(params.shape.head_dim, chosen->streamed);
   choice.cooperative_matrix = CooperativeMatrixApi::kNv2;
   choice.subgroup_size = device.subgroup_size;
   choice.matrix_granularity = device.cooperative_matrix2_granularity;

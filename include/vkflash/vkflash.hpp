@@ -213,7 +213,7 @@ struct KernelChoice {
   uint32_t threads_per_row = 0;    // invocations sharing one query row
   uint32_t workgroup_size = 0;
   bool subgroup_reductions = false;  // false: shared-memory reductions
-  uint32_t shared_memory_bytes = 0;  // 0 for kNv2 kernels: the driver manages their shared memory
+  uint32_t shared_memory_bytes = 0;  // the kernel's own; the driver may add some to kNv2 kernels
   // Tensor-core kernels: the extension, and the subgroup size they run with (threads_per_row is 0).
   CooperativeMatrixApi cooperative_matrix = CooperativeMatrixApi::kNone;
   uint32_t subgroup_size = 0;

@@ -3,6 +3,8 @@
 #ifndef VKFLASH_COOPMAT_TILES_GLSL
 #define VKFLASH_COOPMAT_TILES_GLSL
 
+#include "common/stage_rows.glsl"
+
 shared float cm_coord_values[256];  // 16 * row + column
 
 // The accumulator whose element (r, c) is 16 r + c: with cm_row / cm_col it gives the position of
@@ -14,19 +16,6 @@ VKF_ACC load_coordinates() {
   cm_load_rows(coord, cm_coord_values, 0, 16);
   return coord;
 }
-
-// Defines `void fn(uint tile_row, uint rows, uint src_row0, uint valid_rows)`: copies `rows` rows
-// of HEAD_DIM halves from `buffer` (uvec4 array; row r starts at uvec4 (src_row0 + r) * ROW_U4)
-// into shared `tile` from row tile_row on (stride TILE_STRIDE uvec4); rows >= valid_rows become 0.
-// Every invocation of the workgroup takes part.
-#define VKF_DEFINE_STAGE_ROWS(fn, tile, buffer)                                         \
-  void fn(uint tile_row, uint rows, uint src_row0, uint valid_rows) {                     \
-    for (uint i = gl_LocalInvocationIndex; i < rows * ROW_U4; i += WORKGROUP_SIZE) {      \
-      const uint r = i / ROW_U4, c4 = i % ROW_U4;                                         \
-      tile[(tile_row + r) * TILE_STRIDE + c4] =                                           \
-          r < valid_rows ? buffer[(src_row0 + r) * ROW_U4 + c4] : uvec4(0);               \
-    }                                                                                     \
-  }
 
 // Statement: loads the 16 x HEAD_DIM rows from row `row0` of a float16 tensor (element
 // head_base + row * HEAD_DIM + column) into the A operands frags[first .. first + D_BLOCKS):

@@ -60,10 +60,9 @@ void PrintKernelTable(const Context& context) {
         std::printf("  %-8u %-8s %s\n", head_dim, DataTypeName(dtype), choice.status().message().c_str());
         continue;
       }
-      // Workgroup-scope kernels leave shared memory to the driver.
-      const std::string shared = choice->cooperative_matrix == CooperativeMatrixApi::kNv2
-                                     ? "driver"
-                                     : std::to_string(choice->shared_memory_bytes);
+      // Workgroup-scope kernels: the driver may add shared memory of its own.
+      const std::string shared = std::to_string(choice->shared_memory_bytes) +
+                                 (choice->cooperative_matrix == CooperativeMatrixApi::kNv2 ? "+driver" : "");
       std::printf("  %-8u %-8s %-24s %4u %4u %11u %9u %12s\n", head_dim, DataTypeName(dtype), choice->kernel.c_str(),
                   choice->block_q, choice->block_kv, choice->threads_per_row, choice->workgroup_size, shared.c_str());
     }
