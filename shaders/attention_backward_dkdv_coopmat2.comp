@@ -5,13 +5,15 @@
 //   S^T = K Q^T      P^T = exp2(scale S^T - LSE)   dV += P^T dO
 //   dP^T = V dO^T    dS^T = P^T (dP^T - delta)     dK += dS^T Q   (times scale at the end)
 // Deterministic: every key row is summed by one workgroup in a fixed order, no atomics.
-// Its own K and V rows are loaded again at every step (from L1/L2) instead of held as operands
-// across the loop: held, they pushed the kernel past 255 registers into spills, and on the H100
-// it ran slower (D=128: 94 against 103 TFLOP/s for the whole backward, D=64: 103 against 112).
-// Each step's Q and dO rows are staged in shared memory by the whole workgroup, and all four of
-// their matrices (Q^T, dO^T, dO, Q) loaded from there: on the H100, with the dQ kernel staging K
-// and V the same way, the whole backward went 104 -> 131 TFLOP/s at D=128 and 112 -> 145 at D=64
-// (attention_forward_coopmat2.comp says why).
+// Shared memory holds the workgroup's own K and V rows (staged once) and each step's Q and dO rows
+// (staged by the whole workgroup); every matrix of K, V, Q^T, dO^T, dO and Q is loaded from there
+// when a product needs it. Measured on the H100 (whole backward, the dQ kernel staging K and V the
+// same way; attention_forward_coopmat2.comp says why staging pays):
+// - K and V held as operands across the loop pushed the kernel past 255 registers into spills;
+//   reloading them from the buffers at every step made D=128 94 -> 103 TFLOP/s, D=64 103 -> 112;
+// - staging Q and dO: D=128 103 -> 131, D=64 112 -> 145;
+// - K and V from shared memory too: D=64 145 -> 160; at D=128 they fit only beside 32-query
+//   tiles: 134 against 131 with 64-query tiles and K, V from the buffers.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
@@ -33,8 +35,8 @@ layout(constant_id = VKF_SPEC_CAUSAL) const bool CAUSAL = false;
 #include "common/attention_mask.glsl"
 
 layout(std430, set = 0, binding = VKF_BWD_BINDING_Q) readonly buffer q_block { uvec4 q_u4[]; };
-layout(std430, set = 0, binding = VKF_BWD_BINDING_K) readonly buffer k_block { float16_t k_h[]; };
-layout(std430, set = 0, binding = VKF_BWD_BINDING_V) readonly buffer v_block { float16_t v_h[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_K) readonly buffer k_block { uvec4 k_u4[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_V) readonly buffer v_block { uvec4 v_u4[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_DO) readonly buffer do_block { uvec4 do_u4[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_DK) writeonly buffer dk_block { float16_t dk_h[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_DV) writeonly buffer dv_block { float16_t dv_h[]; };
@@ -48,9 +50,12 @@ layout(push_constant) uniform PushBlock { AttentionPush pc; };
 const uint WORKGROUP_SIZE = gl_WorkGroupSize.x;
 const uint ROW_U4 = HEAD_DIM / 8;      // a row of float16 as uvec4 words
 const uint TILE_STRIDE = ROW_U4 + 1;   // padded shared row (see stage_rows.glsl)
+shared uvec4 kv_rows[2 * BLOCK_KV * TILE_STRIDE];     // own K rows [0, BLOCK_KV), then V rows
 shared uvec4 q_do_tiles[2 * BLOCK_Q * TILE_STRIDE];  // Q rows [0, BLOCK_Q), then dO rows
+const uint V_ROWS = BLOCK_KV * TILE_STRIDE;          // where the V rows start
 const uint DO_TILE = BLOCK_Q * TILE_STRIDE;          // where the dO rows start
 #include "common/stage_rows.glsl"
+VKF_DEFINE_STAGE_ROW_PAIR(stage_kv, kv_rows, k_u4, v_u4)
 VKF_DEFINE_STAGE_ROW_PAIR(stage_q_do, q_do_tiles, q_u4, do_u4)
 
 #define KEYS_X_DIM(T, USE) coopmat<T, gl_ScopeWorkgroup, BLOCK_KV, HEAD_DIM, USE>
@@ -61,9 +66,10 @@ VKF_DEFINE_STAGE_ROW_PAIR(stage_q_do, q_do_tiles, q_u4, do_u4)
 void main() {
   const uint kv_head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
   const uint kv_begin = gl_WorkGroupID.x * BLOCK_KV;
-  const uint kv_offset = (batch * pc.kv_heads + kv_head) * pc.kv_len * HEAD_DIM;  // in halves
+  const uint kv_head_row = (batch * pc.kv_heads + kv_head) * pc.kv_len;  // row index of key 0 of this head
+  const uint kv_offset = kv_head_row * HEAD_DIM;                          // in halves
 
-  // [kv_len, HEAD_DIM] row-major; reads past the last row give 0, writes there are dropped.
+  // [kv_len, HEAD_DIM] row-major, for the dK / dV stores: rows past kv_len are dropped.
   tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> kv_layout =
       createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
   kv_layout = setTensorLayoutDimensionNV(kv_layout, pc.kv_len, HEAD_DIM);
@@ -83,6 +89,9 @@ void main() {
   // Query rows before q_first see none of this tile's keys (causal): their tiles are skipped.
   uint q_first = 0;
   if (CAUSAL) q_first = uint(clamp(int(kv_begin) - causal_shift(pc.q_len, pc.kv_len), 0, int(pc.q_len)));
+  // The own K and V rows, visible after the first step's barrier (a workgroup with no step reads none).
+  stage_kv(0, BLOCK_KV, kv_head_row + kv_begin, min(BLOCK_KV, pc.kv_len - kv_begin));
+
   const uint group = pc.q_heads / pc.kv_heads;
   for (uint head = kv_head * group; head < (kv_head + 1) * group; ++head) {
     const uint head_row = (batch * pc.q_heads + head) * pc.q_len;  // row index of query 0 of this head
@@ -96,7 +105,7 @@ void main() {
       DIM_X_QUERIES_B q_t;
       coopMatLoad(q_t, q_do_tiles, 0, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
       KEYS_X_DIM(float16_t, gl_MatrixUseA) k_tile;
-      coopMatLoadTensorNV(k_tile, k_h, kv_offset, sliceTensorLayoutNV(kv_layout, kv_begin, BLOCK_KV, 0, HEAD_DIM));
+      coopMatLoad(k_tile, kv_rows, 0, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
       KEYS_X_QUERIES(float, gl_MatrixUseAccumulator) p_t =
           coopMatMulAdd(k_tile, q_t, KEYS_X_QUERIES(float, gl_MatrixUseAccumulator)(0.0));
       KEYS_X_QUERIES(float, gl_MatrixUseAccumulator) lse_cols, delta_cols;
@@ -118,7 +127,7 @@ void main() {
       DIM_X_QUERIES_B do_t;
       coopMatLoad(do_t, q_do_tiles, DO_TILE, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
       KEYS_X_DIM(float16_t, gl_MatrixUseA) v_tile;
-      coopMatLoadTensorNV(v_tile, v_h, kv_offset, sliceTensorLayoutNV(kv_layout, kv_begin, BLOCK_KV, 0, HEAD_DIM));
+      coopMatLoad(v_tile, kv_rows, V_ROWS, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
       KEYS_X_QUERIES(float, gl_MatrixUseAccumulator) ds_t =
           coopMatMulAdd(v_tile, do_t, KEYS_X_QUERIES(float, gl_MatrixUseAccumulator)(0.0));
       [[unroll]] for (uint i = 0; i < ds_t.length(); ++i) ds_t[i] = p_t[i] * (ds_t[i] - delta_cols[i]);

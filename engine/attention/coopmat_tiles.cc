@@ -30,8 +30,8 @@ constexpr BackwardTile kDqTiles[] = {{4, 32}, {4, 64}, {2, 32}, {1, 16}};
 
 // VK_NV_cooperative_matrix2 kernels: rows a workgroup owns, rows of each streamed tile, workgroup
 // size, and the largest head dim the tile is for (registers grow with it); preferred first. The
-// streamed tiles (two tensors of them) are staged in shared memory, so the tile must also fit
-// the device's shared memory (Coopmat2StagingBytes).
+// streamed tiles (two tensors of them), and in dK/dV the own K and V rows, are staged in shared
+// memory, so the tile must also fit the device's shared memory (Coopmat2StagingBytes).
 // Ordered by `vkflash bench` on the H100 at N=4096 (TFLOP/s; dK/dV and dQ tiles timed together):
 //   D=128 forward: 64x64/128 242, 128x64/256 235, 64x32/128 206, 128x32/256 194, 32x32/64 155,
 //         128x64/128 162.
@@ -43,13 +43,14 @@ constexpr BackwardTile kDqTiles[] = {{4, 32}, {4, 64}, {2, 32}, {1, 16}};
 //         with dK/dV 32x64/128.
 //   D=64 backward: dK/dV 64x64/128 145 with dQ 64x64/128; dQ 64x64/128 128, 128x64/256 119,
 //         64x128/256 117, with dK/dV 128x64/256.
+//   (Those dK/dV tiles read their own K and V from the buffers; staged in shared memory too, D=64
+//   64x64/128 went 145 -> 160 and D=128 32x32/128 94 -> 134, the others no longer fit 48 KB.)
 struct WorkgroupTile {
   uint32_t owned, streamed, workgroup, max_head_dim;
 };
 constexpr WorkgroupTile kCoopmat2ForwardTiles[] = {{128, 64, 128, 64}, {64, 64, 128, 128}, {128, 64, 256, 128},
                                                    {64, 32, 128, 256}, {128, 32, 256, 256}, {32, 32, 128, 256}};
-constexpr WorkgroupTile kCoopmat2DkdvTiles[] = {{64, 64, 128, 64}, {32, 64, 128, 128}, {64, 32, 128, 128},
-                                                {32, 32, 128, 128}};
+constexpr WorkgroupTile kCoopmat2DkdvTiles[] = {{64, 64, 128, 64}, {32, 32, 128, 128}};
 constexpr WorkgroupTile kCoopmat2DqTiles[] = {{64, 64, 128, 64}, {64, 32, 128, 128}, {64, 64, 128, 128},
                                               {32, 32, 128, 128}};
 
@@ -60,9 +61,12 @@ constexpr uint32_t kBackwardMaxHeadDim = 128;
 
 uint32_t TileStrideBytes(uint32_t head_dim) { return (head_dim / 8 + 1) * 16; }  // odd count of uvec4
 
-// Shared memory of a workgroup-scope kernel's staged tiles: two tensors (K and V, or Q and dO) of
-// `streamed` padded rows (shaders/common/stage_rows.glsl). The driver may add some of its own.
-uint32_t Coopmat2StagingBytes(uint32_t head_dim, uint32_t streamed) { return 2 * streamed * TileStrideBytes(head_dim); }
+// Shared memory of a workgroup-scope kernel's staged rows: two tensors (K and V, or Q and dO) of
+// `streamed` padded rows (shaders/common/stage_rows.glsl), and in dK/dV its own K and V rows too.
+// The driver may add some of its own.
+uint32_t Coopmat2StagingBytes(uint32_t head_dim, const WorkgroupTile& tile, bool dkdv) {
+  return 2 * (tile.streamed + (dkdv ? tile.owned : 0)) * TileStrideBytes(head_dim);
+}
 uint32_t ScratchBytes(uint32_t subgroups, CooperativeMatrixApi api) {
   const uint32_t coordinates = 256 * 4;
   return coordinates + (api == CooperativeMatrixApi::kKhr ? subgroups * 256 * 2 : 0);
@@ -122,11 +126,12 @@ Status NoTile(const AttentionParams& params) {
 // The first tile (a forced one first) the device can run; block_q / block_kv as the kernel's.
 Result<KernelChoice> ChooseCoopmat2(const DeviceInfo& device, const AttentionParams& params, Coopmat2Kernel kernel,
                                     std::span<const WorkgroupTile> table) {
+  const bool owns_keys = kernel == Coopmat2Kernel::kDkdv;
   auto fits = [&](const WorkgroupTile& tile) {
     const uint32_t g = device.cooperative_matrix2_granularity;
     const auto& sizes = device.cooperative_matrix2_workgroup_sizes;
     return g > 0 && tile.owned % g == 0 && tile.streamed % g == 0 && params.shape.head_dim <= tile.max_head_dim &&
-           Coopmat2StagingBytes(params.shape.head_dim, tile.streamed) <= device.usable_shared_memory_bytes &&
+           Coopmat2StagingBytes(params.shape.head_dim, tile, owns_keys) <= device.usable_shared_memory_bytes &&
            tile.workgroup <= device.max_workgroup_invocations &&
            std::find(sizes.begin(), sizes.end(), tile.workgroup) != sizes.end();
   };
@@ -137,14 +142,13 @@ Result<KernelChoice> ChooseCoopmat2(const DeviceInfo& device, const AttentionPar
   }
   if (!chosen) return NoTile(params);
   KernelChoice choice;
-  const bool owns_keys = kernel == Coopmat2Kernel::kDkdv;
   choice.kernel = kernel == Coopmat2Kernel::kForward ? "forward_f16_coopmat2"
                   : owns_keys                        ? "backward_dkdv_f16_coopmat2"
                                                      : "backward_dq_f16_coopmat2";
   choice.block_q = owns_keys ? chosen->streamed : chosen->owned;
   choice.block_kv = owns_keys ? chosen->owned : chosen->streamed;
   choice.workgroup_size = chosen->workgroup;
-  choice.shared_memory_bytes = Coopmat2StagingBytes(params.shape.head_dim, chosen->streamed);
+  choice.shared_memory_bytes = Coopmat2StagingBytes(params.shape.head_dim, *chosen, owns_keys);
   choice.cooperative_matrix = CooperativeMatrixApi::kNv2;
   choice.subgroup_size = device.subgroup_size;
   choice.matrix_granularity = device.cooperative_matrix2_granularity;
