@@ -5,8 +5,9 @@
 // read as zero and are never stored. Each step's K and V rows are staged in shared memory by the
 // whole workgroup (16-byte copies, rows past kv_len zeroed) and the matrices loaded from there.
 // Measured on the H100 against loading K and V through tensor layouts (the driver then staged them
-// in 45 KB of its own shared memory): D=128 200 -> 242 TFLOP/s, D=64 213 -> 259, D=256 150 -> 166;
-// the driver's own share fell to 2 KB and its registers to 226, so two workgroups fit on an SM.
+// in 45 KB of its own shared memory, at 255 registers): D=128 200 -> 241 TFLOP/s, D=64 213 -> 259,
+// D=256 150 -> 166; the driver's own share fell to 2 KB and the registers to 237 (D=128, 64x64
+// tiles of 128 invocations), so two workgroups fit on an SM.
 //
 // Unlike shaders/attention_forward_coopmat.comp (subgroup scope), no layout probe is needed: the
 // row max of the online softmax is coopMatReduceNV, the row sum a product P x ones, and
