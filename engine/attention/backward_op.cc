@@ -13,6 +13,7 @@ namespace vkflash::attention {
 namespace {
 
 constexpr uint32_t kPreprocessWorkgroup = 64;
+static_assert(kPreprocessWorkgroup % VKF_PREPROCESS_THREADS_PER_ROW == 0, "whole rows per workgroup");
 
 }  // namespace
 
@@ -72,7 +73,8 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   preprocess.workgroup_size = kPreprocessWorkgroup;
   const uint32_t groups_dq = (shape.q_len + choice.dq.block_q - 1) / choice.dq.block_q;
   const uint32_t groups_dkdv = (shape.kv_len + choice.dkdv.block_kv - 1) / choice.dkdv.block_kv;
-  const uint32_t groups_rows = (shape.q_len + kPreprocessWorkgroup - 1) / kPreprocessWorkgroup;
+  const uint32_t rows_per_group = kPreprocessWorkgroup / VKF_PREPROCESS_THREADS_PER_ROW;
+  const uint32_t groups_rows = (shape.q_len + rows_per_group - 1) / rows_per_group;
   if (groups_dq > info_.max_workgroup_count[0] || groups_dkdv > info_.max_workgroup_count[0] ||
       shape.q_heads > info_.max_workgroup_count[1] || shape.batch > info_.max_workgroup_count[2]) {
     return Status::Error(ErrorCode::kUnsupported, "lengths / heads / batch exceed maxComputeWorkGroupCount");

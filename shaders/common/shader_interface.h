@@ -57,6 +57,10 @@ using uint = std::uint32_t;
 #define VKF_NAIVE_BINDING_SCORES 4
 #define VKF_NAIVE_BINDING_COUNT 5
 
+// The backward's preprocess (delta = rowsum(dO * O)): invocations per query row, each summing
+// every VKF_PREPROCESS_THREADS_PER_ROW-th column, so that a row's loads are contiguous.
+#define VKF_PREPROCESS_THREADS_PER_ROW 16
+
 // Backward storage-buffer bindings (set 0), shared by its three kernels; each declares the
 // ones it uses.
 #define VKF_BWD_BINDING_Q 0
