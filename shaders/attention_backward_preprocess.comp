@@ -17,16 +17,17 @@ layout(std430, set = 0, binding = VKF_BWD_BINDING_DELTA) writeonly buffer delta_
 
 layout(push_constant) uniform PushBlock { AttentionPush pc; };
 
+const uint WORKGROUP_SIZE = gl_WorkGroupSize.x;
 const uint THREADS_PER_ROW = VKF_PREPROCESS_THREADS_PER_ROW;
-shared float row_partials[gl_WorkGroupSize.x];
+#include "common/row_reduce.glsl"  // built with VKF_SUBGROUP_OPS = 0: through shared memory
 
 // Dispatch: (ceil(q_len / rows per workgroup), q_heads, batch). THREADS_PER_ROW consecutive
 // invocations share a query row, each summing every THREADS_PER_ROW-th column, so that a row's
 // loads are contiguous (one invocation per row, reading its whole row alone, ran at ~290 GB/s on
-// the H100: 0.46 of 10.2 ms of a D=128 backward). Partial sums meet in shared memory, which
-// every device has; the barrier is in uniform control flow.
+// the H100: 0.46 of 10.2 ms of a D=128 backward). Partial sums meet in shared memory (row_sum),
+// which every device has; its barriers are in uniform control flow.
 void main() {
-  const uint rows_per_group = gl_WorkGroupSize.x / THREADS_PER_ROW;
+  const uint rows_per_group = WORKGROUP_SIZE / THREADS_PER_ROW;
   const uint lane = gl_LocalInvocationIndex % THREADS_PER_ROW;
   const uint q_row = gl_WorkGroupID.x * rows_per_group + gl_LocalInvocationIndex / THREADS_PER_ROW;
   const uint row_index = (gl_WorkGroupID.z * pc.q_heads + gl_WorkGroupID.y) * pc.q_len + q_row;
@@ -35,11 +36,6 @@ void main() {
   if (q_row < pc.q_len) {
     for (uint d = lane; d < HEAD_DIM; d += THREADS_PER_ROW) sum += float(o_data[base + d]) * float(do_data[base + d]);
   }
-  row_partials[gl_LocalInvocationIndex] = sum;
-  barrier();
-  if (lane == 0 && q_row < pc.q_len) {
-    float total = 0.0;
-    for (uint i = 0; i < THREADS_PER_ROW; ++i) total += row_partials[gl_LocalInvocationIndex + i];
-    delta_data[row_index] = total;
-  }
+  const float total = row_sum(sum);
+  if (lane == 0 && q_row < pc.q_len) delta_data[row_index] = total;
 }
