@@ -5,15 +5,19 @@
 //   S^T = K Q^T      P^T = exp2(scale S^T - LSE)   dV += P^T dO
 //   dP^T = V dO^T    dS^T = P^T (dP^T - delta)     dK += dS^T Q   (times scale at the end)
 // Deterministic: every key row is summed by one workgroup in a fixed order, no atomics.
-// Shared memory holds the workgroup's own K and V rows (staged once) and each step's Q and dO rows
-// (staged by the whole workgroup); every matrix of K, V, Q^T, dO^T, dO and Q is loaded from there
-// when a product needs it. Measured on the H100 (whole backward, the dQ kernel staging K and V the
-// same way; attention_forward_coopmat2.comp says why staging pays):
-// - K and V held as operands across the loop pushed the kernel past 255 registers into spills;
-//   reloading them from the buffers at every step made D=128 94 -> 103 TFLOP/s, D=64 103 -> 112;
+// Its own K and V rows are staged once through shared memory and then held as operands for the
+// whole loop; each step's Q and dO rows are staged by the whole workgroup in the same shared
+// array, and Q^T, dO, dO^T and Q loaded from there when a product needs them. Measured on the H100
+// (whole backward, the dQ kernel staging K and V the same way; attention_forward_coopmat2.comp
+// says why staging pays):
+// - K and V loaded from the buffers and held as operands (at the tiles of then): past 255
+//   registers, into spills; reloading them from the buffers at every step made D=128 94 -> 103
+//   TFLOP/s, D=64 103 -> 112;
 // - staging Q and dO: D=128 103 -> 131, D=64 112 -> 145;
-// - K and V from shared memory too: D=64 145 -> 160; at D=128 they fit only beside 32-query
-//   tiles: 134 against 131 with 64-query tiles and K, V from the buffers.
+// - K and V reloaded from shared memory at every step: D=64 145 -> 160, D=128 (32x32 tiles,
+//   the only ones that fit beside them) 134;
+// - K and V staged once and held (32 keys x 64 queries: 255 registers, no spill, 36 KB): D=128
+//   137 -> 154, causal 131 -> 146; D=64 165 -> 167 (64x64).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
@@ -50,13 +54,14 @@ layout(push_constant) uniform PushBlock { AttentionPush pc; };
 const uint WORKGROUP_SIZE = gl_WorkGroupSize.x;
 const uint ROW_U4 = HEAD_DIM / 8;      // a row of float16 as uvec4 words
 const uint TILE_STRIDE = ROW_U4 + 1;   // padded shared row (see stage_rows.glsl)
-shared uvec4 kv_rows[2 * BLOCK_KV * TILE_STRIDE];     // own K rows [0, BLOCK_KV), then V rows
-shared uvec4 q_do_tiles[2 * BLOCK_Q * TILE_STRIDE];  // Q rows [0, BLOCK_Q), then dO rows
-const uint V_ROWS = BLOCK_KV * TILE_STRIDE;          // where the V rows start
-const uint DO_TILE = BLOCK_Q * TILE_STRIDE;          // where the dO rows start
+// First the own K rows [0, BLOCK_KV) and V rows, once; then each step's Q rows [0, BLOCK_Q) and dO rows.
+const uint STAGED_ROWS = BLOCK_Q > BLOCK_KV ? BLOCK_Q : BLOCK_KV;
+shared uvec4 tiles[2 * STAGED_ROWS * TILE_STRIDE];
+const uint V_ROWS = BLOCK_KV * TILE_STRIDE;  // where the V rows start
+const uint DO_TILE = BLOCK_Q * TILE_STRIDE;  // where the dO rows start
 #include "common/stage_rows.glsl"
-VKF_DEFINE_STAGE_ROW_PAIR(stage_kv, kv_rows, k_u4, v_u4)
-VKF_DEFINE_STAGE_ROW_PAIR(stage_q_do, q_do_tiles, q_u4, do_u4)
+VKF_DEFINE_STAGE_ROW_PAIR(stage_kv, tiles, k_u4, v_u4)
+VKF_DEFINE_STAGE_ROW_PAIR(stage_q_do, tiles, q_u4, do_u4)
 
 #define KEYS_X_DIM(T, USE) coopmat<T, gl_ScopeWorkgroup, BLOCK_KV, HEAD_DIM, USE>
 #define KEYS_X_QUERIES(T, USE) coopmat<T, gl_ScopeWorkgroup, BLOCK_KV, BLOCK_Q, USE>
@@ -89,8 +94,12 @@ void main() {
   // Query rows before q_first see none of this tile's keys (causal): their tiles are skipped.
   uint q_first = 0;
   if (CAUSAL) q_first = uint(clamp(int(kv_begin) - causal_shift(pc.q_len, pc.kv_len), 0, int(pc.q_len)));
-  // The own K and V rows, visible after the first step's barrier (a workgroup with no step reads none).
+  // The own K and V, held as operands; the first step's barrier keeps its staging off them.
   stage_kv(0, BLOCK_KV, kv_head_row + kv_begin, min(BLOCK_KV, pc.kv_len - kv_begin));
+  barrier();
+  KEYS_X_DIM(float16_t, gl_MatrixUseA) k_tile, v_tile;
+  coopMatLoad(k_tile, tiles, 0, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
+  coopMatLoad(v_tile, tiles, V_ROWS, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
 
   const uint group = pc.q_heads / pc.kv_heads;
   for (uint head = kv_head * group; head < (kv_head + 1) * group; ++head) {
@@ -103,9 +112,7 @@ void main() {
 
       // S^T = K Q^T, P^T = exp2(scale S^T - LSE)
       DIM_X_QUERIES_B q_t;
-      coopMatLoad(q_t, q_do_tiles, 0, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
-      KEYS_X_DIM(float16_t, gl_MatrixUseA) k_tile;
-      coopMatLoad(k_tile, kv_rows, 0, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
+      coopMatLoad(q_t, tiles, 0, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
       KEYS_X_QUERIES(float, gl_MatrixUseAccumulator) p_t =
           coopMatMulAdd(k_tile, q_t, KEYS_X_QUERIES(float, gl_MatrixUseAccumulator)(0.0));
       KEYS_X_QUERIES(float, gl_MatrixUseAccumulator) lse_cols, delta_cols;
@@ -120,21 +127,19 @@ void main() {
 
       // dV += P^T dO
       QUERIES_X_DIM_B do_tile;
-      coopMatLoad(do_tile, q_do_tiles, DO_TILE, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
+      coopMatLoad(do_tile, tiles, DO_TILE, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
       dv_acc = coopMatMulAdd(KEYS_X_QUERIES(float16_t, gl_MatrixUseA)(p_t), do_tile, dv_acc);
 
       // dP^T = V dO^T, dS^T = P^T (dP^T - delta)
       DIM_X_QUERIES_B do_t;
-      coopMatLoad(do_t, q_do_tiles, DO_TILE, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
-      KEYS_X_DIM(float16_t, gl_MatrixUseA) v_tile;
-      coopMatLoad(v_tile, kv_rows, V_ROWS, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
+      coopMatLoad(do_t, tiles, DO_TILE, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
       KEYS_X_QUERIES(float, gl_MatrixUseAccumulator) ds_t =
           coopMatMulAdd(v_tile, do_t, KEYS_X_QUERIES(float, gl_MatrixUseAccumulator)(0.0));
       [[unroll]] for (uint i = 0; i < ds_t.length(); ++i) ds_t[i] = p_t[i] * (ds_t[i] - delta_cols[i]);
 
       // dK += dS^T Q
       QUERIES_X_DIM_B q_tile;
-      coopMatLoad(q_tile, q_do_tiles, 0, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
+      coopMatLoad(q_tile, tiles, 0, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
       dk_acc = coopMatMulAdd(KEYS_X_QUERIES(float16_t, gl_MatrixUseA)(ds_t), q_tile, dk_acc);
     }
   }

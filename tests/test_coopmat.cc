@@ -168,8 +168,8 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
   CHECK(forward->shared_memory_bytes == 2 * 64 * (128 + 8) * 2);  // K and V rows, padded by 16 bytes
   auto backward = vkflash::attention::ChooseBackwardKernels(device, params, /*scalar_only=*/false);
   REQUIRE(backward.ok());
-  CHECK((backward->dkdv.block_kv == 32 && backward->dkdv.block_q == 32 && backward->dkdv.workgroup_size == 128));
-  CHECK(backward->dkdv.shared_memory_bytes == 2 * (32 + 32) * (128 + 8) * 2);  // own K and V, Q and dO rows
+  CHECK((backward->dkdv.block_kv == 32 && backward->dkdv.block_q == 64 && backward->dkdv.workgroup_size == 128));
+  CHECK(backward->dkdv.shared_memory_bytes == 2 * 64 * (128 + 8) * 2);  // Q and dO rows (own K and V first)
   CHECK(backward->dq.shared_memory_bytes == 2 * 32 * (128 + 8) * 2);    // K and V rows
   CHECK((backward->dkdv.matrix_granularity == 32 && backward->dq.matrix_granularity == 32));
   CHECK((backward->dq.block_q == 64 && backward->dq.block_kv == 32 && backward->dq.workgroup_size == 128));
@@ -195,16 +195,22 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
     CHECK(b->dq.cooperative_matrix == vkflash::CooperativeMatrixApi::kNone);
   }
   SECTION("staged tiles must fit the shared memory") {
-    device.usable_shared_memory_bytes = 2 * 32 * (128 + 8) * 2 - 1;  // not even 32 K and V rows
+    device.usable_shared_memory_bytes = 2 * 32 * (128 + 8) * 2 - 1;  // not even 32 rows of two tensors
     CHECK(vkflash::attention::ChooseForwardKernel(device, params, false)->cooperative_matrix ==
           vkflash::CooperativeMatrixApi::kNone);
-    device.usable_shared_memory_bytes = 2 * 32 * (128 + 8) * 2;  // 32-row forward tiles only
+    auto none = vkflash::attention::ChooseBackwardKernels(device, params, false);
+    REQUIRE(none.ok());
+    CHECK((none->dkdv.cooperative_matrix == vkflash::CooperativeMatrixApi::kNone &&
+           none->dq.cooperative_matrix == vkflash::CooperativeMatrixApi::kNone));
+    device.usable_shared_memory_bytes = 2 * 32 * (128 + 8) * 2;  // 32-row tiles only
     auto f = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(f.ok());
     CHECK((f->kernel == "forward_f16_coopmat2" && f->block_kv == 32));
-    auto b = vkflash::attention::ChooseBackwardKernels(device, params, false);  // dK/dV stages its K, V too
+    auto b = vkflash::attention::ChooseBackwardKernels(device, params, false);
     REQUIRE(b.ok());
-    CHECK(b->dkdv.cooperative_matrix == vkflash::CooperativeMatrixApi::kNone);
+    CHECK((b->dkdv.kernel == "backward_dkdv_f16_coopmat2" && b->dkdv.block_kv == 32 && b->dkdv.block_q == 32));
+    CHECK(b->dkdv.shared_memory_bytes == 2 * 32 * (128 + 8) * 2);
+    CHECK((b->dq.kernel == "backward_dq_f16_coopmat2" && b->dq.block_kv == 32));
   }
   SECTION("no tile is a multiple of the granularity: other kernels run") {
     device.cooperative_matrix2_granularity = 48;

@@ -30,27 +30,30 @@ constexpr BackwardTile kDqTiles[] = {{4, 32}, {4, 64}, {2, 32}, {1, 16}};
 
 // VK_NV_cooperative_matrix2 kernels: rows a workgroup owns, rows of each streamed tile, workgroup
 // size, and the largest head dim the tile is for (registers grow with it); preferred first. The
-// streamed tiles (two tensors of them), and in dK/dV the own K and V rows, are staged in shared
-// memory, so the tile must also fit the device's shared memory (Coopmat2StagingBytes).
+// streamed tiles (two tensors of them) are staged in shared memory, and dK/dV stages its own K and
+// V rows through the same array first, so the tile must also fit the device's shared memory
+// (Coopmat2StagingBytes).
 // Ordered by `vkflash bench` on the H100 at N=4096 (TFLOP/s; dK/dV and dQ tiles timed together):
 //   D=128 forward: 64x64/128 242, 128x64/256 235, 64x32/128 206, 128x32/256 194, 32x32/64 155,
 //         128x64/128 162.
 //   D=64 forward: 128x64/128 259, 64x128/128 230, 64x64/128 226, 128x128/256 220, 128x32/128 213,
 //         128x64/256 178.
 //   D=256 forward: 64x32/128 166, 128x32/256 155, 32x32/128 138, 64x32/256 113.
-//   D=128 backward: dK/dV (keys x queries) 32x64/128 125, 64x32/128 123, 32x32/64 111, 32x32/128
-//         108, with dQ 64x64/256; dQ 64x32/128 131, 64x64/128 129, 64x64/256 125, 32x64/128 124,
-//         with dK/dV 32x64/128.
-//   D=64 backward: dK/dV 64x64/128 145 with dQ 64x64/128; dQ 64x64/128 128, 128x64/256 119,
-//         64x128/256 117, with dK/dV 128x64/256.
-//   (Those dK/dV tiles read their own K and V from the buffers; staged in shared memory too, D=64
-//   64x64/128 went 145 -> 160 and D=128 32x32/128 94 -> 134, the others no longer fit 48 KB.)
+//   D=128 backward, dK/dV (keys x queries) holding its K and V as operands, with dQ 64x32/128:
+//         32x64/128 154, 64x32/128 142, 32x32/64 126, 64x64/128 124, 32x32/128 119, 64x64/256 118,
+//         64x32/256 114, 32x64/64 104 (reloading K and V from shared memory each step, 32x32/128:
+//         137). dQ, with dK/dV 32x64/128 of then: 64x32/128 131, 64x64/128 129, 64x64/256 125,
+//         32x64/128 124.
+//   D=64 backward, dK/dV holding K and V, with dQ 64x64/128: 64x64/128 167, 32x64/64 163,
+//         32x128/128 140, 64x128/128 139, 128x32/256 136, 32x64/128 133, 128x64/256 122,
+//         64x64/256 115 (reloading K and V each step, 64x64/128: 165). dQ 64x64/128 128,
+//         128x64/256 119, 64x128/256 117, with dK/dV 128x64/256 of then.
 struct WorkgroupTile {
   uint32_t owned, streamed, workgroup, max_head_dim;
 };
 constexpr WorkgroupTile kCoopmat2ForwardTiles[] = {{128, 64, 128, 64}, {64, 64, 128, 128}, {128, 64, 256, 128},
                                                    {64, 32, 128, 256}, {128, 32, 256, 256}, {32, 32, 128, 256}};
-constexpr WorkgroupTile kCoopmat2DkdvTiles[] = {{64, 64, 128, 64}, {32, 32, 128, 128}};
+constexpr WorkgroupTile kCoopmat2DkdvTiles[] = {{64, 64, 128, 64}, {32, 64, 128, 128}, {32, 32, 128, 128}};
 constexpr WorkgroupTile kCoopmat2DqTiles[] = {{64, 64, 128, 64}, {64, 32, 128, 128}, {64, 64, 128, 128},
                                               {32, 32, 128, 128}};
 
@@ -62,10 +65,10 @@ constexpr uint32_t kBackwardMaxHeadDim = 128;
 uint32_t TileStrideBytes(uint32_t head_dim) { return (head_dim / 8 + 1) * 16; }  // odd count of uvec4
 
 // Shared memory of a workgroup-scope kernel's staged rows: two tensors (K and V, or Q and dO) of
-// `streamed` padded rows (shaders/common/stage_rows.glsl), and in dK/dV its own K and V rows too.
-// The driver may add some of its own.
+// `streamed` padded rows (shaders/common/stage_rows.glsl); dK/dV stages its own K and V rows
+// through the same array first. The driver may add some of its own.
 uint32_t Coopmat2StagingBytes(uint32_t head_dim, const WorkgroupTile& tile, bool dkdv) {
-  return 2 * (tile.streamed + (dkdv ? tile.owned : 0)) * TileStrideBytes(head_dim);
+  return 2 * (dkdv ? std::max(tile.streamed, tile.owned) : tile.streamed) * TileStrideBytes(head_dim);
 }
 uint32_t ScratchBytes(uint32_t subgroups, CooperativeMatrixApi api) {
   const uint32_t coordinates = 256 * 4;

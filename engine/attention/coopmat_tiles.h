@@ -31,8 +31,8 @@ bool Coopmat2Applies(const DeviceInfo& device, const AttentionParams& params);
 
 // Tiles of the VK_NV_cooperative_matrix2 kernels: owned rows x streamed rows x workgroup size from
 // a table, at a workgroup size the device lists for workgroup-scope matrices and dimensions that
-// are multiples of the granularity, whose staged rows (two tensors of streamed rows, and dK/dV's
-// own K and V rows) fit the usable shared memory. For tuning,
+// are multiples of the granularity, whose staged rows (two tensors of streamed rows; in dK/dV, or
+// of its own K and V rows where those are more) fit the usable shared memory. For tuning,
 // VKFLASH_COOPMAT2_{FORWARD,DKDV,DQ}_TILE=OxSxW is tried first. The backward takes head dims up
 // to 128.
 Result<KernelChoice> ChooseCoopmat2Forward(const DeviceInfo& device, const AttentionParams& params);
