@@ -18,6 +18,9 @@
 //   the only ones that fit beside them) 134;
 // - K and V staged once and held (32 keys x 64 queries: 255 registers, no spill, 36 KB): D=128
 //   137 -> 154, causal 131 -> 146; D=64 165 -> 167 (64x64).
+// - each step's buffer reads (Q, dO, LSE, delta) issued before the barrier that waits for the
+//   previous step's matrix loads, the shared-memory stores after it (the dQ kernel likewise):
+//   D=128 152 -> 164, causal 145 -> 154, D=64 165 -> 177. LSE and delta early alone: 152 -> 158.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
@@ -61,7 +64,8 @@ const uint V_ROWS = BLOCK_KV * TILE_STRIDE;  // where the V rows start
 const uint DO_TILE = BLOCK_Q * TILE_STRIDE;  // where the dO rows start
 #include "common/stage_rows.glsl"
 VKF_DEFINE_STAGE_ROW_PAIR(stage_kv, tiles, k_u4, v_u4)
-VKF_DEFINE_STAGE_ROW_PAIR(stage_q_do, tiles, q_u4, do_u4)
+const uint Q_DO_WORDS = VKF_STAGE_WORDS(BLOCK_Q);  // uvec4 words per tensor each invocation copies
+VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_q_do, store_q_do, tiles, q_u4, do_u4, BLOCK_Q, Q_DO_WORDS)
 
 #define KEYS_X_DIM(T, USE) coopmat<T, gl_ScopeWorkgroup, BLOCK_KV, HEAD_DIM, USE>
 #define KEYS_X_QUERIES(T, USE) coopmat<T, gl_ScopeWorkgroup, BLOCK_KV, BLOCK_Q, USE>
@@ -105,9 +109,15 @@ void main() {
   for (uint head = kv_head * group; head < (kv_head + 1) * group; ++head) {
     const uint head_row = (batch * pc.q_heads + head) * pc.q_len;  // row index of query 0 of this head
     [[dont_unroll]] for (uint q_begin = (q_first / BLOCK_Q) * BLOCK_Q; q_begin < pc.q_len; q_begin += BLOCK_Q) {
-      // stage this step's Q and dO rows (once every matrix load of the previous step is done)
+      // This step's LSE and delta, and its Q and dO rows, read from the buffers while waiting for
+      // every matrix load of the previous step; then the rows are stored to shared memory.
+      KEYS_X_QUERIES(float, gl_MatrixUseAccumulator) lse_cols, delta_cols;
+      coopMatLoadTensorNV(lse_cols, lse_data, head_row, sliceTensorLayoutNV(lse_layout, 0, BLOCK_KV, q_begin, BLOCK_Q));
+      coopMatLoadTensorNV(delta_cols, delta_data, head_row, sliceTensorLayoutNV(delta_layout, 0, BLOCK_KV, q_begin, BLOCK_Q));
+      uvec4 q_words[Q_DO_WORDS], do_words[Q_DO_WORDS];
+      load_q_do(q_words, do_words, head_row + q_begin, min(BLOCK_Q, pc.q_len - q_begin));
       barrier();
-      stage_q_do(0, BLOCK_Q, head_row + q_begin, min(BLOCK_Q, pc.q_len - q_begin));
+      store_q_do(q_words, do_words);
       barrier();
 
       // S^T = K Q^T, P^T = exp2(scale S^T - LSE)
@@ -115,9 +125,6 @@ void main() {
       coopMatLoad(q_t, tiles, 0, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
       KEYS_X_QUERIES(float, gl_MatrixUseAccumulator) p_t =
           coopMatMulAdd(k_tile, q_t, KEYS_X_QUERIES(float, gl_MatrixUseAccumulator)(0.0));
-      KEYS_X_QUERIES(float, gl_MatrixUseAccumulator) lse_cols, delta_cols;
-      coopMatLoadTensorNV(lse_cols, lse_data, head_row, sliceTensorLayoutNV(lse_layout, 0, BLOCK_KV, q_begin, BLOCK_Q));
-      coopMatLoadTensorNV(delta_cols, delta_data, head_row, sliceTensorLayoutNV(delta_layout, 0, BLOCK_KV, q_begin, BLOCK_Q));
       lse_cols *= LOG2E;
       if (tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len)) {
         coopMatPerElementNV(p_t, p_t, masked_p_of_st, lse_cols, q_begin, kv_begin);

@@ -44,7 +44,8 @@ const uint ROW_U4 = HEAD_DIM / 8;      // a row of float16 as uvec4 words
 const uint TILE_STRIDE = ROW_U4 + 1;   // padded shared row (see stage_rows.glsl)
 shared uvec4 kv_tiles[2 * BLOCK_KV * TILE_STRIDE];  // K rows [0, BLOCK_KV), then V rows
 #include "common/stage_rows.glsl"
-VKF_DEFINE_STAGE_ROW_PAIR(stage_kv, kv_tiles, k_u4, v_u4)
+const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
+VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_KV, KV_WORDS)
 
 #define QUERIES_X_DIM(T, USE) coopmat<T, gl_ScopeWorkgroup, BLOCK_Q, HEAD_DIM, USE>
 #define QUERIES_X_KEYS(T, USE) coopmat<T, gl_ScopeWorkgroup, BLOCK_Q, BLOCK_KV, USE>
@@ -84,9 +85,11 @@ void main() {
 
   const uint kv_end = visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);  // later tiles are wholly masked
   [[dont_unroll]] for (uint kv_begin = 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
-    // stage this step's K and V rows (once every matrix load of the previous step is done)
+    // stage this step's K and V rows (read before the barrier, as in the forward)
+    uvec4 k_words[KV_WORDS], v_words[KV_WORDS];
+    load_kv(k_words, v_words, kv_head_row + kv_begin, min(BLOCK_KV, pc.kv_len - kv_begin));
     barrier();
-    stage_kv(0, BLOCK_KV, kv_head_row + kv_begin, min(BLOCK_KV, pc.kv_len - kv_begin));
+    store_kv(k_words, v_words);
     barrier();
 
     // S = Q K^T, P = exp2(scale S - LSE)

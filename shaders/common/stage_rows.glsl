@@ -20,4 +20,37 @@
     }                                                                                            \
   }
 
+// The same copy in two halves, for a loop that restages one array every step: `load_fn` reads
+// this invocation's words of both tensors into registers and can run before the barrier that
+// waits for the previous step's matrix loads, so that its memory latency overlaps that wait;
+// `store_fn` writes them to the shared array after it. `words` is VKF_STAGE_WORDS(rows), declared
+// by the caller as a constant (the arrays' size): e.g.
+//   const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);
+//   VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_KV, KV_WORDS)
+//   ... uvec4 k_words[KV_WORDS], v_words[KV_WORDS]; load_kv(k_words, v_words, row0, valid);
+//   barrier(); store_kv(k_words, v_words); barrier();
+// Rows go to tile rows [0, rows) (buffer_a) and [rows, 2 rows) (buffer_b); rows >= valid_rows
+// become 0.
+#define VKF_STAGE_WORDS(rows) (((rows) * ROW_U4 + WORKGROUP_SIZE - 1) / WORKGROUP_SIZE)
+#define VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_fn, store_fn, tile, buffer_a, buffer_b, rows, words) \
+  void load_fn(out uvec4 a[words], out uvec4 b[words], uint src_row0, uint valid_rows) {         \
+    [[unroll]] for (uint j = 0; j < words; ++j) {                                              \
+      const uint i = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;                             \
+      const uint r = i / ROW_U4, src = (src_row0 + r) * ROW_U4 + i % ROW_U4;                   \
+      const bool copied = i < (rows) * ROW_U4 && r < valid_rows;                               \
+      a[j] = copied ? buffer_a[src] : uvec4(0);                                                \
+      b[j] = copied ? buffer_b[src] : uvec4(0);                                                \
+    }                                                                                          \
+  }                                                                                            \
+  void store_fn(const uvec4 a[words], const uvec4 b[words]) {                                  \
+    [[unroll]] for (uint j = 0; j < words; ++j) {                                              \
+      const uint i = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;                             \
+      const uint r = i / ROW_U4, c4 = i % ROW_U4;                                              \
+      if (i < (rows) * ROW_U4) {                                                               \
+        tile[r * TILE_STRIDE + c4] = a[j];                                                     \
+        tile[((rows) + r) * TILE_STRIDE + c4] = b[j];                                          \
+      }                                                                                        \
+    }                                                                                          \
+  }
+
 #endif
