@@ -48,6 +48,13 @@ constexpr BackwardTile kDqTiles[] = {{4, 32}, {4, 64}, {2, 32}, {1, 16}};
 //         32x128/128 140, 64x128/128 139, 128x32/256 136, 32x64/128 133, 128x64/256 122,
 //         64x64/256 115 (reloading K and V each step, 64x64/128: 165). dQ 64x64/128 128,
 //         128x64/256 119, 64x128/256 117, with dK/dV 128x64/256 of then.
+//   Again at ea1e4ca (each step's buffer reads issued before the barrier), one device run:
+//   forward D=256 64x32/128 194, 128x32/256 180, 32x32/128 139, 64x32/256 115; D=128 128x64/256
+//   245, 64x64/128 239, 64x32/128 203, 128x32/256 194 (64x64/128 stays first: it leads at N=1024
+//   and causal, README "Speed, today"); D=64 128x64/128 264, 64x128/128 227, 64x64/128 227,
+//   128x128/256 220. Backward D=128 dQ 64x32/128 165, 64x64/128 160, 64x64/256 153, 32x64/128 149;
+//   dK/dV 32x64/128 164, 64x32/128 144, 32x32/64 119. D=64 dK/dV 64x64/128 178, 64x32/128 169,
+//   32x64/64 169; dQ 64x64/128 177, 64x32/128 165, 128x64/256 156.
 struct WorkgroupTile {
   uint32_t owned, streamed, workgroup, max_head_dim;
 };
