@@ -98,7 +98,9 @@ void ProbeCooperativeMatrix(VkInstance instance, uint32_t instance_api_version, 
   info->nv_cooperative_matrix = HasDeviceExtension(device, kNvCooperativeMatrixExtension);
   info->khr_cooperative_matrix = HasDeviceExtension(device, kKhrCooperativeMatrixExtension);
   if (!info->nv_cooperative_matrix && !info->khr_cooperative_matrix) return;
-  if (info->api_version < VK_API_VERSION_1_2 || instance == VK_NULL_HANDLE) return;  // memory model + float16: core 1.2
+  // Memory model and float16 are core 1.2 features, queried through VkPhysicalDeviceVulkan12Features:
+  // the instance must be 1.2 too (one made for an older loader cannot use them).
+  if (instance == VK_NULL_HANDLE || std::min(instance_api_version, info->api_version) < VK_API_VERSION_1_2) return;
 
   VkPhysicalDeviceCooperativeMatrixFeaturesNV nv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
   CooperativeMatrixFeaturesKhr khr{kCooperativeMatrixFeaturesKhrType};

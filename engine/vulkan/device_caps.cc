@@ -1,5 +1,6 @@
 #include "vulkan/device_caps.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -48,9 +49,11 @@ DeviceInfo ProbeDevice(VkInstance instance, uint32_t instance_api_version, VkPhy
 
   VkPhysicalDeviceProperties basic;
   vkGetPhysicalDeviceProperties(device, &basic);
-  const bool has_size_control = basic.apiVersion >= VK_API_VERSION_1_3 ||
+  // A core version's physical-device structs need both the device and the instance at that version.
+  const uint32_t core_version = std::min(instance_api_version, basic.apiVersion);
+  const bool has_size_control = core_version >= VK_API_VERSION_1_3 ||
                                 HasDeviceExtension(device, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
-  const bool has_driver_props = basic.apiVersion >= VK_API_VERSION_1_2 ||
+  const bool has_driver_props = core_version >= VK_API_VERSION_1_2 ||
                                 HasDeviceExtension(device, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
   void** tail = &subgroup.pNext;
   if (has_size_control) { *tail = &size_control; tail = &size_control.pNext; }
@@ -84,7 +87,7 @@ DeviceInfo ProbeDevice(VkInstance instance, uint32_t instance_api_version, VkPhy
   VkPhysicalDeviceShaderFloat16Int8Features float16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   features.pNext = &storage16;
-  if (info.api_version >= VK_API_VERSION_1_2 || HasDeviceExtension(device, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME)) {
+  if (core_version >= VK_API_VERSION_1_2 || HasDeviceExtension(device, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME)) {
     storage16.pNext = &float16;
   }
   vkGetPhysicalDeviceFeatures2(device, &features);
