@@ -53,8 +53,12 @@ shared uvec4 q_do_tile[2 * BLOCK_Q * TILE_STRIDE];    // Q rows, then dO rows, o
 shared float lse_tile[BLOCK_Q];                       // base 2; +inf where P must be 0
 shared float delta_tile[BLOCK_Q];
 
-VKF_DEFINE_STAGE_ROW_PAIR(stage_kv, owned_rows, k_u4, v_u4)
-VKF_DEFINE_STAGE_ROW_PAIR(stage_q_do, q_do_tile, q_u4, do_u4)
+const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
+VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, owned_rows, k_u4, v_u4, BLOCK_KV, KV_WORDS)
+VKF_DEFINE_STAGE_ROW_PAIR(stage_kv, load_kv, store_kv, KV_WORDS)
+const uint Q_DO_WORDS = VKF_STAGE_WORDS(BLOCK_Q);  // uvec4 words per tensor each invocation copies
+VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_q_do, store_q_do, q_do_tile, q_u4, do_u4, BLOCK_Q, Q_DO_WORDS)
+VKF_DEFINE_STAGE_ROW_PAIR(stage_q_do, load_q_do, store_q_do, Q_DO_WORDS)
 
 void main() {
   const uint kv_head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
@@ -64,7 +68,7 @@ void main() {
 
   const VKF_ACC coord = load_coordinates();
   const uint kv_valid = min(BLOCK_KV, pc.kv_len - kv_begin);
-  stage_kv(0, BLOCK_KV, kv_head_row + kv_begin, kv_valid);
+  stage_kv(kv_head_row + kv_begin, kv_valid);
 
   VKF_ACC dk_acc[D_BLOCKS], dv_acc[D_BLOCKS];
   [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) dk_acc[db] = dv_acc[db] = VKF_ACC(0.0);
@@ -78,7 +82,7 @@ void main() {
     for (uint q_begin = (q_first / BLOCK_Q) * BLOCK_Q; q_begin < pc.q_len; q_begin += BLOCK_Q) {
       barrier();  // the previous step's tile is no longer read (first step: owned rows visible)
       const uint q_valid = min(BLOCK_Q, pc.q_len - q_begin);
-      stage_q_do(0, BLOCK_Q, q_head_row + q_begin, q_valid);
+      stage_q_do(q_head_row + q_begin, q_valid);
       for (uint i = gl_LocalInvocationIndex; i < BLOCK_Q; i += WORKGROUP_SIZE) {
         lse_tile[i] = row_lse_log2(q_head_row + q_begin + i, q_begin + i);
         delta_tile[i] = row_delta(q_head_row + q_begin + i, q_begin + i);

@@ -63,7 +63,9 @@ shared uvec4 tiles[2 * STAGED_ROWS * TILE_STRIDE];
 const uint V_ROWS = BLOCK_KV * TILE_STRIDE;  // where the V rows start
 const uint DO_TILE = BLOCK_Q * TILE_STRIDE;  // where the dO rows start
 #include "common/stage_rows.glsl"
-VKF_DEFINE_STAGE_ROW_PAIR(stage_kv, tiles, k_u4, v_u4)
+const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
+VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, tiles, k_u4, v_u4, BLOCK_KV, KV_WORDS)
+VKF_DEFINE_STAGE_ROW_PAIR(stage_kv, load_kv, store_kv, KV_WORDS)
 const uint Q_DO_WORDS = VKF_STAGE_WORDS(BLOCK_Q);  // uvec4 words per tensor each invocation copies
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_q_do, store_q_do, tiles, q_u4, do_u4, BLOCK_Q, Q_DO_WORDS)
 
@@ -99,7 +101,7 @@ void main() {
   uint q_first = 0;
   if (CAUSAL) q_first = uint(clamp(int(kv_begin) - causal_shift(pc.q_len, pc.kv_len), 0, int(pc.q_len)));
   // The own K and V, held as operands; the first step's barrier keeps its staging off them.
-  stage_kv(0, BLOCK_KV, kv_head_row + kv_begin, min(BLOCK_KV, pc.kv_len - kv_begin));
+  stage_kv(kv_head_row + kv_begin, min(BLOCK_KV, pc.kv_len - kv_begin));
   barrier();
   KEYS_X_DIM(float16_t, gl_MatrixUseA) k_tile, v_tile;
   coopMatLoad(k_tile, tiles, 0, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);

@@ -48,7 +48,9 @@ layout(push_constant) uniform PushBlock { AttentionPush pc; };
 
 shared uvec4 kv_tiles[2 * BLOCK_KV * TILE_STRIDE];  // K rows, then V rows, of the streamed tile
 
-VKF_DEFINE_STAGE_ROW_PAIR(stage_kv, kv_tiles, k_u4, v_u4)
+const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
+VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_KV, KV_WORDS)
+VKF_DEFINE_STAGE_ROW_PAIR(stage_kv, load_kv, store_kv, KV_WORDS)
 
 void main() {
   const uint head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
@@ -78,7 +80,7 @@ void main() {
   const uint kv_end = visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);
   for (uint kv_begin = 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
     const uint kv_valid = min(BLOCK_KV, pc.kv_len - kv_begin);
-    stage_kv(0, BLOCK_KV, kv_head_row + kv_begin, kv_valid);
+    stage_kv(kv_head_row + kv_begin, kv_valid);
     barrier();  // K and V tiles visible
 
     // S = Q K^T, dP = dO V^T

@@ -5,32 +5,19 @@
 #ifndef VKFLASH_STAGE_ROWS_GLSL
 #define VKFLASH_STAGE_ROWS_GLSL
 
-// Defines `void fn(uint tile_row, uint rows, uint src_row0, uint valid_rows)`: copies `rows` rows
-// of two tensors with the same layout, `buffer_a` and `buffer_b` (uvec4 arrays; row r starts at
-// word (src_row0 + r) * ROW_U4), into the shared array `tile`: buffer_a's from row tile_row on,
-// buffer_b's from row tile_row + rows on. Rows >= valid_rows become 0. Both tensors in one loop,
-// so their loads are in flight together. Every invocation of the workgroup takes part; the caller
-// places the barriers.
-#define VKF_DEFINE_STAGE_ROW_PAIR(fn, tile, buffer_a, buffer_b)                                  \
-  void fn(uint tile_row, uint rows, uint src_row0, uint valid_rows) {                            \
-    [[unroll]] for (uint i = gl_LocalInvocationIndex; i < rows * ROW_U4; i += WORKGROUP_SIZE) {  \
-      const uint r = i / ROW_U4, c4 = i % ROW_U4, src = (src_row0 + r) * ROW_U4 + c4;            \
-      tile[(tile_row + r) * TILE_STRIDE + c4] = r < valid_rows ? buffer_a[src] : uvec4(0);       \
-      tile[(tile_row + rows + r) * TILE_STRIDE + c4] = r < valid_rows ? buffer_b[src] : uvec4(0); \
-    }                                                                                            \
-  }
-
-// The same copy in two halves, for a loop that restages one array every step: `load_fn` reads
-// this invocation's words of both tensors into registers and can run before the barrier that
-// waits for the previous step's matrix loads, so that its memory latency overlaps that wait;
-// `store_fn` writes them to the shared array after it. `words` is VKF_STAGE_WORDS(rows), declared
+// Copies `rows` rows of two tensors with the same layout, `buffer_a` and `buffer_b` (uvec4 arrays;
+// row r starts at word (src_row0 + r) * ROW_U4), into the shared array `tile`, in two halves:
+// `load_fn` reads this invocation's words of both tensors into registers and can run before the
+// barrier that waits for the previous step's matrix loads, so that its memory latency overlaps
+// that wait; `store_fn` writes them to the shared array after it. Every invocation of the
+// workgroup takes part; the caller places the barriers. `words` is VKF_STAGE_WORDS(rows), declared
 // by the caller as a constant (the arrays' size): e.g.
 //   const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);
 //   VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_KV, KV_WORDS)
 //   ... uvec4 k_words[KV_WORDS], v_words[KV_WORDS]; load_kv(k_words, v_words, row0, valid);
 //   barrier(); store_kv(k_words, v_words); barrier();
 // Rows go to tile rows [0, rows) (buffer_a) and [rows, 2 rows) (buffer_b); rows >= valid_rows
-// become 0.
+// become 0. Both tensors in one loop, so their loads are in flight together.
 #define VKF_STAGE_WORDS(rows) (((rows) * ROW_U4 + WORKGROUP_SIZE - 1) / WORKGROUP_SIZE)
 #define VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_fn, store_fn, tile, buffer_a, buffer_b, rows, words) \
   void load_fn(out uvec4 a[words], out uvec4 b[words], uint src_row0, uint valid_rows) {         \
@@ -51,6 +38,16 @@
         tile[((rows) + r) * TILE_STRIDE + c4] = b[j];                                          \
       }                                                                                        \
     }                                                                                          \
+  }
+
+// Both halves back to back, where nothing is to overlap the copy: defines
+// `void fn(uint src_row0, uint valid_rows)` from the two functions of
+// VKF_DEFINE_STAGE_ROW_PAIR_SPLIT.
+#define VKF_DEFINE_STAGE_ROW_PAIR(fn, load_fn, store_fn, words)  \
+  void fn(uint src_row0, uint valid_rows) {                      \
+    uvec4 a[words], b[words];                                    \
+    load_fn(a, b, src_row0, valid_rows);                         \
+    store_fn(a, b);                                              \
   }
 
 #endif
