@@ -155,6 +155,7 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
   device.use_cooperative_matrix2 = true;
   device.cooperative_matrix2_granularity = 32;
   device.cooperative_matrix2_workgroup_sizes = {32, 64, 128, 256};
+  device.cooperative_matrix2_subgroup_granularity = 16;
   vkflash::AttentionParams params;
   params.dtype = vkflash::DataType::kFloat16;
   params.shape = {1, 2, 2, 1000, 1000, 128};
@@ -168,11 +169,14 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
   CHECK(forward->shared_memory_bytes == 2 * 64 * (128 + 8) * 2);  // K and V rows, padded by 16 bytes
   auto backward = vkflash::attention::ChooseBackwardKernels(device, params, /*scalar_only=*/false);
   REQUIRE(backward.ok());
-  CHECK((backward->dkdv.block_kv == 32 && backward->dkdv.block_q == 64 && backward->dkdv.workgroup_size == 128));
-  CHECK(backward->dkdv.shared_memory_bytes == 2 * 64 * (128 + 8) * 2);  // Q and dO rows (own K and V first)
-  CHECK(backward->dq.shared_memory_bytes == 2 * 32 * (128 + 8) * 2);    // K and V rows
-  CHECK((backward->dkdv.matrix_granularity == 32 && backward->dq.matrix_granularity == 32));
-  CHECK((backward->dq.block_q == 64 && backward->dq.block_kv == 32 && backward->dq.workgroup_size == 128));
+  // The backward: subgroup-scope matrices, 16 owned rows per subgroup.
+  const uint32_t row_bytes = (128 + 8) * 2;  // a padded shared row
+  CHECK((backward->dkdv.block_kv == 64 && backward->dkdv.block_q == 32 && backward->dkdv.workgroup_size == 128));
+  // V rows; K rows, then Q and dO rows; the step's LSE and delta
+  CHECK(backward->dkdv.shared_memory_bytes == (64 + 64) * row_bytes + 2 * 32 * 4);
+  CHECK((backward->dq.block_q == 64 && backward->dq.block_kv == 64 && backward->dq.workgroup_size == 128));
+  CHECK(backward->dq.shared_memory_bytes == 2 * 64 * row_bytes + 2 * 64 * 4);  // K and V rows; LSE and delta
+  CHECK((backward->dkdv.matrix_granularity == 16 && backward->dq.matrix_granularity == 16));
 
   SECTION("smaller head dims take larger tiles") {
     params.shape.head_dim = 64;
@@ -182,35 +186,52 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
     auto b = vkflash::attention::ChooseBackwardKernels(device, params, false);
     REQUIRE(b.ok());
     CHECK((b->dkdv.block_kv == 64 && b->dkdv.block_q == 64 && b->dkdv.workgroup_size == 128));
+    CHECK(b->dkdv.shared_memory_bytes == (64 + 128) * (64 + 8) * 2 + 2 * 64 * 4);
     CHECK((b->dq.block_q == 64 && b->dq.block_kv == 64 && b->dq.workgroup_size == 128));
   }
-  SECTION("only the listed workgroup sizes are used") {
+  SECTION("the forward uses only the listed workgroup sizes") {
     device.cooperative_matrix2_workgroup_sizes = {256};
     auto f = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(f.ok());
     CHECK((f->block_q == 128 && f->block_kv == 64 && f->workgroup_size == 256));
-    auto b = vkflash::attention::ChooseBackwardKernels(device, params, false);  // no 256 tile listed
+    auto b = vkflash::attention::ChooseBackwardKernels(device, params, false);  // subgroup scope
     REQUIRE(b.ok());
-    CHECK(b->dkdv.cooperative_matrix == vkflash::CooperativeMatrixApi::kNone);
-    CHECK(b->dq.cooperative_matrix == vkflash::CooperativeMatrixApi::kNone);
+    CHECK((b->dkdv.kernel == "backward_dkdv_f16_coopmat2" && b->dkdv.workgroup_size == 128));
+  }
+  SECTION("the backward needs subgroup-scope matrices of flexible size and one subgroup size") {
+    device.cooperative_matrix2_subgroup_granularity = 0;
+    auto b = vkflash::attention::ChooseBackwardKernels(device, params, false);
+    REQUIRE(b.ok());
+    CHECK((b->dkdv.cooperative_matrix == vkflash::CooperativeMatrixApi::kNone &&
+           b->dq.cooperative_matrix == vkflash::CooperativeMatrixApi::kNone));
+    device.cooperative_matrix2_subgroup_granularity = 16;
+    device.min_subgroup_size = 16;
+    auto varying = vkflash::attention::ChooseBackwardKernels(device, params, false);
+    REQUIRE(varying.ok());
+    CHECK(varying->dkdv.cooperative_matrix == vkflash::CooperativeMatrixApi::kNone);
   }
   SECTION("staged tiles must fit the shared memory") {
-    device.usable_shared_memory_bytes = 2 * 32 * (128 + 8) * 2 - 1;  // not even 32 rows of two tensors
+    device.usable_shared_memory_bytes = 2 * 32 * row_bytes - 1;  // not even 32 rows of two tensors
     CHECK(vkflash::attention::ChooseForwardKernel(device, params, false)->cooperative_matrix ==
           vkflash::CooperativeMatrixApi::kNone);
+    device.usable_shared_memory_bytes = 2 * 32 * row_bytes;  // 32-row tiles only
+    auto f = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(f.ok());
+    CHECK((f->kernel == "forward_f16_coopmat2" && f->block_kv == 32));
+    // The backward's smallest dK/dV tile: one subgroup, 16 keys, 16 queries per step.
+    const uint32_t smallest_dkdv = (16 + 32) * row_bytes + 2 * 16 * 4;
+    device.usable_shared_memory_bytes = smallest_dkdv - 1;
     auto none = vkflash::attention::ChooseBackwardKernels(device, params, false);
     REQUIRE(none.ok());
     CHECK((none->dkdv.cooperative_matrix == vkflash::CooperativeMatrixApi::kNone &&
            none->dq.cooperative_matrix == vkflash::CooperativeMatrixApi::kNone));
-    device.usable_shared_memory_bytes = 2 * 32 * (128 + 8) * 2;  // 32-row tiles only
-    auto f = vkflash::attention::ChooseForwardKernel(device, params, false);
-    REQUIRE(f.ok());
-    CHECK((f->kernel == "forward_f16_coopmat2" && f->block_kv == 32));
+    device.usable_shared_memory_bytes = smallest_dkdv;
     auto b = vkflash::attention::ChooseBackwardKernels(device, params, false);
     REQUIRE(b.ok());
-    CHECK((b->dkdv.kernel == "backward_dkdv_f16_coopmat2" && b->dkdv.block_kv == 32 && b->dkdv.block_q == 32));
-    CHECK(b->dkdv.shared_memory_bytes == 2 * 32 * (128 + 8) * 2);
-    CHECK((b->dq.kernel == "backward_dq_f16_coopmat2" && b->dq.block_kv == 32));
+    CHECK((b->dkdv.kernel == "backward_dkdv_f16_coopmat2" && b->dkdv.block_kv == 16 && b->dkdv.block_q == 16 &&
+           b->dkdv.workgroup_size == 32));
+    CHECK(b->dkdv.shared_memory_bytes == smallest_dkdv);
+    CHECK((b->dq.kernel == "backward_dq_f16_coopmat2" && b->dq.block_q == 16 && b->dq.block_kv == 16));
   }
   SECTION("no tile is a multiple of the granularity: other kernels run") {
     device.cooperative_matrix2_granularity = 48;

@@ -28,41 +28,43 @@ struct BackwardTile {
 constexpr BackwardTile kDkdvTiles[] = {{4, 32}, {4, 16}, {2, 32}, {2, 16}, {1, 16}};
 constexpr BackwardTile kDqTiles[] = {{4, 32}, {4, 64}, {2, 32}, {1, 16}};
 
-// VK_NV_cooperative_matrix2 kernels: rows a workgroup owns, rows of each streamed tile, workgroup
-// size, and the largest head dim the tile is for (registers grow with it); preferred first. The
-// streamed tiles (two tensors of them) are staged in shared memory, and dK/dV stages its own K and
-// V rows through the same array first, so the tile must also fit the device's shared memory
-// (Coopmat2StagingBytes).
-// Ordered by `vkflash bench` on the H100 at N=4096 (TFLOP/s; dK/dV and dQ tiles timed together):
-//   D=128 forward: 64x64/128 242, 128x64/256 235, 64x32/128 206, 128x32/256 194, 32x32/64 155,
-//         128x64/128 162.
-//   D=64 forward: 128x64/128 259, 64x128/128 230, 64x64/128 226, 128x128/256 220, 128x32/128 213,
-//         128x64/256 178.
-//   D=256 forward: 64x32/128 166, 128x32/256 155, 32x32/128 138, 64x32/256 113.
-//   D=128 backward, dK/dV (keys x queries) holding its K and V as operands, with dQ 64x32/128:
-//         32x64/128 154, 64x32/128 142, 32x32/64 126, 64x64/128 124, 32x32/128 119, 64x64/256 118,
-//         64x32/256 114, 32x64/64 104 (reloading K and V from shared memory each step, 32x32/128:
-//         137). dQ, with dK/dV 32x64/128 of then: 64x32/128 131, 64x64/128 129, 64x64/256 125,
-//         32x64/128 124.
-//   D=64 backward, dK/dV holding K and V, with dQ 64x64/128: 64x64/128 167, 32x64/64 163,
-//         32x128/128 140, 64x128/128 139, 128x32/256 136, 32x64/128 133, 128x64/256 122,
-//         64x64/256 115 (reloading K and V each step, 64x64/128: 165). dQ 64x64/128 128,
-//         128x64/256 119, 64x128/256 117, with dK/dV 128x64/256 of then.
-//   Again at ea1e4ca (each step's buffer reads issued before the barrier), one device run:
-//   forward D=256 64x32/128 194, 128x32/256 180, 32x32/128 139, 64x32/256 115; D=128 128x64/256
-//   245, 64x64/128 239, 64x32/128 203, 128x32/256 194 (64x64/128 stays first: it leads at N=1024
-//   and causal, README "Speed, today"); D=64 128x64/128 264, 64x128/128 227, 64x64/128 227,
-//   128x128/256 220. Backward D=128 dQ 64x32/128 165, 64x64/128 160, 64x64/256 153, 32x64/128 149;
-//   dK/dV 32x64/128 164, 64x32/128 144, 32x32/64 119. D=64 dK/dV 64x64/128 178, 64x32/128 169,
-//   32x64/64 169; dQ 64x64/128 177, 64x32/128 165, 128x64/256 156.
+// The VK_NV_cooperative_matrix2 forward (workgroup-scope matrices): rows a workgroup owns, rows of
+// each streamed tile, workgroup size, and the largest head dim the tile is for (registers grow
+// with it); preferred first. The streamed tiles (K and V) are staged in shared memory, so the
+// tile must also fit the device's shared memory (Coopmat2ForwardBytes).
+// Ordered by `vkflash bench` on the H100 at N=4096 (TFLOP/s):
+//   D=128: 64x64/128 242, 128x64/256 235, 64x32/128 206, 128x32/256 194, 32x32/64 155,
+//         128x64/128 162; again at ea1e4ca: 128x64/256 245, 64x64/128 239, 64x32/128 203,
+//         128x32/256 194 (64x64/128 stays first: it leads at N=1024 and causal, README "Speed,
+//         today"); 128x32/128 182 (255 registers, spilling), 96x64/128 172, 64x64/64 135.
+//   D=64: 128x64/128 259, 64x128/128 230, 64x64/128 226, 128x128/256 220, 128x32/128 213,
+//         128x64/256 178; at ea1e4ca 128x64/128 264, 64x128/128 227, 64x64/128 227, 128x128/256
+//         220; 256x64/256 218, 256x32/256 171.
+//   D=256: 64x32/128 166, 128x32/256 155, 32x32/128 138, 64x32/256 113; at ea1e4ca 64x32/128 194,
+//         128x32/256 180, 32x32/128 139, 64x32/256 115.
 struct WorkgroupTile {
   uint32_t owned, streamed, workgroup, max_head_dim;
 };
 constexpr WorkgroupTile kCoopmat2ForwardTiles[] = {{128, 64, 128, 64}, {64, 64, 128, 128}, {128, 64, 256, 128},
                                                    {64, 32, 128, 256}, {128, 32, 256, 256}, {32, 32, 128, 256}};
-constexpr WorkgroupTile kCoopmat2DkdvTiles[] = {{64, 64, 128, 64}, {32, 64, 128, 128}, {32, 32, 128, 128}};
-constexpr WorkgroupTile kCoopmat2DqTiles[] = {{64, 64, 128, 64}, {64, 32, 128, 128}, {64, 64, 128, 128},
-                                              {32, 32, 128, 128}};
+
+// The VK_NV_cooperative_matrix2 backward kernels (subgroup-scope matrices of flexible size):
+// subgroups per workgroup, each owning 16 rows (keys in dK/dV, queries in dQ), rows of each
+// streamed tile, and the largest head dim the tile is for; preferred first. dK/dV keeps its V
+// rows in shared memory and stages its K rows there once (Coopmat2BackwardBytes).
+// Ordered by `vkflash bench` on the H100 at N=4096, whole backward (TFLOP/s, keys x queries for
+// dK/dV, queries x keys for dQ, / invocations):
+//   D=128, dQ 64x32/128: dK/dV 64x32/128 188, 32x32/64 174, 32x64/64 126, 64x64/128 136 (52 KB
+//         of shared memory, past the limit). With dK/dV 64x32/128: dQ 64x64/128 198,
+//         128x64/256 196, 64x32/128 192, 128x32/256 188, 32x32/64 180.
+//   D=64, dQ 64x32/128: dK/dV 64x64/128 185, 32x64/64 176, 64x32/128 171, 32x32/64 163. With
+//         dK/dV 64x64/128: dQ 64x32/128 190, 64x64/128 188, 128x64/256 181, 32x64/64 169.
+struct SubgroupTile {
+  uint32_t subgroups, streamed, max_head_dim;
+};
+constexpr SubgroupTile kCoopmat2DkdvTiles[] = {{4, 64, 64}, {4, 32, 128}, {2, 32, 128}, {1, 16, 128}};
+constexpr SubgroupTile kCoopmat2DqTiles[] = {{4, 64, 128}, {4, 32, 128}, {2, 32, 128}, {1, 16, 128}};
+constexpr uint32_t kCoopmat2RowsPerSubgroup = 16;
 
 // Accumulator registers per lane grow with (row blocks x head dim): Q fragments and O in the
 // forward; dK and dV (dkdv), or Q, dO and dQ (dq) in the backward. Past these, registers spill.
@@ -71,11 +73,18 @@ constexpr uint32_t kBackwardMaxHeadDim = 128;
 
 uint32_t TileStrideBytes(uint32_t head_dim) { return (head_dim / 8 + 1) * 16; }  // odd count of uvec4
 
-// Shared memory of a workgroup-scope kernel's staged rows: two tensors (K and V, or Q and dO) of
-// `streamed` padded rows (shaders/common/stage_rows.glsl); dK/dV stages its own K and V rows
-// through the same array first. The driver may add some of its own.
-uint32_t Coopmat2StagingBytes(uint32_t head_dim, const WorkgroupTile& tile, bool dkdv) {
-  return 2 * (dkdv ? std::max(tile.streamed, tile.owned) : tile.streamed) * TileStrideBytes(head_dim);
+// Shared memory of the VK_NV_cooperative_matrix2 forward: K and V tiles of `streamed` padded rows
+// (shaders/common/stage_rows.glsl). The driver may add some of its own.
+uint32_t Coopmat2ForwardBytes(uint32_t head_dim, const WorkgroupTile& tile) {
+  return 2 * tile.streamed * TileStrideBytes(head_dim);
+}
+// ...and of its backward kernels. dK/dV: its V rows, a region that holds its K rows once and then
+// each step's Q and dO rows, and the step's LSE and delta. dQ: K and V rows, and the owned rows'
+// LSE and delta.
+uint32_t Coopmat2BackwardBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed, bool dkdv) {
+  const uint32_t stride = TileStrideBytes(head_dim);
+  if (dkdv) return (owned + std::max(owned, 2 * streamed)) * stride + 2 * streamed * 4;
+  return 2 * streamed * stride + 2 * owned * 4;
 }
 uint32_t ScratchBytes(uint32_t subgroups, CooperativeMatrixApi api) {
   const uint32_t coordinates = 256 * 4;
@@ -133,35 +142,69 @@ Status NoTile(const AttentionParams& params) {
                        "no tensor-core tile fits head dim " + std::to_string(params.shape.head_dim));
 }
 
-// The first tile (a forced one first) the device can run; block_q / block_kv as the kernel's.
-Result<KernelChoice> ChooseCoopmat2(const DeviceInfo& device, const AttentionParams& params, Coopmat2Kernel kernel,
-                                    std::span<const WorkgroupTile> table) {
-  const bool owns_keys = kernel == Coopmat2Kernel::kDkdv;
+// The first forward tile (a forced one first) the device can run.
+Result<KernelChoice> ChooseCoopmat2ForwardTile(const DeviceInfo& device, const AttentionParams& params) {
   auto fits = [&](const WorkgroupTile& tile) {
     const uint32_t g = device.cooperative_matrix2_granularity;
     const auto& sizes = device.cooperative_matrix2_workgroup_sizes;
     return g > 0 && tile.owned % g == 0 && tile.streamed % g == 0 && params.shape.head_dim <= tile.max_head_dim &&
-           Coopmat2StagingBytes(params.shape.head_dim, tile, owns_keys) <= device.usable_shared_memory_bytes &&
+           Coopmat2ForwardBytes(params.shape.head_dim, tile) <= device.usable_shared_memory_bytes &&
            tile.workgroup <= device.max_workgroup_invocations &&
            std::find(sizes.begin(), sizes.end(), tile.workgroup) != sizes.end();
   };
-  std::optional<WorkgroupTile> chosen = ForcedCoopmat2Tile(kernel);
+  std::optional<WorkgroupTile> chosen = ForcedCoopmat2Tile(Coopmat2Kernel::kForward);
   if (chosen && !fits(*chosen)) chosen.reset();  // a forced tile that does not fit: the table
-  for (auto tile = table.begin(); !chosen && tile != table.end(); ++tile) {
+  for (auto tile = std::begin(kCoopmat2ForwardTiles); !chosen && tile != std::end(kCoopmat2ForwardTiles); ++tile) {
     if (fits(*tile)) chosen = *tile;
   }
   if (!chosen) return NoTile(params);
   KernelChoice choice;
-  choice.kernel = kernel == Coopmat2Kernel::kForward ? "forward_f16_coopmat2"
-                  : owns_keys                        ? "backward_dkdv_f16_coopmat2"
-                                                     : "backward_dq_f16_coopmat2";
-  choice.block_q = owns_keys ? chosen->streamed : chosen->owned;
-  choice.block_kv = owns_keys ? chosen->owned : chosen->streamed;
+  choice.kernel = "forward_f16_coopmat2";
+  choice.block_q = chosen->owned;
+  choice.block_kv = chosen->streamed;
   choice.workgroup_size = chosen->workgroup;
-  choice.shared_memory_bytes = Coopmat2StagingBytes(params.shape.head_dim, *chosen, owns_keys);
+  choice.shared_memory_bytes = Coopmat2ForwardBytes(params.shape.head_dim, *chosen);
   choice.cooperative_matrix = CooperativeMatrixApi::kNv2;
   choice.subgroup_size = device.subgroup_size;
   choice.matrix_granularity = device.cooperative_matrix2_granularity;
+  return choice;
+}
+
+// The first tile of a backward kernel (a forced one first) the device can run: subgroup-scope
+// matrices of the listed granularity, one subgroup size (the kernels give each subgroup 16 rows).
+Result<KernelChoice> ChooseCoopmat2BackwardTile(const DeviceInfo& device, const AttentionParams& params, bool dkdv) {
+  const uint32_t head_dim = params.shape.head_dim, g = device.cooperative_matrix2_subgroup_granularity;
+  auto owned_rows = [](const SubgroupTile& tile) { return kCoopmat2RowsPerSubgroup * tile.subgroups; };
+  auto fits = [&](const SubgroupTile& tile) {
+    return g > 0 && kCoopmat2RowsPerSubgroup % g == 0 && tile.streamed % g == 0 && head_dim % g == 0 &&
+           head_dim <= tile.max_head_dim && device.subgroup_size > 0 &&
+           device.min_subgroup_size == device.max_subgroup_size &&
+           tile.subgroups * device.subgroup_size <= device.max_workgroup_invocations &&
+           Coopmat2BackwardBytes(head_dim, owned_rows(tile), tile.streamed, dkdv) <= device.usable_shared_memory_bytes;
+  };
+  std::optional<SubgroupTile> chosen;
+  // A forced OxSxW tile must give each subgroup its 16 rows.
+  if (auto forced = ForcedCoopmat2Tile(dkdv ? Coopmat2Kernel::kDkdv : Coopmat2Kernel::kDq);
+      forced && device.subgroup_size > 0 && forced->workgroup % device.subgroup_size == 0) {
+    const SubgroupTile tile{forced->workgroup / device.subgroup_size, forced->streamed, forced->max_head_dim};
+    if (owned_rows(tile) == forced->owned && fits(tile)) chosen = tile;  // else the table
+  }
+  const std::span<const SubgroupTile> table = dkdv ? std::span<const SubgroupTile>(kCoopmat2DkdvTiles)
+                                                   : std::span<const SubgroupTile>(kCoopmat2DqTiles);
+  for (auto tile = table.begin(); !chosen && tile != table.end(); ++tile) {
+    if (fits(*tile)) chosen = *tile;
+  }
+  if (!chosen) return NoTile(params);
+  const uint32_t owned = owned_rows(*chosen);
+  KernelChoice choice;
+  choice.kernel = dkdv ? "backward_dkdv_f16_coopmat2" : "backward_dq_f16_coopmat2";
+  choice.block_q = dkdv ? chosen->streamed : owned;
+  choice.block_kv = dkdv ? owned : chosen->streamed;
+  choice.workgroup_size = chosen->subgroups * device.subgroup_size;
+  choice.shared_memory_bytes = Coopmat2BackwardBytes(head_dim, owned, chosen->streamed, dkdv);
+  choice.cooperative_matrix = CooperativeMatrixApi::kNv2;
+  choice.subgroup_size = device.subgroup_size;
+  choice.matrix_granularity = g;
   return choice;
 }
 
@@ -210,14 +253,13 @@ bool Coopmat2Applies(const DeviceInfo& device, const AttentionParams& params) {
 }
 
 Result<KernelChoice> ChooseCoopmat2Forward(const DeviceInfo& device, const AttentionParams& params) {
-  return ChooseCoopmat2(device, params, Coopmat2Kernel::kForward, kCoopmat2ForwardTiles);
+  return ChooseCoopmat2ForwardTile(device, params);
 }
 
 Result<BackwardKernelChoice> ChooseCoopmat2Backward(const DeviceInfo& device, const AttentionParams& params) {
   if (params.shape.head_dim > kBackwardMaxHeadDim) return NoTile(params);
   return BothBackwardKernels([&](bool dkdv) {
-    return dkdv ? ChooseCoopmat2(device, params, Coopmat2Kernel::kDkdv, kCoopmat2DkdvTiles)
-                : ChooseCoopmat2(device, params, Coopmat2Kernel::kDq, kCoopmat2DqTiles);
+    return ChooseCoopmat2BackwardTile(device, params, dkdv);
   });
 }
 

@@ -75,19 +75,25 @@ bool KhrHasShape(VkInstance instance, VkPhysicalDevice device) {
 }
 
 // The workgroup sizes at which the device lists float16 x float16 + float32 workgroup-scope
-// matrices of flexible dimensions, and the coarsest granularity among them.
+// matrices of flexible dimensions, and the coarsest granularity among them; and the coarsest
+// granularity of such subgroup-scope matrices.
 void ListCooperativeMatrix2Shapes(VkInstance instance, VkPhysicalDevice device, DeviceInfo* info) {
   FlexibleDimensionsPropertiesNv blank{};
   blank.sType = kFlexibleDimensionsPropertiesNvType;
   for (const auto& s :
        ListShapes(instance, device, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV", blank)) {
     if (s.AType != kFloat16 || s.BType != kFloat16 || s.CType != kFloat32 || s.ResultType != kFloat32 ||
-        s.saturatingAccumulation || s.scope != kScopeWorkgroup || s.workgroupInvocations == 0) {
+        s.saturatingAccumulation) {
       continue;
     }
-    info->cooperative_matrix2_workgroup_sizes.push_back(s.workgroupInvocations);
-    info->cooperative_matrix2_granularity = std::max(
-        {info->cooperative_matrix2_granularity, s.MGranularity, s.NGranularity, s.KGranularity});
+    const uint32_t granularity = std::max({s.MGranularity, s.NGranularity, s.KGranularity});
+    if (s.scope == kScopeSubgroup) {
+      info->cooperative_matrix2_subgroup_granularity =
+          std::max(info->cooperative_matrix2_subgroup_granularity, granularity);
+    } else if (s.scope == kScopeWorkgroup && s.workgroupInvocations != 0) {
+      info->cooperative_matrix2_workgroup_sizes.push_back(s.workgroupInvocations);
+      info->cooperative_matrix2_granularity = std::max(info->cooperative_matrix2_granularity, granularity);
+    }
   }
 }
 

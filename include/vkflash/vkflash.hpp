@@ -145,8 +145,9 @@ uint64_t BackwardWorkspaceBytes(const AttentionShape& shape);
 // ---------------------------------------------------------------------------------------------
 
 // The cooperative-matrix (tensor-core) extension a kernel is built for. kNv and kKhr are
-// subgroup-scope matrices; kNv2 is VK_NV_cooperative_matrix2's workgroup-scope matrices with
-// tensor addressing (the forward kernel and the backward's gradient kernels).
+// subgroup-scope matrices; kNv2 is VK_NV_cooperative_matrix2's matrices of flexible size with
+// tensor addressing, per-element operations and conversions (workgroup scope in the forward kernel,
+// subgroup scope in the backward's gradient kernels).
 enum class CooperativeMatrixApi { kNone, kNv, kKhr, kNv2 };
 
 // What the capabilities probe found, and what vkflash will use after the portability knobs.
@@ -185,6 +186,9 @@ struct DeviceInfo {
   bool nv_cooperative_matrix2_f16 = false;
   std::vector<uint32_t> cooperative_matrix2_workgroup_sizes;
   uint32_t cooperative_matrix2_granularity = 0;  // largest M/N/K granularity of those entries
+  // The same list's subgroup-scope float16 x float16 + float32 entries (the backward kernels'
+  // matrices): their largest M/N/K granularity, 0 if there is none.
+  uint32_t cooperative_matrix2_subgroup_granularity = 0;
   float timestamp_period_ns = 0.0f;          // 0: no compute timestamps
 
   // What vkflash uses, after ContextOptions / VKFLASH_* limits are applied.
@@ -217,8 +221,9 @@ struct KernelChoice {
   // Tensor-core kernels: the extension, and the subgroup size they run with (threads_per_row is 0).
   CooperativeMatrixApi cooperative_matrix = CooperativeMatrixApi::kNone;
   uint32_t subgroup_size = 0;
-  // kNv2 kernels: the device's matrix-dimension granularity (cooperative_matrix2_granularity),
-  // the width of their row-vector matrices.
+  // kNv2 kernels: the device's matrix-dimension granularity at their scope (the forward:
+  // cooperative_matrix2_granularity, the width of its row-vector matrices; the backward kernels:
+  // cooperative_matrix2_subgroup_granularity).
   uint32_t matrix_granularity = 0;
 };
 

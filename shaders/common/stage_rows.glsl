@@ -18,8 +18,11 @@
 //   barrier(); store_kv(k_words, v_words); barrier();
 // Rows go to tile rows [0, rows) (buffer_a) and [rows, 2 rows) (buffer_b); rows >= valid_rows
 // become 0. Both tensors in one loop, so their loads are in flight together.
+// VKF_DEFINE_STAGE_ROW_PAIR_SPLIT_AT does the same from tile row `first_row` on.
 #define VKF_STAGE_WORDS(rows) (((rows) * ROW_U4 + WORKGROUP_SIZE - 1) / WORKGROUP_SIZE)
 #define VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_fn, store_fn, tile, buffer_a, buffer_b, rows, words) \
+  VKF_DEFINE_STAGE_ROW_PAIR_SPLIT_AT(load_fn, store_fn, tile, 0, buffer_a, buffer_b, rows, words)
+#define VKF_DEFINE_STAGE_ROW_PAIR_SPLIT_AT(load_fn, store_fn, tile, first_row, buffer_a, buffer_b, rows, words) \
   void load_fn(out uvec4 a[words], out uvec4 b[words], uint src_row0, uint valid_rows) {         \
     [[unroll]] for (uint j = 0; j < words; ++j) {                                              \
       const uint i = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;                             \
@@ -34,8 +37,8 @@
       const uint i = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;                             \
       const uint r = i / ROW_U4, c4 = i % ROW_U4;                                              \
       if (i < (rows) * ROW_U4) {                                                               \
-        tile[r * TILE_STRIDE + c4] = a[j];                                                     \
-        tile[((rows) + r) * TILE_STRIDE + c4] = b[j];                                          \
+        tile[((first_row) + r) * TILE_STRIDE + c4] = a[j];                                     \
+        tile[((first_row) + (rows) + r) * TILE_STRIDE + c4] = b[j];                            \
       }                                                                                        \
     }                                                                                          \
   }

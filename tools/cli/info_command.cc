@@ -35,6 +35,9 @@ void PrintDevice(const DeviceInfo& d, bool selected) {
     std::printf("    cooperative matrix 2 (NV): %s", d.nv_cooperative_matrix2_f16 ? "f16 workgroup scope" : "not usable");
     if (d.nv_cooperative_matrix2_f16) {
       std::printf(", workgroups of %s, granularity %u", sizes.c_str(), d.cooperative_matrix2_granularity);
+      if (d.cooperative_matrix2_subgroup_granularity > 0) {
+        std::printf("; f16 subgroup scope, granularity %u", d.cooperative_matrix2_subgroup_granularity);
+      }
     }
     std::printf("\n");
   }
