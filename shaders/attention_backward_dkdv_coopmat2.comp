@@ -1,8 +1,8 @@
 // FlashAttention-2 backward, dK and dV, on tensor cores with GL_NV_cooperative_matrix2's
 // per-element operations and conversions, float16 tensors. One workgroup per (tile of BLOCK_KV
-// keys, kv head, batch); subgroup g owns keys [16 g, 16 g + 16) of the tile and keeps their dK and
-// dV as accumulators, and Q and dO tiles of BLOCK_Q rows stream through for every query head of
-// the GQA group, from the causal diagonal on:
+// keys, kv head, batch); subgroup g owns keys [R g, R g + R) of the tile (R = SUBGROUP_ROWS, 16 or
+// 32) and keeps their dK and dV as accumulators, and Q and dO tiles of BLOCK_Q rows stream
+// through for every query head of the GQA group, from the causal diagonal on:
 //   S^T = K Q^T      P^T = exp2(scale S^T - LSE)   dV += P^T dO
 //   dP^T = V dO^T    dS^T = P^T (dP^T - delta)     dK += dS^T Q   (times scale at the end)
 // Deterministic: every key row is summed by one subgroup in a fixed order, no atomics.
@@ -33,8 +33,9 @@
 layout(local_size_x_id = VKF_SPEC_WORKGROUP_SIZE) in;
 layout(constant_id = VKF_SPEC_HEAD_DIM) const uint HEAD_DIM = 128;
 layout(constant_id = VKF_SPEC_BLOCK_Q) const uint BLOCK_Q = 32;    // query rows per streamed tile
-layout(constant_id = VKF_SPEC_BLOCK_KV) const uint BLOCK_KV = 64;  // key rows owned: 16 per subgroup
+layout(constant_id = VKF_SPEC_BLOCK_KV) const uint BLOCK_KV = 64;  // key rows owned: SUBGROUP_ROWS per subgroup
 layout(constant_id = VKF_SPEC_CAUSAL) const bool CAUSAL = false;
+layout(constant_id = VKF_SPEC_SUBGROUP_SIZE) const uint SUBGROUP_SIZE = 32;
 
 #include "common/attention_mask.glsl"
 
@@ -52,6 +53,7 @@ layout(push_constant) uniform PushBlock { AttentionPush pc; };
 #include "common/coopmat2_backward.glsl"
 
 const uint WORKGROUP_SIZE = gl_WorkGroupSize.x;
+const uint SUBGROUP_ROWS = BLOCK_KV / (WORKGROUP_SIZE / SUBGROUP_SIZE);  // rows each subgroup owns (16 or 32)
 const uint ROW_U4 = HEAD_DIM / 8;      // a row of float16 as uvec4 words
 const uint TILE_STRIDE = ROW_U4 + 1;   // padded shared row (see stage_rows.glsl)
 // Rows [0, BLOCK_KV): V. From STREAM_ROW0: K once, then each step's Q rows and dO rows.
@@ -69,12 +71,12 @@ VKF_DEFINE_STAGE_ROW_PAIR(stage_vk, load_vk, store_vk, KV_WORDS)
 const uint Q_DO_WORDS = VKF_STAGE_WORDS(BLOCK_Q);  // uvec4 words per tensor each invocation copies
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT_AT(load_q_do, store_q_do, tiles, STREAM_ROW0, q_u4, do_u4, BLOCK_Q, Q_DO_WORDS)
 
-#define KEYS_X_DIM(T, USE) coopmat<T, gl_ScopeSubgroup, 16, HEAD_DIM, USE>
-#define KEYS_X_QUERIES(T, USE) coopmat<T, gl_ScopeSubgroup, 16, BLOCK_Q, USE>
+#define KEYS_X_DIM(T, USE) coopmat<T, gl_ScopeSubgroup, SUBGROUP_ROWS, HEAD_DIM, USE>
+#define KEYS_X_QUERIES(T, USE) coopmat<T, gl_ScopeSubgroup, SUBGROUP_ROWS, BLOCK_Q, USE>
 #define QUERIES_X_DIM_B coopmat<float16_t, gl_ScopeSubgroup, BLOCK_Q, HEAD_DIM, gl_MatrixUseB>
 #define DIM_X_QUERIES_B coopmat<float16_t, gl_ScopeSubgroup, HEAD_DIM, BLOCK_Q, gl_MatrixUseB>
 
-// Callbacks: row is a key of the subgroup's 16 (the first at k0), col a query of the step's tile
+// Callbacks: row is a key of the subgroup's rows (the first at k0), col a query of the step's tile
 // (the first at q0).
 float p_of_st(const uint row, const uint col, const float st) { return p_of_score(st, lse_tile[col]); }
 float masked_p_of_st(const uint row, const uint col, const float st, const uint q0, const uint k0) {
@@ -88,7 +90,7 @@ float ds_of_dpt(const uint row, const uint col, const float dpt, const float p) 
 void main() {
   const uint kv_head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
   const uint kv_begin = gl_WorkGroupID.x * BLOCK_KV;
-  const uint own_row = 16 * gl_SubgroupID;  // this subgroup's first key inside the tile
+  const uint own_row = SUBGROUP_ROWS * gl_SubgroupID;  // this subgroup's first key inside the tile
   const uint kv_head_row = (batch * pc.kv_heads + kv_head) * pc.kv_len;  // row index of key 0 of this head
 
   // The tile's V rows (kept) and K rows (loaded once as this subgroup's A operand).
@@ -163,7 +165,7 @@ void main() {
   const uint kv_offset = kv_head_row * HEAD_DIM;  // in halves
   dk_acc *= pc.scale_log2 / LOG2E;
   coopMatStoreTensorNV(KEYS_X_DIM(float16_t, gl_MatrixUseAccumulator)(dk_acc), dk_h, kv_offset,
-                       sliceTensorLayoutNV(kv_layout, kv_begin + own_row, 16, 0, HEAD_DIM));
+                       sliceTensorLayoutNV(kv_layout, kv_begin + own_row, SUBGROUP_ROWS, 0, HEAD_DIM));
   coopMatStoreTensorNV(KEYS_X_DIM(float16_t, gl_MatrixUseAccumulator)(dv_acc), dv_h, kv_offset,
-                       sliceTensorLayoutNV(kv_layout, kv_begin + own_row, 16, 0, HEAD_DIM));
+                       sliceTensorLayoutNV(kv_layout, kv_begin + own_row, SUBGROUP_ROWS, 0, HEAD_DIM));
 }

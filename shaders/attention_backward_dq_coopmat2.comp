@@ -1,15 +1,16 @@
 // FlashAttention-2 backward, dQ, on tensor cores with GL_NV_cooperative_matrix2's per-element
 // operations and conversions, float16 tensors. One workgroup per (tile of BLOCK_Q queries, head,
-// batch); subgroup g owns queries [16 g, 16 g + 16) of the tile, keeps their Q and dO as operands
-// and dQ as accumulator, and K and V tiles of BLOCK_KV rows stream through up to the causal
-// diagonal:
+// batch); subgroup g owns queries [R g, R g + R) of the tile (R = SUBGROUP_ROWS, 16 or 32), keeps
+// their Q and dO as operands and dQ as accumulator, and K and V tiles of BLOCK_KV rows stream
+// through up to the causal diagonal:
 //   S = Q K^T    P = exp2(scale S - LSE)    dP = dO V^T    dS = P (dP - delta)
 //   dQ += dS K   (times scale at the end)
 // Subgroup-scope matrices, as in attention_backward_dkdv_coopmat2.comp (which says why): each
 // subgroup's dS is already laid out as the A operand of its dQ product, where the workgroup-scope
 // kernel before it exchanged dS between subgroups through shared memory every step (64 x 32 S
 // split two by two). Measured on the H100 (whole backward, N=4096, TFLOP/s, with the new dK/dV
-// kernel): D=128 188 -> 198 (64 x 64 tiles), causal 177 -> 187; D=64 185 -> 188. Each step's K
+// kernel): D=128 188 -> 198 (64 x 64 tiles), causal 177 -> 187; D=64 185 -> 188, and with 32
+// rows per subgroup (registers allow it at D=64) 185 -> 200, causal 175 -> 182. Each step's K
 // and V rows are staged in shared memory by the whole workgroup and K^T, V^T and K loaded from
 // there (attention_forward_coopmat2.comp says why staging pays); the owned rows' LSE and delta sit
 // in shared memory for the per-element callbacks.
@@ -27,9 +28,10 @@
 
 layout(local_size_x_id = VKF_SPEC_WORKGROUP_SIZE) in;
 layout(constant_id = VKF_SPEC_HEAD_DIM) const uint HEAD_DIM = 128;
-layout(constant_id = VKF_SPEC_BLOCK_Q) const uint BLOCK_Q = 64;    // query rows owned: 16 per subgroup
+layout(constant_id = VKF_SPEC_BLOCK_Q) const uint BLOCK_Q = 64;    // query rows owned: SUBGROUP_ROWS per subgroup
 layout(constant_id = VKF_SPEC_BLOCK_KV) const uint BLOCK_KV = 32;  // key rows per streamed tile
 layout(constant_id = VKF_SPEC_CAUSAL) const bool CAUSAL = false;
+layout(constant_id = VKF_SPEC_SUBGROUP_SIZE) const uint SUBGROUP_SIZE = 32;
 
 #include "common/attention_mask.glsl"
 
@@ -46,6 +48,7 @@ layout(push_constant) uniform PushBlock { AttentionPush pc; };
 #include "common/coopmat2_backward.glsl"
 
 const uint WORKGROUP_SIZE = gl_WorkGroupSize.x;
+const uint SUBGROUP_ROWS = BLOCK_Q / (WORKGROUP_SIZE / SUBGROUP_SIZE);  // rows each subgroup owns (16 or 32)
 const uint ROW_U4 = HEAD_DIM / 8;      // a row of float16 as uvec4 words
 const uint TILE_STRIDE = ROW_U4 + 1;   // padded shared row (see stage_rows.glsl)
 shared uvec4 kv_tiles[2 * BLOCK_KV * TILE_STRIDE];  // K rows [0, BLOCK_KV), then V rows
@@ -55,11 +58,11 @@ shared float delta_rows[BLOCK_Q];  // 0 past q_len
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_KV, KV_WORDS)
 
-#define QUERIES_X_DIM(T, USE) coopmat<T, gl_ScopeSubgroup, 16, HEAD_DIM, USE>
-#define QUERIES_X_KEYS(T, USE) coopmat<T, gl_ScopeSubgroup, 16, BLOCK_KV, USE>
+#define QUERIES_X_DIM(T, USE) coopmat<T, gl_ScopeSubgroup, SUBGROUP_ROWS, HEAD_DIM, USE>
+#define QUERIES_X_KEYS(T, USE) coopmat<T, gl_ScopeSubgroup, SUBGROUP_ROWS, BLOCK_KV, USE>
 #define DIM_X_KEYS_B coopmat<float16_t, gl_ScopeSubgroup, HEAD_DIM, BLOCK_KV, gl_MatrixUseB>
 
-// Callbacks: row is a query of the subgroup's 16 (tile row q_row0 + row, the first at q0), col
+// Callbacks: row is a query of the subgroup's rows (tile row q_row0 + row, the first at q0), col
 // a key of the step's tile (the first at k0).
 float p_of_s(const uint row, const uint col, const float s, const uint q_row0) {
   return p_of_score(s, lse_rows[q_row0 + row]);
@@ -77,7 +80,7 @@ void main() {
   const uint kv_head = head / (pc.q_heads / pc.kv_heads);  // GQA / MQA
   const uint q_begin = gl_WorkGroupID.x * BLOCK_Q;
   const uint q_end = min(q_begin + BLOCK_Q, pc.q_len);
-  const uint own_row = 16 * gl_SubgroupID;  // this subgroup's first query inside the tile
+  const uint own_row = SUBGROUP_ROWS * gl_SubgroupID;  // this subgroup's first query inside the tile
   const uint head_row = (batch * pc.q_heads + head) * pc.q_len;  // row index of query 0 of this head
   const uint q_offset = head_row * HEAD_DIM;                       // in halves
   const uint kv_head_row = (batch * pc.kv_heads + kv_head) * pc.kv_len;  // row index of key 0 of this head
@@ -87,8 +90,8 @@ void main() {
       createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
   q_layout = setTensorLayoutDimensionNV(q_layout, pc.q_len, HEAD_DIM);
   QUERIES_X_DIM(float16_t, gl_MatrixUseA) q_frag, do_frag;
-  coopMatLoadTensorNV(q_frag, q_h, q_offset, sliceTensorLayoutNV(q_layout, q_begin + own_row, 16, 0, HEAD_DIM));
-  coopMatLoadTensorNV(do_frag, do_h, q_offset, sliceTensorLayoutNV(q_layout, q_begin + own_row, 16, 0, HEAD_DIM));
+  coopMatLoadTensorNV(q_frag, q_h, q_offset, sliceTensorLayoutNV(q_layout, q_begin + own_row, SUBGROUP_ROWS, 0, HEAD_DIM));
+  coopMatLoadTensorNV(do_frag, do_h, q_offset, sliceTensorLayoutNV(q_layout, q_begin + own_row, SUBGROUP_ROWS, 0, HEAD_DIM));
   QUERIES_X_DIM(float, gl_MatrixUseAccumulator) dq_acc = QUERIES_X_DIM(float, gl_MatrixUseAccumulator)(0.0);
 
   // LSE and delta of the owned rows (the first step's barriers make them visible).
@@ -133,5 +136,5 @@ void main() {
 
   dq_acc *= pc.scale_log2 / LOG2E;
   coopMatStoreTensorNV(QUERIES_X_DIM(float16_t, gl_MatrixUseAccumulator)(dq_acc), dq_h, q_offset,
-                       sliceTensorLayoutNV(q_layout, q_begin + own_row, 16, 0, HEAD_DIM));
+                       sliceTensorLayoutNV(q_layout, q_begin + own_row, SUBGROUP_ROWS, 0, HEAD_DIM));
 }

@@ -49,8 +49,8 @@ constexpr WorkgroupTile kCoopmat2ForwardTiles[] = {{128, 64, 128, 64}, {64, 64, 
                                                    {64, 32, 128, 256}, {128, 32, 256, 256}, {32, 32, 128, 256}};
 
 // The VK_NV_cooperative_matrix2 backward kernels (subgroup-scope matrices of flexible size):
-// subgroups per workgroup, each owning 16 rows (keys in dK/dV, queries in dQ), rows of each
-// streamed tile, and the largest head dim the tile is for; preferred first. dK/dV keeps its V
+// subgroups per workgroup, the rows each owns (16 or 32: keys in dK/dV, queries in dQ), rows of
+// each streamed tile, and the largest head dim the tile is for; preferred first. dK/dV keeps its V
 // rows in shared memory and stages its K rows there once (Coopmat2BackwardBytes).
 // Ordered by `vkflash bench` on the H100 at N=4096, whole backward (TFLOP/s, keys x queries for
 // dK/dV, queries x keys for dQ, / invocations):
@@ -59,12 +59,16 @@ constexpr WorkgroupTile kCoopmat2ForwardTiles[] = {{128, 64, 128, 64}, {64, 64, 
 //         128x64/256 196, 64x32/128 192, 128x32/256 188, 32x32/64 180.
 //   D=64, dQ 64x32/128: dK/dV 64x64/128 185, 32x64/64 176, 64x32/128 171, 32x32/64 163. With
 //         dK/dV 64x64/128: dQ 64x32/128 190, 64x64/128 188, 128x64/256 181, 32x64/64 169.
+//   D=64 with 32 rows per subgroup (another device run; the table's tiles then gave 185, causal
+//         175): dQ 128x32/128 200 (causal 182), 64x32/64 195 (180), 64x64/64 175 (158); dK/dV
+//         128x32/128 189 (176, but spilling 112 bytes), 64x32/64 186 (174). At D=128, 32 rows of
+//         a subgroup's accumulators and operands do not fit the registers.
 struct SubgroupTile {
-  uint32_t subgroups, streamed, max_head_dim;
+  uint32_t subgroups, rows, streamed, max_head_dim;  // rows: owned rows per subgroup, 16 or 32
 };
-constexpr SubgroupTile kCoopmat2DkdvTiles[] = {{4, 64, 64}, {4, 32, 128}, {2, 32, 128}, {1, 16, 128}};
-constexpr SubgroupTile kCoopmat2DqTiles[] = {{4, 64, 128}, {4, 32, 128}, {2, 32, 128}, {1, 16, 128}};
-constexpr uint32_t kCoopmat2RowsPerSubgroup = 16;
+constexpr SubgroupTile kCoopmat2DkdvTiles[] = {{4, 16, 64, 64}, {4, 16, 32, 128}, {2, 16, 32, 128}, {1, 16, 16, 128}};
+constexpr SubgroupTile kCoopmat2DqTiles[] = {{4, 32, 32, 64}, {4, 16, 64, 128}, {4, 16, 32, 128}, {2, 16, 32, 128},
+                                             {1, 16, 16, 128}};
 
 // Accumulator registers per lane grow with (row blocks x head dim): Q fragments and O in the
 // forward; dK and dV (dkdv), or Q, dO and dQ (dq) in the backward. Past these, registers spill.
@@ -171,22 +175,23 @@ Result<KernelChoice> ChooseCoopmat2ForwardTile(const DeviceInfo& device, const A
 }
 
 // The first tile of a backward kernel (a forced one first) the device can run: subgroup-scope
-// matrices of the listed granularity, one subgroup size (the kernels give each subgroup 16 rows).
+// matrices of the listed granularity, one subgroup size (the kernels give each subgroup its rows).
 Result<KernelChoice> ChooseCoopmat2BackwardTile(const DeviceInfo& device, const AttentionParams& params, bool dkdv) {
   const uint32_t head_dim = params.shape.head_dim, g = device.cooperative_matrix2_subgroup_granularity;
-  auto owned_rows = [](const SubgroupTile& tile) { return kCoopmat2RowsPerSubgroup * tile.subgroups; };
+  auto owned_rows = [](const SubgroupTile& tile) { return tile.rows * tile.subgroups; };
   auto fits = [&](const SubgroupTile& tile) {
-    return g > 0 && kCoopmat2RowsPerSubgroup % g == 0 && tile.streamed % g == 0 && head_dim % g == 0 &&
-           head_dim <= tile.max_head_dim && device.subgroup_size > 0 &&
+    return g > 0 && (tile.rows == 16 || tile.rows == 32) && tile.rows % g == 0 && tile.streamed % g == 0 &&
+           head_dim % g == 0 && head_dim <= tile.max_head_dim && device.subgroup_size > 0 &&
            device.min_subgroup_size == device.max_subgroup_size &&
            tile.subgroups * device.subgroup_size <= device.max_workgroup_invocations &&
            Coopmat2BackwardBytes(head_dim, owned_rows(tile), tile.streamed, dkdv) <= device.usable_shared_memory_bytes;
   };
   std::optional<SubgroupTile> chosen;
-  // A forced OxSxW tile must give each subgroup its 16 rows.
+  // A forced OxSxW tile: W / subgroup size subgroups of O / subgroups rows each.
   if (auto forced = ForcedCoopmat2Tile(dkdv ? Coopmat2Kernel::kDkdv : Coopmat2Kernel::kDq);
       forced && device.subgroup_size > 0 && forced->workgroup % device.subgroup_size == 0) {
-    const SubgroupTile tile{forced->workgroup / device.subgroup_size, forced->streamed, forced->max_head_dim};
+    const uint32_t subgroups = forced->workgroup / device.subgroup_size;
+    const SubgroupTile tile{subgroups, forced->owned / subgroups, forced->streamed, forced->max_head_dim};
     if (owned_rows(tile) == forced->owned && fits(tile)) chosen = tile;  // else the table
   }
   const std::span<const SubgroupTile> table = dkdv ? std::span<const SubgroupTile>(kCoopmat2DkdvTiles)

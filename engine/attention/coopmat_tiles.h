@@ -32,10 +32,11 @@ bool Coopmat2Applies(const DeviceInfo& device, const AttentionParams& params);
 // Tiles of the VK_NV_cooperative_matrix2 kernels. The forward: owned rows x streamed rows x
 // workgroup size from a table, at a workgroup size the device lists for workgroup-scope matrices
 // and dimensions that are multiples of the granularity, whose staged K and V rows fit the usable
-// shared memory. The backward kernels: subgroups (16 owned rows each) x streamed rows from a
-// table, at the granularity of the device's subgroup-scope matrices and a single subgroup size,
-// whose shared rows fit; head dims up to 128. For tuning, VKFLASH_COOPMAT2_{FORWARD,DKDV,DQ}_TILE=
-// OxSxW (owned x streamed x workgroup size; backward: O = 16 W / subgroup size) is tried first.
+// shared memory. The backward kernels: subgroups (16 or 32 owned rows each) x streamed rows
+// from a table, at the granularity of the device's subgroup-scope matrices and a single subgroup
+// size, whose shared rows fit; head dims up to 128. For tuning, VKFLASH_COOPMAT2_{FORWARD,DKDV,DQ}_
+// TILE=OxSxW (owned x streamed x workgroup size; backward: O / (W / subgroup size) rows per
+// subgroup, 16 or 32) is tried first.
 Result<KernelChoice> ChooseCoopmat2Forward(const DeviceInfo& device, const AttentionParams& params);
 Result<BackwardKernelChoice> ChooseCoopmat2Backward(const DeviceInfo& device, const AttentionParams& params);
 

@@ -41,14 +41,15 @@ inline SpecConstants MakeSpecConstants(const KernelChoice& choice, const Attenti
 }
 
 // The tensor-core kernels' extra constants: their subgroup size and the accumulator layout, or
-// for the workgroup-scope kernels (kNv2, whose reductions are the driver's) the granularity.
+// for the VK_NV_cooperative_matrix2 kernels (kNv2, whose reductions are the driver's) the
+// subgroup size and the granularity.
 inline void SetCoopmatConstants(const KernelChoice& choice, const CoopmatLayout& layout, SpecConstants* spec) {
+  if (choice.cooperative_matrix == CooperativeMatrixApi::kNone) return;
+  (*spec)[VKF_SPEC_SUBGROUP_SIZE] = choice.subgroup_size;
   if (choice.cooperative_matrix == CooperativeMatrixApi::kNv2) {
     (*spec)[VKF_SPEC_CM2_STAT_COLUMNS] = choice.matrix_granularity;
     return;
   }
-  if (choice.cooperative_matrix == CooperativeMatrixApi::kNone) return;
-  (*spec)[VKF_SPEC_SUBGROUP_SIZE] = choice.subgroup_size;
   (*spec)[VKF_SPEC_CM_ROWS_PER_LANE] = layout.rows_per_lane;
   (*spec)[VKF_SPEC_CM_SLOTS_LO] = layout.slots_lo;
   (*spec)[VKF_SPEC_CM_SLOTS_HI] = layout.slots_hi;
