@@ -69,6 +69,7 @@ const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_vk, store_vk, tiles, v_u4, k_u4, BLOCK_KV, KV_WORDS)
 VKF_DEFINE_STAGE_ROW_PAIR(stage_vk, load_vk, store_vk, KV_WORDS)
 const uint Q_DO_WORDS = VKF_STAGE_WORDS(BLOCK_Q);  // uvec4 words per tensor each invocation copies
+const uint STAT_WORDS = (BLOCK_Q + WORKGROUP_SIZE - 1) / WORKGROUP_SIZE;  // LSE / delta values each copies
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT_AT(load_q_do, store_q_do, tiles, STREAM_ROW0, q_u4, do_u4, BLOCK_Q, Q_DO_WORDS)
 
 #define KEYS_X_DIM(T, USE) coopmat<T, gl_ScopeSubgroup, SUBGROUP_ROWS, HEAD_DIM, USE>
@@ -114,15 +115,20 @@ void main() {
       const uint q_valid = min(BLOCK_Q, pc.q_len - q_begin);
       uvec4 q_words[Q_DO_WORDS], do_words[Q_DO_WORDS];
       load_q_do(q_words, do_words, head_row + q_begin, q_valid);
-      const uint i = gl_LocalInvocationIndex;
-      const bool row_stat = i < BLOCK_Q, row_valid = i < q_valid;
-      const float lse = row_valid ? lse_data[head_row + q_begin + i] * LOG2E : POS_INF;
-      const float delta = row_valid ? delta_data[head_row + q_begin + i] : 0.0;
+      float lse[STAT_WORDS], delta[STAT_WORDS];
+      [[unroll]] for (uint j = 0; j < STAT_WORDS; ++j) {
+        const uint r = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;
+        lse[j] = r < q_valid ? lse_data[head_row + q_begin + r] * LOG2E : POS_INF;
+        delta[j] = r < q_valid ? delta_data[head_row + q_begin + r] : 0.0;
+      }
       barrier();
       store_q_do(q_words, do_words);
-      if (row_stat) {
-        lse_tile[i] = lse;
-        delta_tile[i] = delta;
+      [[unroll]] for (uint j = 0; j < STAT_WORDS; ++j) {
+        const uint r = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;
+        if (r < BLOCK_Q) {
+          lse_tile[r] = lse[j];
+          delta_tile[r] = delta[j];
+        }
       }
       barrier();
 
