@@ -60,8 +60,8 @@ const uint TILE_STRIDE = ROW_U4 + 1;   // padded shared row (see stage_rows.glsl
 const uint STREAM_ROW0 = BLOCK_KV;
 const uint STREAM_ROWS = 2 * BLOCK_Q > BLOCK_KV ? 2 * BLOCK_Q : BLOCK_KV;
 shared uvec4 tiles[(BLOCK_KV + STREAM_ROWS) * TILE_STRIDE];
-shared float lse_tile[BLOCK_Q];    // base 2; +inf past q_len (P = 0)
-shared float delta_tile[BLOCK_Q];  // 0 past q_len
+shared float lse_tile[BLOCK_Q];    // row_lse_log2 of the step's queries
+shared float delta_tile[BLOCK_Q];  // row_delta
 const uint Q_TILE = STREAM_ROW0 * TILE_STRIDE;               // where the Q rows start
 const uint DO_TILE = (STREAM_ROW0 + BLOCK_Q) * TILE_STRIDE;  // where the dO rows start
 #include "common/stage_rows.glsl"
@@ -118,8 +118,8 @@ void main() {
       float lse[STAT_WORDS], delta[STAT_WORDS];
       [[unroll]] for (uint j = 0; j < STAT_WORDS; ++j) {
         const uint r = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;
-        lse[j] = r < q_valid ? lse_data[head_row + q_begin + r] * LOG2E : POS_INF;
-        delta[j] = r < q_valid ? delta_data[head_row + q_begin + r] : 0.0;
+        lse[j] = row_lse_log2(head_row + q_begin + r, q_begin + r);
+        delta[j] = row_delta(head_row + q_begin + r, q_begin + r);
       }
       barrier();
       store_q_do(q_words, do_words);

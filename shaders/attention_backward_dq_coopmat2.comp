@@ -52,8 +52,8 @@ const uint SUBGROUP_ROWS = BLOCK_Q / (WORKGROUP_SIZE / SUBGROUP_SIZE);  // rows 
 const uint ROW_U4 = HEAD_DIM / 8;      // a row of float16 as uvec4 words
 const uint TILE_STRIDE = ROW_U4 + 1;   // padded shared row (see stage_rows.glsl)
 shared uvec4 kv_tiles[2 * BLOCK_KV * TILE_STRIDE];  // K rows [0, BLOCK_KV), then V rows
-shared float lse_rows[BLOCK_Q];    // of the owned queries, base 2; +inf past q_len (P = 0)
-shared float delta_rows[BLOCK_Q];  // 0 past q_len
+shared float lse_rows[BLOCK_Q];    // row_lse_log2 of the owned queries
+shared float delta_rows[BLOCK_Q];  // row_delta
 #include "common/stage_rows.glsl"
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_KV, KV_WORDS)
@@ -96,9 +96,8 @@ void main() {
 
   // LSE and delta of the owned rows (the first step's barriers make them visible).
   for (uint i = gl_LocalInvocationIndex; i < BLOCK_Q; i += WORKGROUP_SIZE) {
-    const bool valid = q_begin + i < pc.q_len;
-    lse_rows[i] = valid ? lse_data[head_row + q_begin + i] * LOG2E : POS_INF;
-    delta_rows[i] = valid ? delta_data[head_row + q_begin + i] : 0.0;
+    lse_rows[i] = row_lse_log2(head_row + q_begin + i, q_begin + i);
+    delta_rows[i] = row_delta(head_row + q_begin + i, q_begin + i);
   }
 
   const uint kv_end = visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);  // later tiles are wholly masked

@@ -146,34 +146,6 @@ Status NoTile(const AttentionParams& params) {
                        "no tensor-core tile fits head dim " + std::to_string(params.shape.head_dim));
 }
 
-// The first forward tile (a forced one first) the device can run.
-Result<KernelChoice> ChooseCoopmat2ForwardTile(const DeviceInfo& device, const AttentionParams& params) {
-  auto fits = [&](const WorkgroupTile& tile) {
-    const uint32_t g = device.cooperative_matrix2_granularity;
-    const auto& sizes = device.cooperative_matrix2_workgroup_sizes;
-    return g > 0 && tile.owned % g == 0 && tile.streamed % g == 0 && params.shape.head_dim <= tile.max_head_dim &&
-           Coopmat2ForwardBytes(params.shape.head_dim, tile) <= device.usable_shared_memory_bytes &&
-           tile.workgroup <= device.max_workgroup_invocations &&
-           std::find(sizes.begin(), sizes.end(), tile.workgroup) != sizes.end();
-  };
-  std::optional<WorkgroupTile> chosen = ForcedCoopmat2Tile(Coopmat2Kernel::kForward);
-  if (chosen && !fits(*chosen)) chosen.reset();  // a forced tile that does not fit: the table
-  for (auto tile = std::begin(kCoopmat2ForwardTiles); !chosen && tile != std::end(kCoopmat2ForwardTiles); ++tile) {
-    if (fits(*tile)) chosen = *tile;
-  }
-  if (!chosen) return NoTile(params);
-  KernelChoice choice;
-  choice.kernel = "forward_f16_coopmat2";
-  choice.block_q = chosen->owned;
-  choice.block_kv = chosen->streamed;
-  choice.workgroup_size = chosen->workgroup;
-  choice.shared_memory_bytes = Coopmat2ForwardBytes(params.shape.head_dim, *chosen);
-  choice.cooperative_matrix = CooperativeMatrixApi::kNv2;
-  choice.subgroup_size = device.subgroup_size;
-  choice.matrix_granularity = device.cooperative_matrix2_granularity;
-  return choice;
-}
-
 // The first tile of a backward kernel (a forced one first) the device can run: subgroup-scope
 // matrices of the listed granularity, one subgroup size (the kernels give each subgroup its rows).
 Result<KernelChoice> ChooseCoopmat2BackwardTile(const DeviceInfo& device, const AttentionParams& params, bool dkdv) {
@@ -258,7 +230,30 @@ bool Coopmat2Applies(const DeviceInfo& device, const AttentionParams& params) {
 }
 
 Result<KernelChoice> ChooseCoopmat2Forward(const DeviceInfo& device, const AttentionParams& params) {
-  return ChooseCoopmat2ForwardTile(device, params);
+  auto fits = [&](const WorkgroupTile& tile) {
+    const uint32_t g = device.cooperative_matrix2_granularity;
+    const auto& sizes = device.cooperative_matrix2_workgroup_sizes;
+    return g > 0 && tile.owned % g == 0 && tile.streamed % g == 0 && params.shape.head_dim <= tile.max_head_dim &&
+           Coopmat2ForwardBytes(params.shape.head_dim, tile) <= device.usable_shared_memory_bytes &&
+           tile.workgroup <= device.max_workgroup_invocations &&
+           std::find(sizes.begin(), sizes.end(), tile.workgroup) != sizes.end();
+  };
+  std::optional<WorkgroupTile> chosen = ForcedCoopmat2Tile(Coopmat2Kernel::kForward);
+  if (chosen && !fits(*chosen)) chosen.reset();  // a forced tile that does not fit: the table
+  for (auto tile = std::begin(kCoopmat2ForwardTiles); !chosen && tile != std::end(kCoopmat2ForwardTiles); ++tile) {
+    if (fits(*tile)) chosen = *tile;
+  }
+  if (!chosen) return NoTile(params);
+  KernelChoice choice;
+  choice.kernel = "forward_f16_coopmat2";
+  choice.block_q = chosen->owned;
+  choice.block_kv = chosen->streamed;
+  choice.workgroup_size = chosen->workgroup;
+  choice.shared_memory_bytes = Coopmat2ForwardBytes(params.shape.head_dim, *chosen);
+  choice.cooperative_matrix = CooperativeMatrixApi::kNv2;
+  choice.subgroup_size = device.subgroup_size;
+  choice.matrix_granularity = device.cooperative_matrix2_granularity;
+  return choice;
 }
 
 Result<BackwardKernelChoice> ChooseCoopmat2Backward(const DeviceInfo& device, const AttentionParams& params) {
