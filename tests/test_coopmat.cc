@@ -188,8 +188,8 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
     CHECK((b->dkdv.block_kv == 64 && b->dkdv.block_q == 64 && b->dkdv.workgroup_size == 128));
     CHECK(b->dkdv.shared_memory_bytes == (64 + 128) * (64 + 8) * 2 + 2 * 64 * 4);
     // 32 query rows per subgroup: 4 subgroups own 128
-    CHECK((b->dq.block_q == 128 && b->dq.block_kv == 32 && b->dq.workgroup_size == 128));
-    CHECK(b->dq.shared_memory_bytes == 2 * 32 * (64 + 8) * 2 + 2 * 128 * 4);
+    CHECK((b->dq.block_q == 128 && b->dq.block_kv == 64 && b->dq.workgroup_size == 128));
+    CHECK(b->dq.shared_memory_bytes == 2 * 64 * (64 + 8) * 2 + 2 * 128 * 4);
   }
   SECTION("the forward uses only the listed workgroup sizes") {
     device.cooperative_matrix2_workgroup_sizes = {256};

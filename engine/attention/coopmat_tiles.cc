@@ -63,12 +63,16 @@ constexpr WorkgroupTile kCoopmat2ForwardTiles[] = {{128, 64, 128, 64}, {64, 64, 
 //         175): dQ 128x32/128 200 (causal 182), 64x32/64 195 (180), 64x64/64 175 (158); dK/dV
 //         128x32/128 189 (176, but spilling 112 bytes), 64x32/64 186 (174). At D=128, 32 rows of
 //         a subgroup's accumulators and operands do not fit the registers.
+//   D=64, dQ 128x64/128 (at dcb3d3a, one device run; its 255 registers spill 60 words, stored
+//         before the loop and reloaded after it, none inside): N=4096 203.4 against 194.9 for
+//         128x32/128 (causal 177.9 / 175.8), N=1024 172.8 / 165.5 (128.0 / 127.3), N=16384
+//         213.3 / 211.8 (199.5 / 199.7).
 struct SubgroupTile {
   uint32_t subgroups, rows, streamed, max_head_dim;  // rows: owned rows per subgroup, 16 or 32
 };
 constexpr SubgroupTile kCoopmat2DkdvTiles[] = {{4, 16, 64, 64}, {4, 16, 32, 128}, {2, 16, 32, 128}, {1, 16, 16, 128}};
-constexpr SubgroupTile kCoopmat2DqTiles[] = {{4, 32, 32, 64}, {4, 16, 64, 128}, {4, 16, 32, 128}, {2, 16, 32, 128},
-                                             {1, 16, 16, 128}};
+constexpr SubgroupTile kCoopmat2DqTiles[] = {{4, 32, 64, 64},  {4, 32, 32, 64},  {4, 16, 64, 128},
+                                             {4, 16, 32, 128}, {2, 16, 32, 128}, {1, 16, 16, 128}};
 
 // Accumulator registers per lane grow with (row blocks x head dim): Q fragments and O in the
 // forward; dK and dV (dkdv), or Q, dO and dQ (dq) in the backward. Past these, registers spill.
