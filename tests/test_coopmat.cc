@@ -171,9 +171,9 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
   REQUIRE(backward.ok());
   // The backward: subgroup-scope matrices, 16 owned rows per subgroup.
   const uint32_t row_bytes = (128 + 8) * 2;  // a padded shared row
-  CHECK((backward->dkdv.block_kv == 64 && backward->dkdv.block_q == 32 && backward->dkdv.workgroup_size == 128));
-  // V rows; K rows, then Q and dO rows; the step's LSE and delta
-  CHECK(backward->dkdv.shared_memory_bytes == (64 + 64) * row_bytes + 2 * 32 * 4);
+  CHECK((backward->dkdv.block_kv == 64 && backward->dkdv.block_q == 48 && backward->dkdv.workgroup_size == 128));
+  // V rows; K rows, then Q and dO rows (2 x 48, the larger); the step's LSE and delta
+  CHECK(backward->dkdv.shared_memory_bytes == (64 + 2 * 48) * row_bytes + 2 * 48 * 4);
   CHECK((backward->dq.block_q == 64 && backward->dq.block_kv == 64 && backward->dq.workgroup_size == 128));
   CHECK(backward->dq.shared_memory_bytes == 2 * 64 * row_bytes + 2 * 64 * 4);  // K and V rows; LSE and delta
   CHECK((backward->dkdv.matrix_granularity == 16 && backward->dq.matrix_granularity == 16));

@@ -67,10 +67,16 @@ constexpr WorkgroupTile kCoopmat2ForwardTiles[] = {{128, 64, 128, 64}, {64, 64, 
 //         before the loop and reloaded after it, none inside): N=4096 203.4 against 194.9 for
 //         128x32/128 (causal 177.9 / 175.8), N=1024 172.8 / 165.5 (128.0 / 127.3), N=16384
 //         213.3 / 211.8 (199.5 / 199.7).
+//   D=128, dK/dV 64x48/128 (at a16f124, one device run; 43 KB staged, 48.5 KB with the driver's;
+//         255 registers, one spilled word stored and reloaded per step): N=4096 202.2 against
+//         198.5 for 64x32/128 (causal 188.5 / 186.2), N=16384 212.2 / 208.4 (206.7 / 204.0),
+//         N=1024 174.3 / 172.6 (causal 137.4 / 140.1, the one point it loses). At D=64 it gave
+//         197.5 against 203.1 for 64x64/128; dQ tiles of 48, 80 or 96 keys lost at both head dims.
 struct SubgroupTile {
   uint32_t subgroups, rows, streamed, max_head_dim;  // rows: owned rows per subgroup, 16 or 32
 };
-constexpr SubgroupTile kCoopmat2DkdvTiles[] = {{4, 16, 64, 64}, {4, 16, 32, 128}, {2, 16, 32, 128}, {1, 16, 16, 128}};
+constexpr SubgroupTile kCoopmat2DkdvTiles[] = {{4, 16, 64, 64},  {4, 16, 48, 128}, {4, 16, 32, 128},
+                                               {2, 16, 32, 128}, {1, 16, 16, 128}};
 constexpr SubgroupTile kCoopmat2DqTiles[] = {{4, 32, 64, 64},  {4, 32, 32, 64},  {4, 16, 64, 128},
                                              {4, 16, 32, 128}, {2, 16, 32, 128}, {1, 16, 16, 128}};
 
