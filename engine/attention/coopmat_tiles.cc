@@ -156,6 +156,17 @@ Status NoTile(const AttentionParams& params) {
                        "no tensor-core tile fits head dim " + std::to_string(params.shape.head_dim));
 }
 
+// The forced tile if the device can run it, else the table's first that it can (tables are in
+// order of preference).
+template <typename Tile, typename Fits>
+std::optional<Tile> FirstTileThatFits(const std::optional<Tile>& forced, std::span<const Tile> table, const Fits& fits) {
+  if (forced && fits(*forced)) return forced;
+  for (const Tile& tile : table) {
+    if (fits(tile)) return tile;
+  }
+  return std::nullopt;
+}
+
 // The first tile of a backward kernel (a forced one first) the device can run: subgroup-scope
 // matrices of the listed granularity, one subgroup size (the kernels give each subgroup its rows).
 Result<KernelChoice> ChooseCoopmat2BackwardTile(const DeviceInfo& device, const AttentionParams& params, bool dkdv) {
@@ -168,19 +179,17 @@ Result<KernelChoice> ChooseCoopmat2BackwardTile(const DeviceInfo& device, const 
            tile.subgroups * device.subgroup_size <= device.max_workgroup_invocations &&
            Coopmat2BackwardBytes(head_dim, owned_rows(tile), tile.streamed, dkdv) <= device.usable_shared_memory_bytes;
   };
-  std::optional<SubgroupTile> chosen;
   // A forced OxSxW tile: W / subgroup size subgroups of O / subgroups rows each.
+  std::optional<SubgroupTile> forced_tile;
   if (auto forced = ForcedCoopmat2Tile(dkdv ? Coopmat2Kernel::kDkdv : Coopmat2Kernel::kDq);
       forced && device.subgroup_size > 0 && forced->workgroup % device.subgroup_size == 0) {
     const uint32_t subgroups = forced->workgroup / device.subgroup_size;
     const SubgroupTile tile{subgroups, forced->owned / subgroups, forced->streamed, forced->max_head_dim};
-    if (owned_rows(tile) == forced->owned && fits(tile)) chosen = tile;  // else the table
+    if (owned_rows(tile) == forced->owned) forced_tile = tile;
   }
   const std::span<const SubgroupTile> table = dkdv ? std::span<const SubgroupTile>(kCoopmat2DkdvTiles)
                                                    : std::span<const SubgroupTile>(kCoopmat2DqTiles);
-  for (auto tile = table.begin(); !chosen && tile != table.end(); ++tile) {
-    if (fits(*tile)) chosen = *tile;
-  }
+  const std::optional<SubgroupTile> chosen = FirstTileThatFits(forced_tile, table, fits);
   if (!chosen) return NoTile(params);
   const uint32_t owned = owned_rows(*chosen);
   KernelChoice choice;
@@ -248,11 +257,8 @@ Result<KernelChoice> ChooseCoopmat2Forward(const DeviceInfo& device, const Atten
            tile.workgroup <= device.max_workgroup_invocations &&
            std::find(sizes.begin(), sizes.end(), tile.workgroup) != sizes.end();
   };
-  std::optional<WorkgroupTile> chosen = ForcedCoopmat2Tile(Coopmat2Kernel::kForward);
-  if (chosen && !fits(*chosen)) chosen.reset();  // a forced tile that does not fit: the table
-  for (auto tile = std::begin(kCoopmat2ForwardTiles); !chosen && tile != std::end(kCoopmat2ForwardTiles); ++tile) {
-    if (fits(*tile)) chosen = *tile;
-  }
+  const std::optional<WorkgroupTile> chosen = FirstTileThatFits(
+      ForcedCoopmat2Tile(Coopmat2Kernel::kForward), std::span<const WorkgroupTile>(kCoopmat2ForwardTiles), fits);
   if (!chosen) return NoTile(params);
   KernelChoice choice;
   choice.kernel = "forward_f16_coopmat2";
