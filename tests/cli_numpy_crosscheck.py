@@ -64,6 +64,7 @@ CASES = [  # (B, Hq, Hkv, Nq, Nk, D, dtype, causal, scale)
     (1, 3, 3, 11, 11, 5, np.float32, True, 1.3),
     (2, 2, 2, 9, 30, 256, np.float16, True, None),
     (1, 8, 1, 64, 64, 96, np.float32, False, None),  # MQA
+    (1, 4, 2, 150, 170, 64, np.float16, True, None),  # tensor-core tiles: several, with tails
 ]
 
 

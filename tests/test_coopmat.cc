@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "attention/coopmat_layout.h"
+#include "attention/coopmat_tiles.h"
 #include "attention/tile_config.h"
 #include "common/shader_interface.h"
 #include "support/validated_context.h"
@@ -185,11 +186,25 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
     CHECK((f->block_q == 128 && f->block_kv == 64 && f->workgroup_size == 128));
     auto b = vkflash::attention::ChooseBackwardKernels(device, params, false);
     REQUIRE(b.ok());
-    CHECK((b->dkdv.block_kv == 64 && b->dkdv.block_q == 64 && b->dkdv.workgroup_size == 128));
-    CHECK(b->dkdv.shared_memory_bytes == (64 + 128) * (64 + 8) * 2 + 2 * 64 * 4);
+    CHECK((b->dkdv.block_kv == 64 && b->dkdv.block_q == 128 && b->dkdv.workgroup_size == 128));
+    CHECK(b->dkdv.shared_memory_bytes == (64 + 2 * 128) * (64 + 8) * 2 + 2 * 128 * 4);
     // 32 query rows per subgroup: 4 subgroups own 128
     CHECK((b->dq.block_q == 128 && b->dq.block_kv == 64 && b->dq.workgroup_size == 128));
     CHECK(b->dq.shared_memory_bytes == 2 * 64 * (64 + 8) * 2 + 2 * 128 * 4);
+  }
+  SECTION("long rows take the forward tile with more rows per workgroup") {
+    params.shape.q_len = params.shape.kv_len = 4096;
+    auto f = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(f.ok());
+    CHECK((f->block_q == 128 && f->block_kv == 64 && f->workgroup_size == 256));
+    params.causal = true;  // rows see 2048.5 keys on average
+    f = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(f.ok());
+    CHECK((f->block_q == 64 && f->block_kv == 64 && f->workgroup_size == 128));
+    params.shape.q_len = params.shape.kv_len = 8192;  // 4096.5
+    f = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(f.ok());
+    CHECK((f->block_q == 128 && f->block_kv == 64 && f->workgroup_size == 256));
   }
   SECTION("the forward uses only the listed workgroup sizes") {
     device.cooperative_matrix2_workgroup_sizes = {256};
@@ -260,4 +275,13 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
     REQUIRE(b.ok());
     CHECK(b->dkdv.cooperative_matrix == vkflash::CooperativeMatrixApi::kNone);
   }
+}
+
+TEST_CASE("mean keys a query row sees, causal and not") {
+  using vkflash::attention::MeanVisibleKeys;
+  CHECK(MeanVisibleKeys(4, 4, false) == 4.0);
+  CHECK(MeanVisibleKeys(4, 4, true) == 2.5);  // rows see 1, 2, 3, 4 keys
+  CHECK(MeanVisibleKeys(2, 5, true) == 4.5);  // 4, 5
+  CHECK(MeanVisibleKeys(5, 2, true) == Approx(0.6));  // 0, 0, 0, 1, 2
+  CHECK(MeanVisibleKeys(0, 7, true) == 7.0);
 }

@@ -42,11 +42,20 @@ constexpr BackwardTile kDqTiles[] = {{4, 32}, {4, 64}, {2, 32}, {1, 16}};
 //         220; 256x64/256 218, 256x32/256 171.
 //   D=256: 64x32/128 166, 128x32/256 155, 32x32/128 138, 64x32/256 113; at ea1e4ca 64x32/128 194,
 //         128x32/256 180, 32x32/128 139, 64x32/256 115.
+// A tile may also ask for rows that see at least `min_mean_keys` keys on average (MeanVisibleKeys):
+// 128x64/256 at D=128 halves the K/V copies per product, but with one workgroup per SM (255
+// registers) only long loops repay its longer prologue and epilogue. At 743ae70, two device runs,
+// 128x64/256 against 64x64/128 (TFLOP/s; mean keys per row in brackets):
+//   N=16384 259.1 / 250.2 [16384], causal 253.1 / 247.4 [8192]; N=8192 261.0 / 245.1 [8192],
+//   causal 237.4 / 236.2 [4096]; N=4096 245.0 / 239.8 [4096], causal 215.3 / 221.2 [2048];
+//   N=2048 227.8 / 226.5 [2048], causal 183.8 / 199.2 [1024]; N=1024 194.9 / 206.8 [1024].
 struct WorkgroupTile {
   uint32_t owned, streamed, workgroup, max_head_dim;
+  uint32_t min_mean_keys = 0;
 };
-constexpr WorkgroupTile kCoopmat2ForwardTiles[] = {{128, 64, 128, 64}, {64, 64, 128, 128}, {128, 64, 256, 128},
-                                                   {64, 32, 128, 256}, {128, 32, 256, 256}, {32, 32, 128, 256}};
+constexpr WorkgroupTile kCoopmat2ForwardTiles[] = {
+    {128, 64, 128, 64},  {128, 64, 256, 128, 4096}, {64, 64, 128, 128}, {128, 64, 256, 128},
+    {64, 32, 128, 256}, {128, 32, 256, 256},       {32, 32, 128, 256}};
 
 // The VK_NV_cooperative_matrix2 backward kernels (subgroup-scope matrices of flexible size):
 // subgroups per workgroup, the rows each owns (16 or 32: keys in dK/dV, queries in dQ), rows of
@@ -72,11 +81,17 @@ constexpr WorkgroupTile kCoopmat2ForwardTiles[] = {{128, 64, 128, 64}, {64, 64, 
 //         198.5 for 64x32/128 (causal 188.5 / 186.2), N=16384 212.2 / 208.4 (206.7 / 204.0),
 //         N=1024 174.3 / 172.6 (causal 137.4 / 140.1, the one point it loses). At D=64 it gave
 //         197.5 against 203.1 for 64x64/128; dQ tiles of 48, 80 or 96 keys lost at both head dims.
+//   D=64, dK/dV 64x128/128 (at 743ae70, two device runs, H=32; 46 KB staged, 253 registers): N=4096
+//         215.4 against 206.8 for 64x64/128 (causal 190.8 / 187.0), N=16384 226.9 / 217.9 (212.1 /
+//         206.3), N=1024 182.0 / 176.8 (135.6 / 135.1), N=512 149.7 / 146.4 (causal 95.9 / 96.9,
+//         the one point it loses). At N=4096: 64x112/128 213.1, 64x96/128 213.3, 128x32/128 210.2,
+//         128x64/128 203.6, 128x96/128 175.5; dQ 128x32/128 198.5, 64x128/128 196.2, 64x64/128
+//         194.5, 128x96/128 178.7 and 128x128/128 172.0 against 128x64/128 (215.4 with it).
 struct SubgroupTile {
   uint32_t subgroups, rows, streamed, max_head_dim;  // rows: owned rows per subgroup, 16 or 32
 };
-constexpr SubgroupTile kCoopmat2DkdvTiles[] = {{4, 16, 64, 64},  {4, 16, 48, 128}, {4, 16, 32, 128},
-                                               {2, 16, 32, 128}, {1, 16, 16, 128}};
+constexpr SubgroupTile kCoopmat2DkdvTiles[] = {{4, 16, 128, 64}, {4, 16, 64, 64},  {4, 16, 48, 128},
+                                               {4, 16, 32, 128}, {2, 16, 32, 128}, {1, 16, 16, 128}};
 constexpr SubgroupTile kCoopmat2DqTiles[] = {{4, 32, 64, 64},  {4, 32, 32, 64},  {4, 16, 64, 128},
                                              {4, 16, 32, 128}, {2, 16, 32, 128}, {1, 16, 16, 128}};
 
@@ -122,7 +137,7 @@ std::optional<ForwardTile> ForcedForwardTile() {
 // VKFLASH_COOPMAT2_{FORWARD,DKDV,DQ}_TILE=OxSxW (owned x streamed x workgroup), read once.
 std::optional<WorkgroupTile> ParseWorkgroupTile(const char* variable) {
   auto text = env::Get(variable);
-  WorkgroupTile t{0, 0, 0, 256};  // a forced tile is tried at every head dim
+  WorkgroupTile t{0, 0, 0, 256};  // a forced tile is tried at every head dim and length
   if (text && std::sscanf(text->c_str(), "%ux%ux%u", &t.owned, &t.streamed, &t.workgroup) == 3 && t.owned > 0 &&
       t.streamed > 0 && t.workgroup > 0) {
     return t;
@@ -206,6 +221,13 @@ Result<KernelChoice> ChooseCoopmat2BackwardTile(const DeviceInfo& device, const 
 
 }  // namespace
 
+double MeanVisibleKeys(uint32_t q_len, uint32_t kv_len, bool causal) {
+  if (!causal || q_len == 0) return kv_len;
+  // Bottom-right alignment: query i sees keys j <= i + kv_len - q_len.
+  if (kv_len >= q_len) return kv_len - (q_len - 1) / 2.0;  // row i sees i + kv_len - q_len + 1 keys
+  return double(kv_len) * (kv_len + 1) / (2.0 * q_len);   // the last kv_len rows see 1..kv_len keys
+}
+
 bool CoopmatApplies(const DeviceInfo& device, const AttentionParams& params) {
   return device.cooperative_matrix != CooperativeMatrixApi::kNone && params.dtype == DataType::kFloat16 &&
          params.shape.head_dim % 16 == 0 && params.shape.head_dim <= 256;
@@ -249,10 +271,12 @@ bool Coopmat2Applies(const DeviceInfo& device, const AttentionParams& params) {
 }
 
 Result<KernelChoice> ChooseCoopmat2Forward(const DeviceInfo& device, const AttentionParams& params) {
+  const double mean_keys = MeanVisibleKeys(params.shape.q_len, params.shape.kv_len, params.causal);
   auto fits = [&](const WorkgroupTile& tile) {
     const uint32_t g = device.cooperative_matrix2_granularity;
     const auto& sizes = device.cooperative_matrix2_workgroup_sizes;
     return g > 0 && tile.owned % g == 0 && tile.streamed % g == 0 && params.shape.head_dim <= tile.max_head_dim &&
+           mean_keys >= tile.min_mean_keys &&
            Coopmat2ForwardBytes(params.shape.head_dim, tile) <= device.usable_shared_memory_bytes &&
            tile.workgroup <= device.max_workgroup_invocations &&
            std::find(sizes.begin(), sizes.end(), tile.workgroup) != sizes.end();

@@ -36,10 +36,16 @@ bool Coopmat2Applies(const DeviceInfo& device, const AttentionParams& params);
 // from a table, at the granularity of the device's subgroup-scope matrices and a single subgroup
 // size, whose shared rows fit; head dims up to 128. For tuning, VKFLASH_COOPMAT2_{FORWARD,DKDV,DQ}_
 // TILE=OxSxW (owned x streamed x workgroup size; backward: O / (W / subgroup size) rows per
-// subgroup, 16 or 32) is tried first.
+// subgroup, 16 or 32) is tried first. Some forward tiles are only for long rows: at least a
+// number of keys per query row on average (MeanVisibleKeys).
 Result<KernelChoice> ChooseCoopmat2Forward(const DeviceInfo& device, const AttentionParams& params);
 Result<BackwardKernelChoice> ChooseCoopmat2Backward(const DeviceInfo& device, const AttentionParams& params);
 
 Result<BackwardKernelChoice> ChooseCoopmatBackward(const DeviceInfo& device, const AttentionParams& params);
+
+// Keys a query row sees, on average over the rows: kv_len, or with the causal mask (bottom-right
+// aligned, DESIGN.md) kv_len - (q_len - 1) / 2 where kv_len >= q_len, else kv_len (kv_len + 1) /
+// (2 q_len).
+double MeanVisibleKeys(uint32_t q_len, uint32_t kv_len, bool causal);
 
 }  // namespace vkflash::attention
