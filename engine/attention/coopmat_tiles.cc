@@ -85,8 +85,9 @@ constexpr WorkgroupTile kCoopmat2ForwardTiles[] = {
 //         215.4 against 206.8 for 64x64/128 (causal 190.8 / 187.0), N=16384 226.9 / 217.9 (212.1 /
 //         206.3), N=1024 182.0 / 176.8 (135.6 / 135.1), N=512 149.7 / 146.4 (causal 95.9 / 96.9,
 //         the one point it loses). At N=4096: 64x112/128 213.1, 64x96/128 213.3, 128x32/128 210.2,
-//         128x64/128 203.6, 128x96/128 175.5; dQ 128x32/128 198.5, 64x128/128 196.2, 64x64/128
-//         194.5, 128x96/128 178.7 and 128x128/128 172.0 against 128x64/128 (215.4 with it).
+//         128x64/128 203.6, 128x96/128 175.5. dQ other than 128x64/128: with dK/dV 64x64/128
+//         (205.3) 128x32/128 198.5, 128x96/128 178.7, 128x128/128 172.0; with dK/dV 64x128/128
+//         (215.4) 64x128/128 196.2, 64x64/128 194.5.
 struct SubgroupTile {
   uint32_t subgroups, rows, streamed, max_head_dim;  // rows: owned rows per subgroup, 16 or 32
 };
