@@ -285,3 +285,55 @@ TEST_CASE("mean keys a query row sees, causal and not") {
   CHECK(MeanVisibleKeys(5, 2, true) == Approx(0.6));  // 0, 0, 0, 1, 2
   CHECK(MeanVisibleKeys(0, 7, true) == 7.0);
 }
+
+TEST_CASE("subgroup-scope tensor-core tiles follow shared memory and workgroup limits") {
+  vkflash::DeviceInfo device;  // a synthetic device with VK_NV_cooperative_matrix (16x16x16) only
+  device.max_workgroup_invocations = 1024;
+  device.storage_buffer_16bit = true;
+  device.usable_shared_memory_bytes = 49152;
+  device.subgroup_size = device.min_subgroup_size = device.max_subgroup_size = 32;
+  device.use_subgroup_ops = true;
+  device.cooperative_matrix = vkflash::CooperativeMatrixApi::kNv;
+  vkflash::AttentionParams params;
+  params.dtype = vkflash::DataType::kFloat16;
+  params.shape = {1, 2, 2, 1000, 1000, 128};
+  const uint32_t row_bytes = (128 + 8) * 2, coordinates = 256 * 4;
+
+  auto f = vkflash::attention::ChooseForwardKernel(device, params, false);
+  REQUIRE(f.ok());
+  CHECK(f->kernel == "forward_f16_coopmat_nv");
+  CHECK((f->block_q == 64 && f->block_kv == 64 && f->workgroup_size == 128));  // 4 subgroups x 16 rows
+  CHECK(f->shared_memory_bytes == 2 * 64 * row_bytes + coordinates);
+  auto b = vkflash::attention::ChooseBackwardKernels(device, params, false);
+  REQUIRE(b.ok());
+  // dK/dV with 32 streamed rows needs 52 KB at D=128: the table's next tile, 16 rows
+  CHECK((b->dkdv.kernel == "backward_dkdv_f16_coopmat_nv" && b->dkdv.block_kv == 64 && b->dkdv.block_q == 16));
+  CHECK(b->dkdv.shared_memory_bytes == (2 * 16 + 2 * 64) * row_bytes + 2 * 16 * 4 + coordinates);
+  CHECK((b->dq.kernel == "backward_dq_f16_coopmat_nv" && b->dq.block_q == 64 && b->dq.block_kv == 32));
+
+  SECTION("KHR kernels add a scratch tile per subgroup") {
+    device.cooperative_matrix = vkflash::CooperativeMatrixApi::kKhr;
+    auto khr = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(khr.ok());
+    CHECK((khr->kernel == "forward_f16_coopmat_khr" && khr->block_q == 64 && khr->block_kv == 64));
+    CHECK(khr->shared_memory_bytes == 2 * 64 * row_bytes + coordinates + 4 * 256 * 2);
+  }
+  SECTION("less shared memory: smaller tiles, then the scalar kernels") {
+    device.usable_shared_memory_bytes = 16384;  // 32-key tiles need 18 KB at D=128: 16 keys, 1 subgroup
+    auto small = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(small.ok());
+    CHECK((small->kernel == "forward_f16_coopmat_nv" && small->block_q == 16 && small->block_kv == 16 &&
+           small->workgroup_size == 32));
+    device.usable_shared_memory_bytes = 2 * 16 * row_bytes + coordinates - 1;
+    auto none = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(none.ok());
+    CHECK(none->cooperative_matrix == vkflash::CooperativeMatrixApi::kNone);
+  }
+  SECTION("head dims past 128 get a single row block per subgroup") {
+    params.shape.head_dim = 256;
+    auto wide = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(wide.ok());
+    CHECK((wide->kernel == "forward_f16_coopmat_nv" && wide->block_q % 16 == 0 &&
+           wide->shared_memory_bytes <= device.usable_shared_memory_bytes));
+  }
+}

@@ -247,22 +247,19 @@ uint32_t CoopmatBackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t 
 
 Result<KernelChoice> ChooseCoopmatForward(const DeviceInfo& device, const AttentionParams& params) {
   const uint32_t head_dim = params.shape.head_dim;
-  auto try_tile = [&](const ForwardTile& tile) -> std::optional<KernelChoice> {
-    const uint32_t bytes = CoopmatForwardSharedBytes(head_dim, tile.block_kv, tile.subgroups, device.cooperative_matrix);
-    if (tile.m_blocks * head_dim > kForwardMaxRowBlocksTimesDim ||
-        tile.subgroups * device.subgroup_size > device.max_workgroup_invocations ||
-        bytes > device.usable_shared_memory_bytes) {
-      return std::nullopt;
-    }
-    return Choice(device, "forward_f16", 16 * tile.m_blocks * tile.subgroups, tile.block_kv, tile.subgroups, bytes);
+  auto bytes = [&](const ForwardTile& tile) {
+    return CoopmatForwardSharedBytes(head_dim, tile.block_kv, tile.subgroups, device.cooperative_matrix);
   };
-  if (auto forced = ForcedForwardTile()) {
-    if (auto choice = try_tile(*forced)) return *choice;  // a forced tile that does not fit: the table
-  }
-  for (const ForwardTile& tile : kForwardTiles) {
-    if (auto choice = try_tile(tile)) return *choice;
-  }
-  return NoTile(params);
+  auto fits = [&](const ForwardTile& tile) {
+    return tile.m_blocks * head_dim <= kForwardMaxRowBlocksTimesDim &&
+           tile.subgroups * device.subgroup_size <= device.max_workgroup_invocations &&
+           bytes(tile) <= device.usable_shared_memory_bytes;
+  };
+  const std::optional<ForwardTile> chosen =
+      FirstTileThatFits(ForcedForwardTile(), std::span<const ForwardTile>(kForwardTiles), fits);
+  if (!chosen) return NoTile(params);
+  return Choice(device, "forward_f16", 16 * chosen->m_blocks * chosen->subgroups, chosen->block_kv, chosen->subgroups,
+                bytes(*chosen));
 }
 
 bool Coopmat2Applies(const DeviceInfo& device, const AttentionParams& params) {
@@ -308,18 +305,21 @@ Result<BackwardKernelChoice> ChooseCoopmatBackward(const DeviceInfo& device, con
   const uint32_t head_dim = params.shape.head_dim;
   if (head_dim > kBackwardMaxHeadDim) return NoTile(params);
   auto choose = [&](bool dkdv) -> Result<KernelChoice> {
-    for (const BackwardTile& tile : dkdv ? std::span<const BackwardTile>(kDkdvTiles) : std::span<const BackwardTile>(kDqTiles)) {
-      const uint32_t owned = 16 * tile.subgroups;
-      const uint32_t bytes =
-          CoopmatBackwardSharedBytes(head_dim, owned, tile.streamed, tile.subgroups, dkdv, device.cooperative_matrix);
-      if (tile.subgroups * device.subgroup_size > device.max_workgroup_invocations ||
-          bytes > device.usable_shared_memory_bytes) {
-        continue;
-      }
-      return dkdv ? Choice(device, "backward_dkdv_f16", tile.streamed, owned, tile.subgroups, bytes)
-                  : Choice(device, "backward_dq_f16", owned, tile.streamed, tile.subgroups, bytes);
-    }
-    return NoTile(params);
+    auto bytes = [&](const BackwardTile& tile) {
+      return CoopmatBackwardSharedBytes(head_dim, 16 * tile.subgroups, tile.streamed, tile.subgroups, dkdv,
+                                        device.cooperative_matrix);
+    };
+    auto fits = [&](const BackwardTile& tile) {
+      return tile.subgroups * device.subgroup_size <= device.max_workgroup_invocations &&
+             bytes(tile) <= device.usable_shared_memory_bytes;
+    };
+    const std::span<const BackwardTile> table =
+        dkdv ? std::span<const BackwardTile>(kDkdvTiles) : std::span<const BackwardTile>(kDqTiles);
+    const std::optional<BackwardTile> chosen = FirstTileThatFits(std::optional<BackwardTile>(), table, fits);
+    if (!chosen) return NoTile(params);
+    const uint32_t owned = 16 * chosen->subgroups;  // each subgroup owns 16 rows
+    return dkdv ? Choice(device, "backward_dkdv_f16", chosen->streamed, owned, chosen->subgroups, bytes(*chosen))
+                : Choice(device, "backward_dq_f16", owned, chosen->streamed, chosen->subgroups, bytes(*chosen));
   };
   return BothBackwardKernels(choose);
 }
