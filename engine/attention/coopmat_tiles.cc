@@ -49,6 +49,8 @@ constexpr BackwardTile kDqTiles[] = {{4, 32}, {4, 64}, {2, 32}, {1, 16}};
 //   N=16384 259.1 / 250.2 [16384], causal 253.1 / 247.4 [8192]; N=8192 261.0 / 245.1 [8192],
 //   causal 237.4 / 236.2 [4096]; N=4096 245.0 / 239.8 [4096], causal 215.3 / 221.2 [2048];
 //   N=2048 227.8 / 226.5 [2048], causal 183.8 / 199.2 [1024]; N=1024 194.9 / 206.8 [1024].
+//   D=96 (at 59ba852, another device run): N=16384 238.8 / 223.6, causal 221.0 / 215.4; N=8192
+//   229.9 / 218.8, causal 208.0 / 205.0; N=4096 217.4 / 213.2.
 struct WorkgroupTile {
   uint32_t owned, streamed, workgroup, max_head_dim;
   uint32_t min_mean_keys = 0;
