@@ -330,10 +330,11 @@ TEST_CASE("subgroup-scope tensor-core tiles follow shared memory and workgroup l
     CHECK(none->cooperative_matrix == vkflash::CooperativeMatrixApi::kNone);
   }
   SECTION("head dims past 128 get a single row block per subgroup") {
-    params.shape.head_dim = 256;
+    params.shape.head_dim = 256;  // 64-key tiles need 66 KB: 4 subgroups x 16 rows, 32 keys
     auto wide = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(wide.ok());
-    CHECK((wide->kernel == "forward_f16_coopmat_nv" && wide->block_q % 16 == 0 &&
-           wide->shared_memory_bytes <= device.usable_shared_memory_bytes));
+    CHECK((wide->kernel == "forward_f16_coopmat_nv" && wide->block_q == 64 && wide->block_kv == 32 &&
+           wide->workgroup_size == 128));
+    CHECK(wide->shared_memory_bytes == 2 * 32 * (256 + 8) * 2 + coordinates);
   }
 }

@@ -155,6 +155,7 @@ std::optional<WorkgroupTile> ForcedCoopmat2Tile(Coopmat2Kernel kernel) {
   return forced[static_cast<int>(kernel)];
 }
 
+// The kernel choice of the subgroup-scope (NV or KHR) kernels...
 KernelChoice Choice(const DeviceInfo& device, const std::string& base, uint32_t block_q, uint32_t block_kv,
                     uint32_t subgroups, uint32_t shared_bytes) {
   KernelChoice choice;
@@ -166,6 +167,22 @@ KernelChoice Choice(const DeviceInfo& device, const std::string& base, uint32_t 
   choice.shared_memory_bytes = shared_bytes;
   choice.cooperative_matrix = device.cooperative_matrix;
   choice.subgroup_size = device.subgroup_size;
+  return choice;
+}
+
+// ...and of the VK_NV_cooperative_matrix2 kernels, whose row vectors or tiles are multiples of
+// `granularity` (workgroup scope in the forward, subgroup scope in the backward).
+KernelChoice Coopmat2Choice(const DeviceInfo& device, const std::string& kernel, uint32_t block_q, uint32_t block_kv,
+                            uint32_t workgroup_size, uint32_t shared_bytes, uint32_t granularity) {
+  KernelChoice choice;
+  choice.kernel = kernel;
+  choice.block_q = block_q;
+  choice.block_kv = block_kv;
+  choice.workgroup_size = workgroup_size;
+  choice.shared_memory_bytes = shared_bytes;
+  choice.cooperative_matrix = CooperativeMatrixApi::kNv2;
+  choice.subgroup_size = device.subgroup_size;
+  choice.matrix_granularity = granularity;
   return choice;
 }
 
@@ -210,16 +227,10 @@ Result<KernelChoice> ChooseCoopmat2BackwardTile(const DeviceInfo& device, const 
   const std::optional<SubgroupTile> chosen = FirstTileThatFits(forced_tile, table, fits);
   if (!chosen) return NoTile(params);
   const uint32_t owned = owned_rows(*chosen);
-  KernelChoice choice;
-  choice.kernel = dkdv ? "backward_dkdv_f16_coopmat2" : "backward_dq_f16_coopmat2";
-  choice.block_q = dkdv ? chosen->streamed : owned;
-  choice.block_kv = dkdv ? owned : chosen->streamed;
-  choice.workgroup_size = chosen->subgroups * device.subgroup_size;
-  choice.shared_memory_bytes = Coopmat2BackwardBytes(head_dim, owned, chosen->streamed, dkdv);
-  choice.cooperative_matrix = CooperativeMatrixApi::kNv2;
-  choice.subgroup_size = device.subgroup_size;
-  choice.matrix_granularity = g;
-  return choice;
+  return Coopmat2Choice(device, dkdv ? "backward_dkdv_f16_coopmat2" : "backward_dq_f16_coopmat2",
+                        dkdv ? chosen->streamed : owned, dkdv ? owned : chosen->streamed,
+                        chosen->subgroups * device.subgroup_size,
+                        Coopmat2BackwardBytes(head_dim, owned, chosen->streamed, dkdv), g);
 }
 
 }  // namespace
@@ -284,16 +295,8 @@ Result<KernelChoice> ChooseCoopmat2Forward(const DeviceInfo& device, const Atten
   const std::optional<WorkgroupTile> chosen = FirstTileThatFits(
       ForcedCoopmat2Tile(Coopmat2Kernel::kForward), std::span<const WorkgroupTile>(kCoopmat2ForwardTiles), fits);
   if (!chosen) return NoTile(params);
-  KernelChoice choice;
-  choice.kernel = "forward_f16_coopmat2";
-  choice.block_q = chosen->owned;
-  choice.block_kv = chosen->streamed;
-  choice.workgroup_size = chosen->workgroup;
-  choice.shared_memory_bytes = Coopmat2ForwardBytes(params.shape.head_dim, *chosen);
-  choice.cooperative_matrix = CooperativeMatrixApi::kNv2;
-  choice.subgroup_size = device.subgroup_size;
-  choice.matrix_granularity = device.cooperative_matrix2_granularity;
-  return choice;
+  return Coopmat2Choice(device, "forward_f16_coopmat2", chosen->owned, chosen->streamed, chosen->workgroup,
+                        Coopmat2ForwardBytes(params.shape.head_dim, *chosen), device.cooperative_matrix2_granularity);
 }
 
 Result<BackwardKernelChoice> ChooseCoopmat2Backward(const DeviceInfo& device, const AttentionParams& params) {
