@@ -17,7 +17,7 @@
 // into each subgroup's A operand) and then each step's Q and dO rows, staged by the whole
 // workgroup, with the step's LSE (base 2) and delta. Each step's buffer reads are issued before
 // the barrier that waits for the previous step's matrix loads, the shared-memory stores after it
-// (attention_forward_coopmat2.comp has the numbers).
+// (attention_forward_coopmat2.comp has the numbers, and what the H100 driver makes of it).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require

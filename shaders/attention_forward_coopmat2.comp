@@ -11,6 +11,9 @@
 // The buffer reads of a step's copy are issued before the barrier that waits for the previous
 // step's matrix loads, the shared-memory stores after it: against the whole copy between the two
 // barriers, D=256 165 -> 193 TFLOP/s, D=64 261 -> 264, D=128 unchanged (240; 230 registers).
+// (So written; in the H100 driver's code at D=128 the reads come after the barrier all the same,
+// tools/gpu/sass_loop.py. Reading the next step's rows a whole step ahead, with no spill and the
+// loads waited for only behind 64 products, was slower: README, "Measured and dropped".)
 //
 // Unlike shaders/attention_forward_coopmat.comp (subgroup scope), no layout probe is needed: the
 // row max of the online softmax is coopMatReduceNV, the row sum a product P x ones, and

@@ -9,7 +9,8 @@
 // row r starts at word (src_row0 + r) * ROW_U4), into the shared array `tile`, in two halves:
 // `load_fn` reads this invocation's words of both tensors into registers and can run before the
 // barrier that waits for the previous step's matrix loads, so that its memory latency overlaps
-// that wait; `store_fn` writes them to the shared array after it. Every invocation of the
+// that wait (the compiler may still issue the reads after the barrier: the H100 driver's does,
+// tools/gpu/sass_loop.py); `store_fn` writes them to the shared array after it. Every invocation of the
 // workgroup takes part; the caller places the barriers. `words` is VKF_STAGE_WORDS(rows), declared
 // by the caller as a constant (the arrays' size): e.g.
 //   const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);

@@ -7,11 +7,13 @@ empty folder, then this script over that folder:
 
     export __GL_SHADER_DISK_CACHE_PATH=/tmp/glcache __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1
     build-gpu/vkflash bench --kernel coopmat2 --runs 1 --n 512 --no-naive
-    python3 tools/gpu/dump_sass.py /tmp/glcache OUT_DIR [--nvdisasm PATH] [--zstd PATH]
+    python3 tools/gpu/dump_sass.py /tmp/glcache OUT_DIR [--nvdisasm PATH] [--zstd PATH] [--hex]
 
 It writes OUT_DIR/shader<k>_hmma<count>.sass for every compiled shader with tensor-core
 instructions (the count of HMMA instructions tells the kernels apart) and prints, per shader, its
-instruction count, HMMA count and BAR.SYNC (workgroup barrier) count.
+instruction count, HMMA count and BAR.SYNC (workgroup barrier) count. With --hex the listings also
+carry each instruction's encoding, whose control bits tools/gpu/sass_loop.py reads (which loads
+are waited for where).
 
 What it relies on (observed with driver 580.159 on the H100, not documented by NVIDIA): the cache's
 .bin files hold zstd frames; a frame that decompresses to an "NVDANVVM" container has a section
@@ -53,6 +55,7 @@ def main():
     parser.add_argument("--nvdisasm", default="/usr/local/cuda/bin/nvdisasm")
     parser.add_argument("--zstd", default="zstd")
     parser.add_argument("--arch", default="SM90", help="nvdisasm -b value (SM90: Hopper)")
+    parser.add_argument("--hex", action="store_true", help="keep each instruction's encoding (nvdisasm -hex)")
     args = parser.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
 
@@ -67,7 +70,8 @@ def main():
             with tempfile.NamedTemporaryFile(suffix=".bin") as code:
                 code.write(code_of(unpacked))
                 code.flush()
-                listing = subprocess.run([args.nvdisasm, "-b", args.arch, code.name], capture_output=True, text=True)
+                listing = subprocess.run([args.nvdisasm, *(["-hex"] if args.hex else []), "-b", args.arch, code.name],
+                                     capture_output=True, text=True)
             if listing.returncode != 0:
                 print(f"{path}: nvdisasm failed: {listing.stderr.strip()[:200]}", file=sys.stderr)
                 continue
