@@ -70,8 +70,8 @@ def main():
             with tempfile.NamedTemporaryFile(suffix=".bin") as code:
                 code.write(code_of(unpacked))
                 code.flush()
-                listing = subprocess.run([args.nvdisasm, *(["-hex"] if args.hex else []), "-b", args.arch, code.name],
-                                     capture_output=True, text=True)
+                command = [args.nvdisasm, *(["-hex"] if args.hex else []), "-b", args.arch, code.name]
+                listing = subprocess.run(command, capture_output=True, text=True)
             if listing.returncode != 0:
                 print(f"{path}: nvdisasm failed: {listing.stderr.strip()[:200]}", file=sys.stderr)
                 continue
