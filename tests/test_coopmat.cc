@@ -155,7 +155,8 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
   device.use_subgroup_ops = true;
   device.use_cooperative_matrix2 = true;
   device.cooperative_matrix2_granularity = 32;
-  device.cooperative_matrix2_workgroup_sizes = {32, 64, 128, 256};
+  // workgroup size, then the M, N and K granularities there
+  device.cooperative_matrix2_workgroups = {{32, 16, 16, 16}, {64, 16, 16, 16}, {128, 32, 16, 16}, {256, 32, 32, 16}};
   device.cooperative_matrix2_subgroup_granularity = 16;
   vkflash::AttentionParams params;
   params.dtype = vkflash::DataType::kFloat16;
@@ -192,6 +193,18 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
     CHECK((b->dq.block_q == 128 && b->dq.block_kv == 64 && b->dq.workgroup_size == 128));
     CHECK(b->dq.shared_memory_bytes == 2 * 64 * (64 + 8) * 2 + 2 * 128 * 4);
   }
+  SECTION("rows of 1024 keys or more take 80-key steps") {
+    // 80: a multiple of N and K's granularity of 16 at 128 invocations
+    params.shape.kv_len = 1024;
+    auto f = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(f.ok());
+    CHECK((f->block_q == 64 && f->block_kv == 80 && f->workgroup_size == 128));
+    CHECK(f->shared_memory_bytes == 2 * 80 * (128 + 8) * 2);
+    params.causal = true;  // rows see 524.5 keys on average
+    f = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(f.ok());
+    CHECK((f->block_q == 64 && f->block_kv == 64 && f->workgroup_size == 128));
+  }
   SECTION("long rows take the forward tile with more rows per workgroup") {
     params.shape.q_len = params.shape.kv_len = 4096;
     auto f = vkflash::attention::ChooseForwardKernel(device, params, false);
@@ -200,14 +213,14 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
     params.causal = true;  // rows see 2048.5 keys on average
     f = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(f.ok());
-    CHECK((f->block_q == 64 && f->block_kv == 64 && f->workgroup_size == 128));
+    CHECK((f->block_q == 64 && f->block_kv == 80 && f->workgroup_size == 128));
     params.shape.q_len = params.shape.kv_len = 8192;  // 4096.5
     f = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(f.ok());
     CHECK((f->block_q == 128 && f->block_kv == 64 && f->workgroup_size == 256));
   }
   SECTION("the forward uses only the listed workgroup sizes") {
-    device.cooperative_matrix2_workgroup_sizes = {256};
+    device.cooperative_matrix2_workgroups = {{256, 32, 32, 16}};
     auto f = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(f.ok());
     CHECK((f->block_q == 128 && f->block_kv == 64 && f->workgroup_size == 256));
@@ -250,8 +263,24 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
     CHECK(b->dkdv.shared_memory_bytes == smallest_dkdv);
     CHECK((b->dq.kernel == "backward_dq_f16_coopmat2" && b->dq.block_q == 16 && b->dq.block_kv == 16));
   }
+  SECTION("tiles follow the granularities listed for their workgroup size") {
+    params.shape.q_len = params.shape.kv_len = 2048;  // long enough for 80-key steps
+    device.cooperative_matrix2_workgroups[2] = {128, 32, 32, 16};  // keys: N a multiple of 32 at 128
+    auto f = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(f.ok());
+    CHECK((f->block_q == 64 && f->block_kv == 64 && f->workgroup_size == 128));
+    device.cooperative_matrix2_workgroups[2] = {128, 32, 16, 32};  // ... or K a multiple of 32
+    f = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(f.ok());
+    CHECK((f->block_q == 64 && f->block_kv == 64 && f->workgroup_size == 128));
+    device.cooperative_matrix2_workgroups[2] = {128, 128, 16, 16};  // rows: M a multiple of 128
+    f = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(f.ok());
+    CHECK((f->block_q == 128 && f->block_kv == 64 && f->workgroup_size == 256));
+  }
   SECTION("no tile is a multiple of the granularity: other kernels run") {
     device.cooperative_matrix2_granularity = 48;
+    device.cooperative_matrix2_workgroups = {{128, 48, 48, 48}, {256, 48, 48, 48}};
     params.shape.head_dim = 96;
     CHECK(vkflash::attention::ChooseForwardKernel(device, params, false)->cooperative_matrix ==
           vkflash::CooperativeMatrixApi::kNone);

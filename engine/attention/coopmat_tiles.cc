@@ -51,13 +51,24 @@ constexpr BackwardTile kDqTiles[] = {{4, 32}, {4, 64}, {2, 32}, {1, 16}};
 //   N=2048 227.8 / 226.5 [2048], causal 183.8 / 199.2 [1024]; N=1024 194.9 / 206.8 [1024].
 //   D=96 (at 59ba852, another device run): N=16384 238.8 / 223.6, causal 221.0 / 215.4; N=8192
 //   229.9 / 218.8, causal 208.0 / 205.0; N=4096 217.4 / 213.2.
+// 64x80/128 (80 keys: a multiple of the H100's N and K granularity of 16 at 128 invocations, 237
+// registers, 45.5 KB with the driver's share) against 64x64/128, at 67ec9b7, one device run, two
+// reps each (B*N = 16384, H = 2048/D; mean keys per row in brackets):
+//   D=128: N=1024 211.9-212.0 / 207.7-208.5 [1024], N=2048 229.3-232.4 / 227.3-227.5, causal
+//   N=2048 198.5-199.1 / 198.7-199.3 [1024.5], causal N=4096 222.4-222.5 / 222.0-222.3; below
+//   1024 keys it loses: N=512 172.5-173.6 / 176.2-177.3, causal N=1024 165.3-165.4 / 165.9-166.3.
+//   D=96: N=1024 195.4-196.4 / 186.2-188.2, N=2048 213.8-214.3 / 201.6-201.9, causal N=2048
+//   182.0-183.1 / 178.8, causal N=4096 203.9-204.0 / 196.5-199.0; N=512 159.8-161.8 /
+//   161.2-162.8, causal N=512 114.2-114.5 / 119.9-120.8.
+//   At long rows (another run, D=128) it is about even with 128x64/256: N=16384 260.2 / 258.2-259.3,
+//   N=8192 255.2-255.4 / 259.5-260.1, N=4096 245.7 / 246.0-246.5.
 struct WorkgroupTile {
   uint32_t owned, streamed, workgroup, max_head_dim;
   uint32_t min_mean_keys = 0;
 };
 constexpr WorkgroupTile kCoopmat2ForwardTiles[] = {
-    {128, 64, 128, 64},  {128, 64, 256, 128, 4096}, {64, 64, 128, 128}, {128, 64, 256, 128},
-    {64, 32, 128, 256}, {128, 32, 256, 256},       {32, 32, 128, 256}};
+    {128, 64, 128, 64},  {128, 64, 256, 128, 4096}, {64, 80, 128, 128, 1024}, {64, 64, 128, 128},
+    {128, 64, 256, 128}, {64, 32, 128, 256},       {128, 32, 256, 256},       {32, 32, 128, 256}};
 
 // The VK_NV_cooperative_matrix2 backward kernels (subgroup-scope matrices of flexible size):
 // subgroups per workgroup, the rows each owns (16 or 32: keys in dK/dV, queries in dQ), rows of
@@ -104,6 +115,19 @@ constexpr uint32_t kForwardMaxRowBlocksTimesDim = 256;
 constexpr uint32_t kBackwardMaxHeadDim = 128;
 
 uint32_t TileStrideBytes(uint32_t head_dim) { return (head_dim / 8 + 1) * 16; }  // odd count of uvec4
+
+// Whether every matrix of the forward at `tile` is a multiple of the granularities `listed` gives
+// for its workgroup size. Rows (Q, S, P, O, the row vectors) are M; keys are N of S and K of
+// P x V and P x ones; the head dim is K of Q x K^T and N of O; the row vectors are
+// `row_vector_columns` wide (N).
+bool ForwardMatricesFit(const DeviceInfo::Coopmat2Workgroup& listed, const WorkgroupTile& tile, uint32_t head_dim,
+                        uint32_t row_vector_columns) {
+  const auto multiple = [](uint32_t size, uint32_t granularity) { return granularity > 0 && size % granularity == 0; };
+  return listed.invocations == tile.workgroup && multiple(tile.owned, listed.m_granularity) &&
+         multiple(tile.streamed, listed.n_granularity) && multiple(tile.streamed, listed.k_granularity) &&
+         multiple(head_dim, listed.n_granularity) && multiple(head_dim, listed.k_granularity) &&
+         multiple(row_vector_columns, listed.n_granularity);
+}
 
 // Shared memory of the VK_NV_cooperative_matrix2 forward: K and V tiles of `streamed` padded rows
 // (shaders/common/stage_rows.glsl). The driver may add some of its own.
@@ -284,13 +308,14 @@ bool Coopmat2Applies(const DeviceInfo& device, const AttentionParams& params) {
 Result<KernelChoice> ChooseCoopmat2Forward(const DeviceInfo& device, const AttentionParams& params) {
   const double mean_keys = MeanVisibleKeys(params.shape.q_len, params.shape.kv_len, params.causal);
   auto fits = [&](const WorkgroupTile& tile) {
-    const uint32_t g = device.cooperative_matrix2_granularity;
-    const auto& sizes = device.cooperative_matrix2_workgroup_sizes;
-    return g > 0 && tile.owned % g == 0 && tile.streamed % g == 0 && params.shape.head_dim <= tile.max_head_dim &&
-           mean_keys >= tile.min_mean_keys &&
+    return params.shape.head_dim <= tile.max_head_dim && mean_keys >= tile.min_mean_keys &&
            Coopmat2ForwardBytes(params.shape.head_dim, tile) <= device.usable_shared_memory_bytes &&
            tile.workgroup <= device.max_workgroup_invocations &&
-           std::find(sizes.begin(), sizes.end(), tile.workgroup) != sizes.end();
+           std::any_of(device.cooperative_matrix2_workgroups.begin(), device.cooperative_matrix2_workgroups.end(),
+                       [&](const DeviceInfo::Coopmat2Workgroup& listed) {
+                         return ForwardMatricesFit(listed, tile, params.shape.head_dim,
+                                                   device.cooperative_matrix2_granularity);
+                       });
   };
   const std::optional<WorkgroupTile> chosen = FirstTileThatFits(
       ForcedCoopmat2Tile(Coopmat2Kernel::kForward), std::span<const WorkgroupTile>(kCoopmat2ForwardTiles), fits);

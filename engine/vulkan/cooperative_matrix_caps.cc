@@ -75,8 +75,8 @@ bool KhrHasShape(VkInstance instance, VkPhysicalDevice device) {
 }
 
 // The workgroup sizes at which the device lists float16 x float16 + float32 workgroup-scope
-// matrices of flexible dimensions, and the coarsest granularity among them; and the coarsest
-// granularity of such subgroup-scope matrices.
+// matrices of flexible dimensions, with their granularities, and the coarsest granularity among
+// them; and the coarsest granularity of such subgroup-scope matrices.
 void ListCooperativeMatrix2Shapes(VkInstance instance, VkPhysicalDevice device, DeviceInfo* info) {
   FlexibleDimensionsPropertiesNv blank{};
   blank.sType = kFlexibleDimensionsPropertiesNvType;
@@ -91,7 +91,8 @@ void ListCooperativeMatrix2Shapes(VkInstance instance, VkPhysicalDevice device, 
       info->cooperative_matrix2_subgroup_granularity =
           std::max(info->cooperative_matrix2_subgroup_granularity, granularity);
     } else if (s.scope == kScopeWorkgroup && s.workgroupInvocations != 0) {
-      info->cooperative_matrix2_workgroup_sizes.push_back(s.workgroupInvocations);
+      info->cooperative_matrix2_workgroups.push_back(
+          {s.workgroupInvocations, s.MGranularity, s.NGranularity, s.KGranularity});
       info->cooperative_matrix2_granularity = std::max(info->cooperative_matrix2_granularity, granularity);
     }
   }
@@ -136,7 +137,7 @@ void ProbeCooperativeMatrix(VkInstance instance, uint32_t instance_api_version, 
       nv2.cooperativeMatrixReductions && nv2.cooperativeMatrixConversions &&
       nv2.cooperativeMatrixPerElementOperations && nv2.cooperativeMatrixTensorAddressing) {
     ListCooperativeMatrix2Shapes(instance, device, info);
-    info->nv_cooperative_matrix2_f16 = !info->cooperative_matrix2_workgroup_sizes.empty();
+    info->nv_cooperative_matrix2_f16 = !info->cooperative_matrix2_workgroups.empty();
   }
   // The subgroup-scope kernels reduce rows with shuffles and are built for one subgroup size.
   if (!info->subgroup_shuffle_in_compute || info->min_subgroup_size != info->max_subgroup_size) return;

@@ -184,7 +184,13 @@ struct DeviceInfo {
   // vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV for these workgroup sizes,
   // with tile dimensions that are multiples of the granularity.
   bool nv_cooperative_matrix2_f16 = false;
-  std::vector<uint32_t> cooperative_matrix2_workgroup_sizes;
+  // A workgroup size at which the device lists those matrices, and the granularities their M, N
+  // and K must be multiples of there.
+  struct Coopmat2Workgroup {
+    uint32_t invocations = 0;
+    uint32_t m_granularity = 0, n_granularity = 0, k_granularity = 0;
+  };
+  std::vector<Coopmat2Workgroup> cooperative_matrix2_workgroups;
   uint32_t cooperative_matrix2_granularity = 0;  // largest M/N/K granularity of those entries
   // The same list's subgroup-scope float16 x float16 + float32 entries (the backward kernels'
   // matrices): their largest M/N/K granularity, 0 if there is none.

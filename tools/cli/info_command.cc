@@ -31,10 +31,14 @@ void PrintDevice(const DeviceInfo& d, bool selected) {
               d.timestamp_period_ns > 0 ? (std::to_string(d.timestamp_period_ns) + " ns/tick").c_str() : "no");
   if (d.nv_cooperative_matrix2) {
     std::string sizes;
-    for (uint32_t size : d.cooperative_matrix2_workgroup_sizes) sizes += (sizes.empty() ? "" : ",") + std::to_string(size);
+    for (const auto& w : d.cooperative_matrix2_workgroups) {
+      sizes += (sizes.empty() ? "" : ", ") + std::to_string(w.invocations) + " (" + std::to_string(w.m_granularity) +
+               "x" + std::to_string(w.n_granularity) + "x" + std::to_string(w.k_granularity) + ")";
+    }
     std::printf("    cooperative matrix 2 (NV): %s", d.nv_cooperative_matrix2_f16 ? "f16 workgroup scope" : "not usable");
     if (d.nv_cooperative_matrix2_f16) {
-      std::printf(", workgroups of %s, granularity %u", sizes.c_str(), d.cooperative_matrix2_granularity);
+      std::printf(", workgroups of %s (MxNxK granularity), row vectors %u wide", sizes.c_str(),
+                  d.cooperative_matrix2_granularity);
       if (d.cooperative_matrix2_subgroup_granularity > 0) {
         std::printf("; f16 subgroup scope, granularity %u", d.cooperative_matrix2_subgroup_granularity);
       }
