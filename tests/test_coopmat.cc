@@ -193,14 +193,23 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
     CHECK((b->dq.block_q == 128 && b->dq.block_kv == 64 && b->dq.workgroup_size == 128));
     CHECK(b->dq.shared_memory_bytes == 2 * 64 * (64 + 8) * 2 + 2 * 128 * 4);
   }
-  SECTION("rows of 1024 keys or more take 80-key steps") {
+  SECTION("rows of 1024 keys or more take 80-key steps (96 at head dim 96)") {
     // 80: a multiple of N and K's granularity of 16 at 128 invocations
     params.shape.kv_len = 1024;
     auto f = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(f.ok());
     CHECK((f->block_q == 64 && f->block_kv == 80 && f->workgroup_size == 128));
     CHECK(f->shared_memory_bytes == 2 * 80 * (128 + 8) * 2);
+    params.shape.head_dim = 96;  // 96 keys: 2 x 96 rows of 208 bytes fit
+    f = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(f.ok());
+    CHECK((f->block_q == 64 && f->block_kv == 96 && f->workgroup_size == 128));
+    CHECK(f->shared_memory_bytes == 2 * 96 * (96 + 8) * 2);
     params.causal = true;  // rows see 524.5 keys on average
+    f = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(f.ok());
+    CHECK((f->block_q == 64 && f->block_kv == 64 && f->workgroup_size == 128));
+    params.shape.head_dim = 128;
     f = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(f.ok());
     CHECK((f->block_q == 64 && f->block_kv == 64 && f->workgroup_size == 128));

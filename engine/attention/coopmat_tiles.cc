@@ -62,13 +62,20 @@ constexpr BackwardTile kDqTiles[] = {{4, 32}, {4, 64}, {2, 32}, {1, 16}};
 //   161.2-162.8, causal N=512 114.2-114.5 / 119.9-120.8.
 //   At long rows (another run, D=128) it is about even with 128x64/256: N=16384 260.2 / 258.2-259.3,
 //   N=8192 255.2-255.4 / 259.5-260.1, N=4096 245.7 / 246.0-246.5.
+// At D=96 96 keys do better still (64x96/128, 40 KB staged; at 36e29ab, one device run, two reps,
+// against 64x80/128): N=1024 197.8-200.4 / 195.0-197.2, N=2048 218.8 / 212.5-214.5, causal N=4096
+// 212.3-212.5 / 204.0; 112 keys (64x112/128, 46.6 KB) 195.2-196.4, 223.2-223.6 and 211.2-212.0.
+// At D=64 (same run, against 128x64/128): 128x80/128 (255 registers, no spill) 260.2-260.3 /
+// 261.5-263.6 at N=4096, 290.0-290.1 / 291.4-291.6 at N=16384, but causal N=4096 238.0-238.4 /
+// 233.8-233.9; 128x48/128 (232 registers) 236.1 / 262.2-263.7 / 211.9-212.8.
 struct WorkgroupTile {
   uint32_t owned, streamed, workgroup, max_head_dim;
   uint32_t min_mean_keys = 0;
 };
 constexpr WorkgroupTile kCoopmat2ForwardTiles[] = {
-    {128, 64, 128, 64},  {128, 64, 256, 128, 4096}, {64, 80, 128, 128, 1024}, {64, 64, 128, 128},
-    {128, 64, 256, 128}, {64, 32, 128, 256},       {128, 32, 256, 256},       {32, 32, 128, 256}};
+    {128, 64, 128, 64},  {128, 64, 256, 128, 4096}, {64, 96, 128, 96, 1024}, {64, 80, 128, 128, 1024},
+    {64, 64, 128, 128},  {128, 64, 256, 128},       {64, 32, 128, 256},      {128, 32, 256, 256},
+    {32, 32, 128, 256}};
 
 // The VK_NV_cooperative_matrix2 backward kernels (subgroup-scope matrices of flexible size):
 // subgroups per workgroup, the rows each owns (16 or 32: keys in dK/dV, queries in dQ), rows of
