@@ -5,6 +5,8 @@
 #include <cmath>
 #include <string>
 
+#include "attention/tile_config.h"
+#include "common/shader_interface.h"
 #include "reference_attention.h"
 #include "support/attention_case.h"
 #include "support/validated_context.h"
@@ -44,6 +46,18 @@ const std::vector<AttentionShape> kShapes = {
 };
 
 }  // namespace
+
+TEST_CASE("the preprocess takes 256 invocations where the device allows, else Vulkan's minimum", "[backward]") {
+  DeviceInfo device;
+  for (const uint32_t limit : {128u, 255u, 256u, 1024u}) {
+    device.max_workgroup_invocations = limit;
+    const uint32_t size = attention::PreprocessWorkgroupSize(device);
+    INFO("maxComputeWorkGroupInvocations " << limit);
+    CHECK(size == (limit >= 256 ? 256u : 128u));
+    CHECK(size <= limit);
+    CHECK(size % VKF_PREPROCESS_THREADS_PER_ROW == 0);
+  }
+}
 
 TEST_CASE("the reference gradients match finite differences of the reference forward", "[backward][reference]") {
   for (bool causal : {false, true}) {

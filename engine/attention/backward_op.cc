@@ -10,13 +10,6 @@
 #include "vulkan/shader_library.h"
 
 namespace vkflash::attention {
-namespace {
-
-constexpr uint32_t kPreprocessWorkgroup = 64;
-static_assert(kPreprocessWorkgroup % VKF_PREPROCESS_THREADS_PER_ROW == 0, "whole rows per workgroup");
-
-}  // namespace
-
 Result<std::unique_ptr<BackwardOperator>> BackwardOperator::Create(const vk::Device& device, const DeviceInfo& info,
                                                                    const CoopmatLayout& layout,
                                                                    vk::PipelineStore& pipelines) {
@@ -70,10 +63,10 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   VKF_ASSIGN_OR_RETURN(const BackwardKernelChoice choice, ChooseBackwardKernels(info_, params, /*scalar_only=*/!aligned));
   KernelChoice preprocess;
   preprocess.kernel = std::string("backward_preprocess_") + (params.dtype == DataType::kFloat16 ? "f16" : "f32");
-  preprocess.workgroup_size = kPreprocessWorkgroup;
+  preprocess.workgroup_size = PreprocessWorkgroupSize(info_);
   const uint32_t groups_dq = (shape.q_len + choice.dq.block_q - 1) / choice.dq.block_q;
   const uint32_t groups_dkdv = (shape.kv_len + choice.dkdv.block_kv - 1) / choice.dkdv.block_kv;
-  const uint32_t rows_per_group = kPreprocessWorkgroup / VKF_PREPROCESS_THREADS_PER_ROW;
+  const uint32_t rows_per_group = preprocess.workgroup_size / VKF_PREPROCESS_THREADS_PER_ROW;
   const uint32_t groups_rows = (shape.q_len + rows_per_group - 1) / rows_per_group;
   if (groups_dq > info_.max_workgroup_count[0] || groups_dkdv > info_.max_workgroup_count[0] ||
       shape.q_heads > info_.max_workgroup_count[1] || shape.batch > info_.max_workgroup_count[2]) {

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "attention/coopmat_tiles.h"
+#include "common/shader_interface.h"
 
 namespace vkflash::attention {
 namespace {
@@ -141,6 +142,13 @@ Result<BackwardKernelChoice> ChooseBackwardKernels(const DeviceInfo& device, con
     return NothingFits(device, head_dim);
   };
   return BothBackwardKernels(choose);
+}
+
+// Fewer, larger workgroups: on the H100 (B=4, N=4096, float16) 64 -> 256 invocations took the
+// preprocess from 0.083 to 0.052 ms at D=64, H=32 (0.051 -> 0.052 at D=128, H=16).
+uint32_t PreprocessWorkgroupSize(const DeviceInfo& device) {
+  static_assert(128 % VKF_PREPROCESS_THREADS_PER_ROW == 0, "whole rows per workgroup");
+  return device.max_workgroup_invocations >= 256 ? 256 : 128;
 }
 
 }  // namespace vkflash::attention

@@ -31,4 +31,8 @@ Result<BackwardKernelChoice> BothBackwardKernels(const std::function<Result<Kern
 Result<BackwardKernelChoice> ChooseBackwardKernels(const DeviceInfo& device, const AttentionParams& params,
                                                    bool scalar_only);
 
+// Invocations per workgroup of the backward's preprocess (delta = rowsum(dO * O)), whole rows of
+// VKF_PREPROCESS_THREADS_PER_ROW: 256 where the device allows it, else Vulkan's minimum of 128.
+uint32_t PreprocessWorkgroupSize(const DeviceInfo& device);
+
 }  // namespace vkflash::attention
