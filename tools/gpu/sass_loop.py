@@ -21,6 +21,7 @@ write scoreboard, read scoreboard, wait mask, reuse) is the community's decoding
 "Dissecting the NVIDIA Volta GPU architecture via microbenchmarking" report), not NVIDIA's.
 """
 import argparse
+import collections
 import re
 import sys
 
@@ -117,10 +118,7 @@ def report(path, out):
         print(f"{path}: no loop", file=out)
         return
     print(f"== {path}: loop {loop[0].address:#x}-{loop[-1].address:#x}, {len(loop)} instructions", file=out)
-    counts = {}
-    for ins in loop:
-        counts[ins.opcode] = counts.get(ins.opcode, 0) + 1
-    top = sorted(counts.items(), key=lambda kv: -kv[1])[:12]
+    top = collections.Counter(ins.opcode for ins in loop).most_common(12)
     print("  counts: " + ", ".join(f"{op} {n}" for op, n in top), file=out)
     print("  order:  " + " ".join(event_sequence(loop)), file=out)
     for load, waiter, between, products in load_waits(loop):
