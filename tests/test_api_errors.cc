@@ -54,6 +54,16 @@ TEST_CASE("invalid parameters are refused before anything runs", "[errors]") {
   p.shape.kv_heads = 0;
   CHECK(context.Forward(p, t.views()).code() == ErrorCode::kInvalidArgument);
 
+  // Element counts that do not fit in 64 bits used to wrap around to small numbers and pass.
+  p = Valid();
+  p.shape = {5, 107367629, 107367629, 536903681, 536903681, 64};
+  CHECK(p.shape.q_elements() == UINT64_MAX);
+  CHECK(ValidateAttentionParams(p).code() == ErrorCode::kUnsupported);
+  p.shape = {4294967295u, 4294967295u, 4294967295u, 4294967295u, 4294967295u, 256};
+  CHECK(ValidateAttentionParams(p).code() == ErrorCode::kUnsupported);
+  p.shape.batch = 0;  // a zero factor makes any shape empty
+  CHECK(p.shape.q_elements() == 0);
+
   p = Valid();
   p.scale = NAN;
   CHECK(context.Forward(p, t.views()).code() == ErrorCode::kInvalidArgument);
@@ -100,6 +110,10 @@ TEST_CASE("buffers that are too small, null, misaligned or overlapping are refus
 TEST_CASE("transfers and buffers check their sizes", "[errors]") {
   Context& context = SharedContext(Knobs::kDevice);
   CHECK(context.CreateBuffer(0).status().code() == ErrorCode::kInvalidArgument);
+  // More than any device holds: a clean kOutOfMemory, not a validation error or a crash.
+  const auto huge = context.CreateBuffer(uint64_t(1) << 52);
+  CHECK(huge.status().code() == ErrorCode::kOutOfMemory);
+  CHECK(huge.status().message().find(std::to_string(uint64_t(1) << 52)) != std::string::npos);
   auto buffer = context.CreateBuffer(16);
   REQUIRE(buffer.ok());
   float data[8] = {};

@@ -143,7 +143,7 @@ TEST_CASE("backward gradients are bit-identical run after run", "[backward]") {
   RequireNoValidationMessages();
 }
 
-TEST_CASE("rows that see no key get zero gradients; empty sides give zeros", "[backward][causal]") {
+TEST_CASE("rows that see no key get zero gradients, and empty sides give zeros", "[backward][causal]") {
   Context& context = SharedContext(Knobs::kDevice);
   AttentionParams params;
   params.causal = true;

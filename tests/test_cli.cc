@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -236,14 +237,16 @@ TEST_CASE("CLI backward refuses bad input with exit 2 and writes no gradient fil
   WriteTensor("do_short.npy", DataType::kFloat32, {1, 2, 7, 16}, 3);
   WriteTensor("do_f16.npy", DataType::kFloat16, {1, 2, 8, 16}, 3);
   const std::string inputs = " --q " + Path("q.npy") + " --k " + Path("k.npy") + " --v " + Path("k.npy");
-  const std::string outputs = " --dq " + Path("bad_out.npy") + " --dk " + Path("bad_lse.npy") + " --dv " + Path("bad_out.npy");
+  const std::string outputs = " --dq " + Path("bad_out.npy") + " --dk " + Path("bad_lse.npy") + " --dv " + Path("bad_dv.npy");
   RequireBadInput("backward" + inputs + " --do " + Path("do_short.npy") + outputs, "dO");
   RequireBadInput("backward" + inputs + " --do " + Path("do_f16.npy") + outputs, "dO");
   RequireBadInput("backward" + inputs + " --do " + Path("missing.npy") + outputs, "missing.npy");
   RequireBadInput("backward" + inputs + outputs, "--do");
+  CHECK_FALSE(Exists(Path("bad_dv.npy")));
   // Two gradients to one file would leave one of them lost: refused.
   WriteTensor("do.npy", DataType::kFloat32, {1, 2, 8, 16}, 3);
-  RequireBadInput("backward" + inputs + " --do " + Path("do.npy") + outputs, "bad_out.npy");
+  const std::string clash = " --dq " + Path("bad_out.npy") + " --dk " + Path("bad_lse.npy") + " --dv " + Path("bad_out.npy");
+  RequireBadInput("backward" + inputs + " --do " + Path("do.npy") + clash, "bad_out.npy");
 }
 
 TEST_CASE("CLI bench times forward and backward and writes JSON rows", "[cli][bench]") {
@@ -270,3 +273,85 @@ TEST_CASE("CLI bench times forward and backward and writes JSON rows", "[cli][be
   CHECK(single_json.find("\"mode\": \"bwd\"") == std::string::npos);
   CHECK(RunCli("bench --min-time-ms -1").exit_code == 2);
 }
+
+TEST_CASE("CLI refuses directories, devices and overflowing shapes as inputs, with exit 2", "[cli]") {
+  UseFolder("inputs");
+  WriteTensor("k.npy", DataType::kFloat32, {1, 1, 8, 16}, 2);
+  const std::string kv = " --k " + Path("k.npy") + " --v " + Path("k.npy");
+  const std::string out = " --out " + Path("bad_out.npy") + " --lse " + Path("bad_lse.npy");
+  RequireBadInput("forward --q " + g_dir + kv + out, "directory");
+  RequireBadInput("forward --q /dev/zero" + kv + out, "not a regular file");
+  {
+    // 2^30 x 2^16 x 2^16 x 64 elements wrap around to 0 in 64 bits: a file with no data matched it.
+    std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (1073741824, 65536, 65536, 64), }";
+    while ((10 + dict.size() + 1) % 64) dict += ' ';
+    std::ofstream f(Path("huge.npy"), std::ios::binary);
+    f << std::string("\x93NUMPY\x01\x00", 8) << char(dict.size() + 1) << char(0) << dict << '\n';
+  }
+  RequireBadInput("forward --q " + Path("huge.npy") + kv + out, "more elements than can be addressed");
+}
+
+TEST_CASE("CLI writes all outputs or none, and never over an input", "[cli]") {
+  UseFolder("all_or_nothing");
+  WriteTensor("q.npy", DataType::kFloat32, {1, 2, 8, 16}, 1);
+  WriteTensor("k.npy", DataType::kFloat32, {1, 2, 8, 16}, 2);
+  WriteTensor("do.npy", DataType::kFloat32, {1, 2, 8, 16}, 3);
+  ::mkdir(Path("a_folder").c_str(), 0755);
+  const std::string io = " --q " + Path("q.npy") + " --k " + Path("k.npy") + " --v " + Path("k.npy");
+  auto keep = [&](const std::string& name) {
+    std::ofstream f(Path(name));
+    f << "previous " << name;
+  };
+  auto kept = [&](const std::string& name) { return Slurp(Path(name)) == "previous " + name; };
+
+  // The LSE destination is a folder: O must not be written either (here: an older O stays as it was).
+  keep("o.npy");
+  CliResult r = RunCli("forward" + io + " --out " + Path("o.npy") + " --lse " + Path("a_folder"));
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("directory") != std::string::npos);
+  CHECK(kept("o.npy"));
+  // The same for the backward's dV: dQ and dK stay unwritten.
+  std::remove(Path("dq.npy").c_str());
+  keep("dk.npy");
+  r = RunCli("backward" + io + " --do " + Path("do.npy") + " --dq " + Path("dq.npy") + " --dk " + Path("dk.npy") +
+             " --dv " + Path("a_folder"));
+  CHECK(r.exit_code == 2);
+  CHECK_FALSE(Exists(Path("dq.npy")));
+  CHECK(kept("dk.npy"));
+  // An output that is one of the inputs is refused; the input stays intact.
+  const std::string q_before = Slurp(Path("q.npy"));
+  r = RunCli("forward" + io + " --out " + Path("q.npy"));
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("also an input") != std::string::npos);
+  CHECK(Slurp(Path("q.npy")) == q_before);
+  r = RunCli("forward" + io + " --out " + Path("./k.npy"));  // another spelling of an input
+  CHECK(r.exit_code == 2);
+  // A folder as --out, and a missing folder: named plainly, no temporary file names.
+  r = RunCli("forward" + io + " --out " + Path("a_folder"));
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("is a directory") != std::string::npos);
+  r = RunCli("forward" + io + " --out " + Path("missing_folder/o.npy"));
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("the folder '" + Path("missing_folder") + "' does not exist") != std::string::npos);
+  CHECK(r.err.find(".tmp") == std::string::npos);
+  // Two outputs to one file, spelled differently.
+  r = RunCli("forward" + io + " --out " + Path("o2.npy") + " --lse " + g_dir + "//o2.npy");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("same file") != std::string::npos);
+  // Nothing was left behind in the folder: no temporary files.
+  r = RunCli("forward" + io + " --out " + Path("o.npy") + " --lse " + Path("lse.npy"));
+  REQUIRE(r.exit_code == 0);
+  CHECK_FALSE(kept("o.npy"));
+  for (const auto& entry : std::filesystem::directory_iterator(g_dir)) {
+    INFO(entry.path().string());
+    CHECK(entry.path().filename().string().find(".vkflash-") == std::string::npos);
+  }
+}
+
+TEST_CASE("CLI --version prints the version", "[cli]") {
+  UseFolder("version");
+  const CliResult r = RunCli("--version");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("vkflash " VKFLASH_VERSION) != std::string::npos);
+}
+

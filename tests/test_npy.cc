@@ -20,14 +20,15 @@ void WriteText(const std::string& path, const std::string& bytes) {
   f << bytes;
 }
 
-// A .npy v1 file with the given header dict and `data_bytes` zero bytes of data.
-std::string NpyBytes(const std::string& dict, size_t data_bytes) {
+// A .npy file of format `version` (1, 2 or 3) with the given header dict and `data_bytes` zero
+// bytes of data.
+std::string NpyBytes(const std::string& dict, size_t data_bytes, int version = 1) {
+  const size_t length_bytes = version == 1 ? 2 : 4;
   std::string header = dict;
-  while ((10 + header.size() + 1) % 64) header += ' ';
+  while ((8 + length_bytes + header.size() + 1) % 64) header += ' ';
   header += '\n';
-  std::string out = std::string("\x93NUMPY\x01\x00", 8);
-  out += char(header.size() & 0xff);
-  out += char(header.size() >> 8);
+  std::string out = std::string("\x93NUMPY", 6) + char(version) + '\0';
+  for (size_t i = 0; i < length_bytes; ++i) out += char((header.size() >> (8 * i)) & 0xff);
   return out + header + std::string(data_bytes, '\0');
 }
 
@@ -82,8 +83,7 @@ TEST_CASE(".npy reader refuses what it cannot use, saying why", "[npy]") {
   expect_refused(NpyBytes("{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }", 8), "<i4");
   expect_refused(NpyBytes("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", 16), "Fortran");
   expect_refused(NpyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 20), "data bytes");
-  expect_refused(NpyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 28), "data bytes");
-  expect_refused(NpyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, x), }", 8), "shape");
+  expect_refused(NpyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, x), }", 8), "not a Python literal");
   expect_refused(NpyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 24).substr(0, 40), "truncated");
 
   auto ok = [&](const std::string& bytes, std::vector<uint64_t> shape) {
@@ -94,6 +94,9 @@ TEST_CASE(".npy reader refuses what it cannot use, saying why", "[npy]") {
     CHECK(read->shape == shape);
   };
   ok(NpyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (5,), }", 20), {5});
+  // Bytes after the data are not read, as np.load does not read them.
+  ok(NpyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 28), {2, 3});
+  CHECK(ReadNpy(path)->data.size() == 24);
   ok(NpyBytes("{'descr': '<f2', 'fortran_order': False, 'shape': (), }", 2), {});
   ok(NpyBytes("{'descr': '<f2', 'fortran_order': False, 'shape': (1, 0, 3, 4), }", 0), {1, 0, 3, 4});
 
@@ -101,3 +104,80 @@ TEST_CASE(".npy reader refuses what it cannot use, saying why", "[npy]") {
   CHECK(missing.status().code() == ErrorCode::kIo);
   std::remove(path.c_str());
 }
+
+TEST_CASE(".npy header is parsed as NumPy parses it, not searched", "[npy]") {
+  const std::string path = "vkflash_test_header.npy";
+  auto read = [&](const std::string& bytes) {
+    WriteText(path, bytes);
+    return ReadNpy(path);
+  };
+  auto refused = [&](const std::string& bytes, const std::string& needle) {
+    auto r = read(bytes);
+    INFO(bytes.substr(10, 120));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == ErrorCode::kInvalidArgument);
+    INFO(r.status().message());
+    CHECK(r.status().message().find(needle) != std::string::npos);
+  };
+  // A key inside another key's string value is text, not a key: NumPy refuses the unknown key.
+  refused(NpyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2, 16, 32), "
+                   "'note': \"'shape': (1, 1, 32, 32)\"}", 1 * 2 * 16 * 32 * 4),
+          "'note'");
+  refused(NpyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'shape': (2,)}", 8), "repeats");
+  refused(NpyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2,)} junk", 8), "after its dict");
+  refused(NpyBytes("{'descr': '<f4', 'fortran_order': False}", 8), "lacks the key 'shape'");
+  refused(NpyBytes("{'descr': '<f4', 'fortran_order': 0, 'shape': (2,)}", 8), "fortran_order");
+  refused(NpyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': 2}", 8), "not a tuple");
+  refused(NpyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, -1)}", 8), "negative");
+  refused(NpyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2,", 8), "not a Python literal");
+  refused(NpyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': '\xff\xfe'}", 8, 3), "UTF-8");
+  refused(NpyBytes("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,)}", 8), "structured");
+  refused(NpyBytes("{'descr': '>f4', 'fortran_order': False, 'shape': (2,)}", 8), ">f4");
+  // The header length field claims more bytes than the file holds.
+  std::string long_header = NpyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2,)}", 8);
+  long_header[8] = char(0xff), long_header[9] = char(0x7f);
+  refused(long_header, "truncated header");
+
+  auto accepted = [&](const std::string& bytes, std::vector<uint64_t> shape, DataType dtype) {
+    auto r = read(bytes);
+    INFO(bytes.substr(10, 120));
+    INFO(r.status().ToString());
+    REQUIRE(r.ok());
+    CHECK(r->shape == shape);
+    CHECK(r->dtype == dtype);
+  };
+  // A string value that looks like a key changes nothing (here: descr spelled with quotes).
+  accepted(NpyBytes("{\"shape\": (3, 2), 'fortran_order': False, \"descr\": '<f4'}", 24), {3, 2}, DataType::kFloat32);
+  accepted(NpyBytes("{'descr':'<f2','fortran_order':False,'shape':(4,)}", 8), {4}, DataType::kFloat16);
+  accepted(NpyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 24, 2), {2, 3}, DataType::kFloat32);
+  accepted(NpyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 24, 3), {2, 3}, DataType::kFloat32);
+  accepted(NpyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2L, 3L), }", 24), {2, 3}, DataType::kFloat32);
+  accepted(NpyBytes("{'descr': '=f4', 'fortran_order': False, 'shape': (1_0,), }", 40), {10}, DataType::kFloat32);
+  accepted(NpyBytes("{'descr': 'e', 'fortran_order': True, 'shape': (1, 5, 1), }", 10), {1, 5, 1}, DataType::kFloat16);
+  std::remove(path.c_str());
+}
+
+TEST_CASE(".npy reader refuses shapes whose size overflows, and reads only regular files", "[npy]") {
+  const std::string path = "vkflash_test_overflow.npy";
+  // 2^30 x 2^16 x 2^16 x 64 elements: 2^68, which wraps to 0 in 64 bits.
+  WriteText(path, NpyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1073741824, 65536, 65536, 64), }", 0));
+  auto r = ReadNpy(path);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find("more elements than can be addressed") != std::string::npos);
+  WriteText(path, NpyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (5, 107367629, 536903681, 64), }", 0));
+  CHECK_FALSE(ReadNpy(path).ok());
+  // A zero dimension makes an empty array, however large the others.
+  WriteText(path, NpyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1073741824, 65536, 65536, 0), }", 0));
+  CHECK(ReadNpy(path).ok());
+  std::remove(path.c_str());
+
+  auto directory = ReadNpy(".");
+  REQUIRE_FALSE(directory.ok());
+  CHECK(directory.status().message().find("directory") != std::string::npos);
+  auto device = ReadNpy("/dev/zero");  // endless: must be refused, not read
+  REQUIRE_FALSE(device.ok());
+  CHECK(device.status().message().find("not a regular file") != std::string::npos);
+  CHECK(CheckedElementCount({1u << 31, 1u << 31, 1u << 31}) == std::nullopt);
+  CHECK(CheckedElementCount({3, 5}) == 15u);
+}
+

@@ -129,3 +129,19 @@ TEST_CASE("pipeline cache: save, reload, and refuse foreign or corrupt files", "
   std::remove(path.c_str());
   RequireNoValidationMessages();
 }
+
+TEST_CASE("pipeline cache: a directory as the path is an error, not a crash", "[pipeline-cache]") {
+  ContextOptions options = ValidatedOptions();
+  options.pipeline_cache_path = ".";
+  auto context = Context::Create(options);
+  REQUIRE_FALSE(context.ok());
+  CHECK(context.status().code() == ErrorCode::kInvalidArgument);
+  CHECK(context.status().message().find("directory") != std::string::npos);
+  // Saving to a directory: refused with a status too.
+  auto plain = OpenWithCache("");
+  const Status saved = plain->SavePipelineCache(".");
+  CHECK_FALSE(saved.ok());
+  CHECK(saved.message().find("directory") != std::string::npos);
+  RequireNoValidationMessages();
+}
+

@@ -87,7 +87,7 @@ Result<std::unique_ptr<Device>> Device::Create(VkPhysicalDevice physical, const 
   create_info.ppEnabledExtensionNames = extensions.data();
   VKF_VK_RETURN_IF_ERROR(vkCreateDevice(physical, &create_info, nullptr, &device->device_), "vkCreateDevice");
   vkGetDeviceQueue(device->device_, device->queue_family_, 0, &device->queue_);
-  vkGetPhysicalDeviceMemoryProperties(physical, &device->memory_properties_);
+  device->ReadMemoryLimits();
   VKF_RETURN_IF_ERROR(device->LoadFunctions(info.use_push_descriptors));
   return device;
 }
@@ -104,9 +104,18 @@ Result<std::unique_ptr<Device>> Device::Adopt(const ExternalDevice& external, co
   device->queue_ = external.queue;
   device->queue_family_ = external.queue_family_index;
   device->owned_ = false;
-  vkGetPhysicalDeviceMemoryProperties(external.physical_device, &device->memory_properties_);
+  device->ReadMemoryLimits();
   VKF_RETURN_IF_ERROR(device->LoadFunctions(info.use_push_descriptors));
   return device;
+}
+
+void Device::ReadMemoryLimits() {
+  vkGetPhysicalDeviceMemoryProperties(physical_, &memory_properties_);
+  VkPhysicalDeviceMaintenance3Properties maintenance3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+  VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  properties.pNext = &maintenance3;
+  vkGetPhysicalDeviceProperties2(physical_, &properties);  // Vulkan 1.1, which vkflash requires
+  max_allocation_bytes_ = maintenance3.maxMemoryAllocationSize;
 }
 
 Status Device::LoadFunctions(bool use_push_descriptors) {

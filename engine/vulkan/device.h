@@ -25,6 +25,8 @@ class Device {
   VkQueue queue() const { return queue_; }
   uint32_t queue_family() const { return queue_family_; }
   const VkPhysicalDeviceMemoryProperties& memory_properties() const { return memory_properties_; }
+  // maxMemoryAllocationSize: no single allocation may be larger.
+  VkDeviceSize max_allocation_bytes() const { return max_allocation_bytes_; }
 
   // Bytes of the buffers vkflash holds on this device now, and the most since ResetPeak().
   // Kept by every allocation path (vk::ScopedBuffer), so tests can bound what a call allocates.
@@ -42,6 +44,7 @@ class Device {
  private:
   Device() = default;
   Status LoadFunctions(bool use_push_descriptors);
+  void ReadMemoryLimits();
 
   VkPhysicalDevice physical_ = VK_NULL_HANDLE;
   VkDevice device_ = VK_NULL_HANDLE;
@@ -50,6 +53,7 @@ class Device {
   bool owned_ = false;
   bool pipeline_statistics_ = false;
   VkPhysicalDeviceMemoryProperties memory_properties_{};
+  VkDeviceSize max_allocation_bytes_ = 0;
   PFN_vkCmdPushDescriptorSetWithTemplateKHR push_with_template_ = nullptr;
   mutable std::atomic<uint64_t> allocated_bytes_{0};
   mutable std::atomic<uint64_t> peak_allocated_bytes_{0};

@@ -1,5 +1,7 @@
 #include "vulkan/memory.h"
 
+#include <algorithm>
+#include <string>
 #include <utility>
 
 #include "util/status_macros.h"
@@ -21,6 +23,18 @@ int FindMemoryType(const VkPhysicalDeviceMemoryProperties& props, uint32_t allow
   return fallback;
 }
 
+bool IsOutOfMemory(VkResult result) {
+  return result == VK_ERROR_OUT_OF_DEVICE_MEMORY || result == VK_ERROR_OUT_OF_HOST_MEMORY;
+}
+
+Status OutOfMemory(const Device& device, VkDeviceSize size, VkResult result) {
+  return Status::Error(ErrorCode::kOutOfMemory,
+                       "out of " + std::string(result == VK_ERROR_OUT_OF_HOST_MEMORY ? "host" : "device") +
+                           " memory for a buffer of " + std::to_string(size) + " bytes (vkflash holds " +
+                           std::to_string(device.allocated_bytes()) + " bytes of buffers already)",
+                       result);
+}
+
 }  // namespace
 
 Result<ScopedBuffer> ScopedBuffer::Create(const Device& device, VkDeviceSize size, VkBufferUsageFlags usage,
@@ -33,7 +47,9 @@ Result<ScopedBuffer> ScopedBuffer::Create(const Device& device, VkDeviceSize siz
   info.size = size;
   info.usage = usage;
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  VKF_VK_RETURN_IF_ERROR(vkCreateBuffer(device.handle(), &info, nullptr, &result.buffer_), "vkCreateBuffer");
+  const VkResult created = vkCreateBuffer(device.handle(), &info, nullptr, &result.buffer_);
+  if (IsOutOfMemory(created)) return OutOfMemory(device, size, created);
+  VKF_VK_RETURN_IF_ERROR(created, "vkCreateBuffer");
 
   VkMemoryRequirements requirements;
   vkGetBufferMemoryRequirements(device.handle(), result.buffer_, &requirements);
@@ -41,11 +57,23 @@ Result<ScopedBuffer> ScopedBuffer::Create(const Device& device, VkDeviceSize siz
   if (type < 0) {
     return Status::Error(ErrorCode::kUnsupported, "no memory type with the properties a buffer needs");
   }
+  // Larger than the heap or than maxMemoryAllocationSize is not a failed allocation but invalid
+  // usage: refuse it here, with the numbers.
+  const VkDeviceSize heap_bytes =
+      device.memory_properties().memoryHeaps[device.memory_properties().memoryTypes[type].heapIndex].size;
+  const VkDeviceSize limit =
+      device.max_allocation_bytes() > 0 ? std::min(heap_bytes, device.max_allocation_bytes()) : heap_bytes;
+  if (requirements.size > limit) {
+    return Status::Error(ErrorCode::kOutOfMemory, "a buffer of " + std::to_string(size) +
+                                                      " bytes is larger than this device allows in one allocation (" +
+                                                      std::to_string(limit) + " bytes)");
+  }
   VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   alloc.allocationSize = requirements.size;
   alloc.memoryTypeIndex = uint32_t(type);
-  VKF_VK_RETURN_IF_ERROR(vkAllocateMemory(device.handle(), &alloc, nullptr, &result.memory_),
-                         "vkAllocateMemory");
+  const VkResult allocated = vkAllocateMemory(device.handle(), &alloc, nullptr, &result.memory_);
+  if (IsOutOfMemory(allocated)) return OutOfMemory(device, size, allocated);
+  VKF_VK_RETURN_IF_ERROR(allocated, "vkAllocateMemory");
   result.size_ = size;
   device.OnAllocate(size);
   VKF_VK_RETURN_IF_ERROR(vkBindBufferMemory(device.handle(), result.buffer_, result.memory_, 0),

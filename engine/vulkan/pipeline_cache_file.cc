@@ -1,16 +1,16 @@
 #include "vulkan/pipeline_cache_file.h"
 
-#include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "util/hash.h"
+#include "util/regular_file.h"
 
 namespace vkflash::vk {
 namespace {
 
 constexpr char kMagic[8] = {'V', 'K', 'F', 'L', 'P', 'C', '0', '1'};
+// No driver's cache of vkflash's few dozen pipelines comes near this: a larger file is not ours.
+constexpr uint64_t kMaxCacheFileBytes = uint64_t(1) << 30;
 
 struct FileHeader {
   char magic[8];
@@ -40,11 +40,19 @@ bool SameDevice(uint32_t vendor, uint32_t device, const uint8_t* uuid, const Dev
 
 }  // namespace
 
-CacheFileRead ReadPipelineCacheFile(const std::string& path, const DeviceInfo& device) {
+Result<CacheFileRead> ReadPipelineCacheFile(const std::string& path, const DeviceInfo& device) {
   CacheFileRead read;
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return read;  // no cache yet
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  if (KindOfPath(path) == PathKind::kMissing) return read;  // no cache yet
+  auto file = RegularFile::Open(path);
+  if (!file.ok()) {
+    return Status::Error(file.status().code(), "pipeline cache: " + file.status().message());
+  }
+  auto contents = file->ReadRest(kMaxCacheFileBytes);
+  if (!contents.ok()) {
+    read.state = PipelineCacheState::kIgnoredCorrupt;  // larger than any cache vkflash writes
+    return read;
+  }
+  const std::vector<uint8_t>& bytes = *contents;
 
   FileHeader header;
   if (bytes.size() < sizeof(header)) {
@@ -83,20 +91,11 @@ Status WritePipelineCacheFile(const std::string& path, const DeviceInfo& device,
   header.blob_bytes = driver_blob.size();
   header.blob_fnv1a = Fnv1a64(driver_blob.data(), driver_blob.size());
 
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-    file.write(reinterpret_cast<const char*>(&header), sizeof(header));
-    file.write(reinterpret_cast<const char*>(driver_blob.data()), std::streamsize(driver_blob.size()));
-    if (!file) {
-      std::remove(temporary.c_str());
-      return Status::Error(ErrorCode::kIo, "cannot write pipeline cache '" + temporary + "'");
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    return Status::Error(ErrorCode::kIo, "cannot move pipeline cache into place at '" + path + "'");
-  }
+  std::vector<uint8_t> bytes(sizeof(header) + driver_blob.size());
+  std::memcpy(bytes.data(), &header, sizeof(header));
+  if (!driver_blob.empty()) std::memcpy(bytes.data() + sizeof(header), driver_blob.data(), driver_blob.size());
+  Status written = WriteFileAtomically(path, bytes);
+  if (!written.ok()) return Status::Error(written.code(), "pipeline cache: " + written.message());
   return Status::Ok();
 }
 

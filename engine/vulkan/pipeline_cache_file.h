@@ -16,11 +16,13 @@ struct CacheFileRead {
   std::vector<uint8_t> driver_blob;  // non-empty only when state == kLoaded
 };
 
-// Reads `path`. A missing file is kStartedEmpty; an unreadable, foreign or corrupt file is
-// reported in `state` (not as an error): the cache then starts empty.
-CacheFileRead ReadPipelineCacheFile(const std::string& path, const DeviceInfo& device);
+// Reads `path`. A missing file is kStartedEmpty; a foreign or corrupt file is reported in `state`
+// (not as an error): the cache then starts empty. A path that names a directory or another
+// non-file, or a file that cannot be opened, is an error (kInvalidArgument / kIo).
+Result<CacheFileRead> ReadPipelineCacheFile(const std::string& path, const DeviceInfo& device);
 
-// Writes header + `driver_blob` to `path` atomically (temporary file, then rename).
+// Writes header + `driver_blob` to `path` atomically (temporary file, then rename); a directory
+// at `path` is refused.
 Status WritePipelineCacheFile(const std::string& path, const DeviceInfo& device,
                               const std::vector<uint8_t>& driver_blob);
 

@@ -14,7 +14,7 @@ Result<std::unique_ptr<PipelineStore>> PipelineStore::Create(const Device& devic
   auto store = std::unique_ptr<PipelineStore>(new PipelineStore(device, info));
   CacheFileRead read;
   if (!cache_path.empty()) {
-    read = ReadPipelineCacheFile(cache_path, info);
+    VKF_ASSIGN_OR_RETURN(read, ReadPipelineCacheFile(cache_path, info));
     store->state_ = read.state;
   }
   VkPipelineCacheCreateInfo cache_info{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,9 +51,22 @@ struct AttentionShape {
   uint32_t kv_len = 0;
   uint32_t head_dim = 0;
 
-  uint64_t q_elements() const { return uint64_t(batch) * q_heads * q_len * head_dim; }
-  uint64_t kv_elements() const { return uint64_t(batch) * kv_heads * kv_len * head_dim; }
-  uint64_t lse_elements() const { return uint64_t(batch) * q_heads * q_len; }
+  // Element counts of Q (and O), of K (and V), and of the LSE. They saturate at UINT64_MAX
+  // where the product does not fit (ValidateAttentionParams refuses such shapes).
+  uint64_t q_elements() const { return Product({batch, q_heads, q_len, head_dim}); }
+  uint64_t kv_elements() const { return Product({batch, kv_heads, kv_len, head_dim}); }
+  uint64_t lse_elements() const { return Product({batch, q_heads, q_len, 1}); }
+
+ private:
+  static uint64_t Product(std::initializer_list<uint32_t> factors) {
+    uint64_t product = 1;
+    for (uint32_t f : factors) {
+      if (f == 0) return 0;
+      if (product > UINT64_MAX / f) product = UINT64_MAX;
+      else if (product != UINT64_MAX) product *= f;
+    }
+    return product;
+  }
 };
 
 // What to compute (forward and backward take the same parameters).

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,8 @@ namespace {
 
 using namespace viewer;
 
-constexpr int kExitNoDevice = 2;
+constexpr int kExitBadInput = 2;   // bad options, as the vkflash CLI
+constexpr int kExitNoDevice = 2;   // no display or no Vulkan device
 constexpr int kPanelWidth = 340;
 
 struct Options {
@@ -131,13 +133,13 @@ int Run(const Options& options) {
   GLFWwindow* window = nullptr;
   if (!options.headless) {
     if (!glfwInit()) {
-      std::fprintf(stderr, "vkflash-viewer: no display (GLFW cannot initialize; is DISPLAY set? try xvfb-run or --headless)\n");
+      std::fprintf(stderr, "vkflash-viewer: error: no display (GLFW cannot initialize; is DISPLAY set? try xvfb-run or --headless)\n");
       return kExitNoDevice;
     }
     glfwWindowHint(GLFW_CLIENT_API, GLFW_NO_API);
     window = glfwCreateWindow(options.width, options.height, "vkflash tile viewer", nullptr, nullptr);
     if (!window) {
-      std::fprintf(stderr, "vkflash-viewer: no display (cannot open a window; try xvfb-run or --headless)\n");
+      std::fprintf(stderr, "vkflash-viewer: error: no display (cannot open a window; try xvfb-run or --headless)\n");
       glfwTerminate();
       return kExitNoDevice;
     }
@@ -147,7 +149,7 @@ int Run(const Options& options) {
     SetupError setup;
     std::unique_ptr<ViewerDevice> device = ViewerDevice::Create(window, options.validation, &setup);
     if (!device) {
-      std::fprintf(stderr, "vkflash-viewer: %s\n", setup.message.c_str());
+      std::fprintf(stderr, "vkflash-viewer: error: %s\n", setup.message.c_str());
       if (window) glfwDestroyWindow(window), glfwTerminate();
       return kExitNoDevice;
     }
@@ -159,7 +161,7 @@ int Run(const Options& options) {
     auto target = RenderTarget::Create(*device, window != nullptr, {uint32_t(options.width), uint32_t(options.height)}, &error);
     auto scene = target ? AttentionScene::Create(*device, &error) : nullptr;
     if (!scene || !scene->Configure(settings, &error) || !scene->ResizeCanvas(target->extent(), &error)) {
-      std::fprintf(stderr, "vkflash-viewer: %s\n", error.c_str());
+      std::fprintf(stderr, "vkflash-viewer: error: %s\n", error.c_str());
       return 1;
     }
 
@@ -293,7 +295,7 @@ int Run(const Options& options) {
       begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
       vkBeginCommandBuffer(cmd, &begin);
       if (!scene->Record(cmd, anim.input_time, layout, &error)) {
-        std::fprintf(stderr, "vkflash-viewer: %s\n", error.c_str());
+        std::fprintf(stderr, "vkflash-viewer: error: %s\n", error.c_str());
         exit_code = 1;
         vkEndCommandBuffer(cmd);
         break;
@@ -322,12 +324,12 @@ int Run(const Options& options) {
       if (!(wanted.SameBuffers(scene->settings()) && wanted.causal == st.causal && wanted.scale_factor == st.scale_factor &&
             wanted.pattern == st.pattern && wanted.show_head == st.show_head) &&
           !scene->Configure(wanted, &error)) {
-        std::fprintf(stderr, "vkflash-viewer: %s\n", error.c_str());
+        std::fprintf(stderr, "vkflash-viewer: error: %s\n", error.c_str());
       }
       anim.Advance(fixed_clock ? 1.0f / 30.0f : float(dt_ms * 1e-3), *scene);
       if (last_frame && !options.screenshot.empty()) {
         if (!target->WritePng(options.screenshot)) {
-          std::fprintf(stderr, "vkflash-viewer: cannot write %s\n", options.screenshot.c_str());
+          std::fprintf(stderr, "vkflash-viewer: error: cannot write %s\n", options.screenshot.c_str());
           exit_code = 1;
         } else {
           std::printf("screenshot: %s (%ux%u)\n", options.screenshot.c_str(), extent.width, extent.height);
@@ -356,7 +358,7 @@ int Run(const Options& options) {
     scene.reset();
     target.reset();
     if (device->validation_messages() > 0) {
-      std::fprintf(stderr, "vkflash-viewer: the validation layer reported %d message(s)\n", device->validation_messages());
+      std::fprintf(stderr, "vkflash-viewer: error: the validation layer reported %d message(s)\n", device->validation_messages());
       exit_code = 1;
     }
   }
@@ -383,12 +385,28 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    std::fprintf(stderr, "vkflash-viewer: error: %s\n", e.what());
+    return kExitBadInput;
   }
   o.seq_given = seq->count() > 0;
   if (!o.screenshot.empty() && o.frames <= 0) {
-    std::fprintf(stderr, "vkflash-viewer: --screenshot needs --frames N\n");
-    return 2;
+    std::fprintf(stderr, "vkflash-viewer: error: --screenshot needs --frames N\n");
+    return kExitBadInput;
+  }
+  // Checked before any frame is rendered, so that a bad path costs nothing.
+  if (!o.screenshot.empty()) {
+    std::error_code error;
+    const std::filesystem::path folder = std::filesystem::path(o.screenshot).parent_path();
+    if (std::filesystem::is_directory(o.screenshot, error)) {
+      std::fprintf(stderr, "vkflash-viewer: error: --screenshot '%s' is a directory\n", o.screenshot.c_str());
+      return kExitBadInput;
+    }
+    if (!folder.empty() && !std::filesystem::is_directory(folder, error)) {
+      std::fprintf(stderr, "vkflash-viewer: error: --screenshot '%s': the folder '%s' does not exist\n",
+                   o.screenshot.c_str(), folder.string().c_str());
+      return kExitBadInput;
+    }
   }
   return Run(o);
 }

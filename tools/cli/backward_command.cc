@@ -18,6 +18,13 @@ struct BackwardOptions {
 };
 
 int RunBackwardCommand(const BackwardOptions& options) {
+  OutputFiles files;
+  for (const std::string& input : {options.q, options.k, options.v, options.d_o}) files.AddInput(input);
+  Status status = files.Plan("--dq", options.dq);
+  if (status.ok()) status = files.Plan("--dk", options.dk);
+  if (status.ok()) status = files.Plan("--dv", options.dv);
+  if (!status.ok()) return ReportError(status);
+
   auto inputs = LoadAttentionInputs(options.q, options.k, options.v, options.causal, options.scale);
   if (!inputs.ok()) return ReportError(inputs.status());
   auto d_o = tools::ReadNpy(options.d_o);
@@ -30,8 +37,7 @@ int RunBackwardCommand(const BackwardOptions& options) {
   auto grads = RunBackward(**context, *inputs, *d_o);
   if (!grads.ok()) return ReportError(grads.status());
 
-  OutputFiles files;
-  Status status = files.Stage(options.dq, grads->dq);
+  status = files.Stage(options.dq, grads->dq);
   if (status.ok()) status = files.Stage(options.dk, grads->dk);
   if (status.ok()) status = files.Stage(options.dv, grads->dv);
   if (status.ok()) status = files.Commit();

@@ -4,18 +4,33 @@
 
 namespace vkflash::cli {
 
+namespace {
+
+// One line of printable text whatever the message quotes (a file's header, say).
+void PrintErrorLine(const std::string& message) {
+  std::string line;
+  for (char c : message) {
+    const auto u = static_cast<unsigned char>(c);
+    line += (u < 0x20 || u == 0x7f) ? ' ' : c;
+  }
+  std::fprintf(stderr, "vkflash: error: %s\n", line.c_str());
+}
+
+}  // namespace
+
 int ReportBadInput(const std::string& message) {
-  std::fprintf(stderr, "vkflash: error: %s\n", message.c_str());
+  PrintErrorLine(message);
   return kExitBadInput;
 }
 
 int ReportError(const Status& status) {
-  std::fprintf(stderr, "vkflash: error: %s\n", status.message().c_str());
+  PrintErrorLine(status.message());
   switch (status.code()) {
     case ErrorCode::kInvalidArgument:
     case ErrorCode::kUnsupported:
     case ErrorCode::kDeviceNotFound:
     case ErrorCode::kIo:
+    case ErrorCode::kOutOfMemory:  // the input is too large for this device
       return kExitBadInput;
     default:
       return kExitFailure;

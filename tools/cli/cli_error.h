@@ -12,7 +12,8 @@ inline constexpr int kExitFailure = 1;   // the device or driver failed, or a re
 inline constexpr int kExitBadInput = 2;  // the user's input or options are not acceptable
 
 // Prints "vkflash: error: <message>" and returns the exit code for `status`: kExitBadInput for
-// invalid arguments, unsupported inputs, unreadable files and unknown devices; else kExitFailure.
+// invalid arguments, unsupported inputs, unreadable files, unknown devices and inputs too large
+// for the device's memory; else kExitFailure.
 int ReportError(const Status& status);
 int ReportBadInput(const std::string& message);
 

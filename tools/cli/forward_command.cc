@@ -18,6 +18,12 @@ struct ForwardOptions {
 };
 
 int RunForwardCommand(const ForwardOptions& options) {
+  OutputFiles files;
+  for (const std::string& input : {options.q, options.k, options.v}) files.AddInput(input);
+  Status status = files.Plan("--out", options.out);
+  if (status.ok() && !options.lse.empty()) status = files.Plan("--lse", options.lse);
+  if (!status.ok()) return ReportError(status);
+
   auto inputs = LoadAttentionInputs(options.q, options.k, options.v, options.causal, options.scale);
   if (!inputs.ok()) return ReportError(inputs.status());
   auto context = OpenContext(options.device);
@@ -25,8 +31,7 @@ int RunForwardCommand(const ForwardOptions& options) {
   auto outputs = RunForward(**context, *inputs);
   if (!outputs.ok()) return ReportError(outputs.status());
 
-  OutputFiles files;
-  Status status = files.Stage(options.out, outputs->o);
+  status = files.Stage(options.out, outputs->o);
   if (status.ok() && !options.lse.empty()) status = files.Stage(options.lse, outputs->lse);
   if (status.ok()) status = files.Commit();
   if (!status.ok()) return ReportError(status);

@@ -1,6 +1,8 @@
 // vkflash: exact FlashAttention on any Vulkan device, from the command line.
 // See ../../README.md and DESIGN.md's CLI contract; exit codes are in cli_error.h.
 #include <algorithm>
+#include <exception>
+#include <new>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -11,6 +13,7 @@
 int main(int argc, char** argv) {
   using namespace vkflash::cli;
   CLI::App app{"vkflash: exact FlashAttention forward and backward on any Vulkan device"};
+  app.set_version_flag("--version", std::string("vkflash ") + VKFLASH_VERSION);
   app.require_subcommand(1);
   const std::vector<Command> commands = {AddInfoCommand(app), AddForwardCommand(app), AddBackwardCommand(app),
                                          AddCheckCommand(app), AddBenchCommand(app)};
@@ -22,11 +25,19 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     return ReportBadInput(e.what());
   }
-  for (const Command& command : commands) {
-    if (command.app->parsed()) return command.run();
+  // The library never throws; the host side (file contents, std::vector) can run out of memory.
+  try {
+    for (const Command& command : commands) {
+      if (command.app->parsed()) return command.run();
+    }
+  } catch (const std::bad_alloc&) {
+    return ReportBadInput("out of host memory (the input is too large for this machine)");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vkflash: error: %s\n", e.what());
+    return kExitFailure;
   }
   return ReportBadInput("no command given (info, forward, backward, check, bench)");
 }

@@ -1,38 +1,122 @@
 #include "output_files.h"
 
-#include <cstdio>
 #include <unistd.h>
 
-namespace vkflash::cli {
+#include <cstdio>
+#include <filesystem>
+#include <system_error>
 
-OutputFiles::~OutputFiles() {
-  for (const Staged& s : staged_) std::remove(s.temporary.c_str());
+namespace vkflash::cli {
+namespace fs = std::filesystem;
+namespace {
+
+Status Bad(const std::string& message) { return Status::Error(ErrorCode::kInvalidArgument, message); }
+
+// The folder a file path lies in ("." for a bare name).
+fs::path FolderOf(const std::string& path) {
+  const fs::path folder = fs::path(path).parent_path();
+  return folder.empty() ? fs::path(".") : folder;
 }
 
-Status OutputFiles::Stage(const std::string& path, const tools::NpyArray& array) {
-  for (const Staged& s : staged_) {
-    if (s.destination == path) {
-      return Status::Error(ErrorCode::kInvalidArgument, "two outputs would be written to '" + path + "'");
+// One spelling per destination, so that "a/o.npy" and "a//./o.npy" are seen to be the same.
+std::string Canonical(const std::string& path) {
+  std::error_code error;
+  const fs::path canonical = fs::weakly_canonical(path, error);
+  return error ? path : canonical.string();
+}
+
+}  // namespace
+
+OutputFiles::~OutputFiles() {
+  std::error_code ignored;
+  for (const Planned& p : planned_) fs::remove(p.temporary, ignored);
+}
+
+void OutputFiles::AddInput(const std::string& path) { inputs_.push_back(path); }
+
+Status OutputFiles::Plan(const std::string& option, const std::string& path) {
+  const std::string named = option + " '" + path + "'";
+  if (path.empty()) return Bad(option + " needs a file name");
+  std::error_code error;
+  const fs::file_status status = fs::status(path, error);
+  if (fs::is_directory(status)) return Bad(named + " is a directory, not a file name");
+  if (fs::exists(status) && !fs::is_regular_file(status)) return Bad(named + " is not a regular file");
+  const fs::path folder = FolderOf(path);
+  if (!fs::is_directory(folder, error)) return Bad(named + ": the folder '" + folder.string() + "' does not exist");
+  for (const std::string& input : inputs_) {
+    if (fs::exists(status) && fs::equivalent(path, input, error)) {
+      return Bad(named + " is also an input: it would be overwritten");
     }
   }
-  const std::string temporary = path + ".vkflash-" + std::to_string(getpid()) + ".tmp";
-  Status written = tools::WriteNpy(temporary, array);
-  if (!written.ok()) {
-    return Status::Error(ErrorCode::kIo, "cannot write output '" + path + "' (" + written.message() + ")");
+  const std::string canonical = Canonical(path);
+  for (const Planned& p : planned_) {
+    if (Canonical(p.destination) == canonical) return Bad(p.option + " and " + named + " name the same file");
   }
-  staged_.push_back({temporary, path});
+  // Creating the temporary file now shows that the folder takes new files.
+  const std::string temporary =
+      (folder / ("." + fs::path(path).filename().string() + ".vkflash-" + std::to_string(getpid()) + ".tmp")).string();
+  std::FILE* file = std::fopen(temporary.c_str(), "wb");
+  if (file == nullptr) return Status::Error(ErrorCode::kIo, named + ": cannot create files in '" + folder.string() + "'");
+  std::fclose(file);
+  planned_.push_back({option, path, temporary});
   return Status::Ok();
 }
 
-Status OutputFiles::Commit() {
-  for (size_t i = 0; i < staged_.size(); ++i) {
-    if (std::rename(staged_[i].temporary.c_str(), staged_[i].destination.c_str()) != 0) {
-      // Renames within one folder fail only in exotic cases; the files already moved stay.
-      staged_.erase(staged_.begin(), staged_.begin() + std::ptrdiff_t(i));
-      return Status::Error(ErrorCode::kIo, "cannot move output into place at '" + staged_.front().destination + "'");
+Status OutputFiles::Stage(const std::string& path, const tools::NpyArray& array) {
+  for (Planned& p : planned_) {
+    if (p.destination != path) continue;
+    Status written = tools::WriteNpy(p.temporary, array);
+    if (!written.ok()) {
+      return Status::Error(ErrorCode::kIo, "cannot write " + p.option + " '" + path + "' (" + written.message() + ")");
     }
+    p.staged = true;
+    return Status::Ok();
   }
-  staged_.clear();
+  return Status::Error(ErrorCode::kInvalidArgument, "output '" + path + "' was not planned");
+}
+
+Status OutputFiles::Commit() {
+  for (const Planned& p : planned_) {
+    if (!p.staged) return Status::Error(ErrorCode::kInvalidArgument, p.option + " was never written");
+  }
+  // Destinations that exist are kept as backups until every move has succeeded.
+  std::vector<std::string> backups(planned_.size());
+  size_t moved = 0;
+  std::error_code error;
+  for (; moved < planned_.size(); ++moved) {
+    const Planned& p = planned_[moved];
+    if (fs::exists(p.destination, error)) {
+      backups[moved] = p.temporary + ".previous";
+      fs::create_hard_link(p.destination, backups[moved], error);
+      if (error) {  // a filesystem without hard links: copy instead
+        error.clear();
+        fs::copy_file(p.destination, backups[moved], fs::copy_options::overwrite_existing, error);
+      }
+      if (error) break;
+    }
+    fs::rename(p.temporary, p.destination, error);
+    if (error) break;
+  }
+  if (moved < planned_.size()) {
+    const std::string failed = planned_[moved].option + " '" + planned_[moved].destination + "': " + error.message();
+    std::error_code ignored;
+    for (size_t i = 0; i < moved; ++i) {  // put back what was there before
+      if (!backups[i].empty()) {
+        fs::rename(backups[i], planned_[i].destination, ignored);
+      } else {
+        fs::remove(planned_[i].destination, ignored);
+      }
+    }
+    for (const std::string& backup : backups) {
+      if (!backup.empty()) fs::remove(backup, ignored);
+    }
+    return Status::Error(ErrorCode::kIo, "cannot move output into place, no output written: " + failed);
+  }
+  std::error_code ignored;
+  for (const std::string& backup : backups) {
+    if (!backup.empty()) fs::remove(backup, ignored);
+  }
+  planned_.clear();
   return Status::Ok();
 }
 

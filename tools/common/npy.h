@@ -1,10 +1,13 @@
-// NumPy .npy files (format versions 1-3): float32 and float16, little-endian, C order. Anything
-// else is refused with a message that says what the file holds and what is accepted.
+// NumPy .npy files (format versions 1-3): float32 and float16, little-endian, C order. The header
+// is parsed as NumPy parses it (npy_header.h); only regular files are read, and never past the
+// size the header implies. Anything else is refused with a message that says what the file holds
+// and what is accepted.
 #pragma once
 
 #include <vkflash/vkflash.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,12 +18,17 @@ struct NpyArray {
   std::vector<uint64_t> shape;
   std::vector<uint8_t> data;  // shape product * DataTypeSize(dtype) bytes, C order
 
+  // The product of the shape; UINT64_MAX where it overflows (ReadNpy refuses such shapes).
   uint64_t element_count() const;
   // Element i as float (float16 is widened).
   float at(uint64_t i) const;
 };
 
-// kIo when the file cannot be opened; kInvalidArgument when it is not a supported .npy.
+// The product of `shape`, or nullopt where it does not fit in 64 bits.
+std::optional<uint64_t> CheckedElementCount(const std::vector<uint64_t>& shape);
+
+// kIo when the file cannot be opened or read; kInvalidArgument when it is not a regular file or
+// not a supported .npy.
 Result<NpyArray> ReadNpy(const std::string& path);
 
 // Writes the whole file or returns an error (a partly written file is removed).
