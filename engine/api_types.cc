@@ -69,8 +69,6 @@ uint64_t ForwardStatsBytes(const AttentionShape& shape, const KernelChoice& choi
   return shape.lse_elements() * tiles * 5 * sizeof(float);
 }
 
-uint64_t BackwardWorkspaceBytes(const AttentionShape& shape) { return shape.lse_elements() * sizeof(float); }
-
 Status ValidateAttentionParams(const AttentionParams& params) {
   const AttentionShape& s = params.shape;
   if (s.head_dim == 0 || s.head_dim > kMaxHeadDim) {

@@ -9,6 +9,7 @@
 #include "attention/backward_op.h"
 #include "attention/coopmat_layout.h"
 #include "attention/forward_op.h"
+#include "attention/loop_budget.h"
 #include "attention/naive_op.h"
 #include "attention/tile_config.h"
 #include "device_selection.h"
@@ -43,10 +44,28 @@ struct Context::Impl {
   Status InitOnDevice() {
     VKF_ASSIGN_OR_RETURN(runner, vk::CommandRunner::Create(*device));
     VKF_ASSIGN_OR_RETURN(pipelines, vk::PipelineStore::Create(*device, info, options.pipeline_cache_path));
+    VKF_RETURN_IF_ERROR(ProbeLoopBudget());
     VKF_RETURN_IF_ERROR(ProbeCooperativeMatrixLayout());
     VKF_ASSIGN_OR_RETURN(forward, attention::ForwardOperator::Create(*device, info, coopmat_layout, *pipelines));
     VKF_ASSIGN_OR_RETURN(backward, attention::BackwardOperator::Create(*device, info, coopmat_layout, *pipelines));
     VKF_ASSIGN_OR_RETURN(naive, attention::NaiveOperator::Create(*device, info, *pipelines));
+    return Status::Ok();
+  }
+
+  // A driver that ends loops after a budget runs the scalar kernels in chunks; the tensor-core
+  // kernels have no chunked form, so they are not used there (an explicit "coopmat*" family fails).
+  Status ProbeLoopBudget() {
+    VKF_ASSIGN_OR_RETURN(info.shader_loop_budget, attention::ProbeLoopBudget(*device, *runner, *pipelines));
+    if (info.shader_loop_budget == 0 ||
+        (info.cooperative_matrix == CooperativeMatrixApi::kNone && !info.use_cooperative_matrix2)) {
+      return Status::Ok();
+    }
+    const std::string why = "this driver ends shader loops after " + std::to_string(info.shader_loop_budget) +
+                            " iterations; only the scalar kernels run in chunks within that";
+    if (vk::KernelFamily(options) != "auto") return Status::Error(ErrorCode::kUnsupported, why);
+    info.cooperative_matrix = CooperativeMatrixApi::kNone;
+    info.use_cooperative_matrix2 = false;
+    info.cooperative_matrix_note = why;
     return Status::Ok();
   }
 
@@ -194,10 +213,23 @@ Status Context::RecordForward(VkCommandBuffer cmd, const AttentionParams& params
   return impl_->forward->Record(cmd, params, buffers);
 }
 
+Result<uint64_t> Context::ForwardWorkspaceBytes(const AttentionParams& params, bool with_stats) const {
+  return impl_->forward->WorkspaceBytes(params, with_stats);
+}
+
 Status Context::Forward(const AttentionParams& params, const ForwardBuffers& buffers) {
+  ForwardBuffers with_workspace = buffers;
+  Buffer workspace;  // freed (and forgotten by the descriptor cache) when this call returns
+  if (buffers.workspace.empty() && params.shape.q_elements() > 0) {
+    VKF_ASSIGN_OR_RETURN(const uint64_t bytes, ForwardWorkspaceBytes(params, !buffers.stats.empty()));
+    if (bytes > 0) {
+      VKF_ASSIGN_OR_RETURN(workspace, CreateBuffer(bytes));
+      with_workspace.workspace = workspace.view();
+    }
+  }
   return impl_->runner->Run([&](VkCommandBuffer cmd) {
     vk::FullBarrier(cmd);
-    VKF_RETURN_IF_ERROR(impl_->forward->Record(cmd, params, buffers));
+    VKF_RETURN_IF_ERROR(impl_->forward->Record(cmd, params, with_workspace));
     vk::FullBarrier(cmd);
     return Status::Ok();
   });
@@ -219,11 +251,15 @@ Status Context::RecordBackward(VkCommandBuffer cmd, const AttentionParams& param
   return impl_->backward->Record(cmd, params, buffers);
 }
 
+Result<uint64_t> Context::BackwardWorkspaceBytes(const AttentionParams& params) const {
+  return impl_->backward->WorkspaceBytes(params);
+}
+
 Status Context::Backward(const AttentionParams& params, const BackwardBuffers& buffers) {
   VKF_RETURN_IF_ERROR(ValidateAttentionParams(params));
   BackwardBuffers with_workspace = buffers;
   Buffer workspace;  // freed (and forgotten by the descriptor cache) when this call returns
-  const uint64_t workspace_bytes = BackwardWorkspaceBytes(params.shape);
+  VKF_ASSIGN_OR_RETURN(const uint64_t workspace_bytes, BackwardWorkspaceBytes(params));
   if (buffers.workspace.empty() && workspace_bytes > 0) {
     VKF_ASSIGN_OR_RETURN(workspace, CreateBuffer(workspace_bytes));
     with_workspace.workspace = workspace.view();

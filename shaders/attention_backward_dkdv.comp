@@ -17,6 +17,7 @@ layout(constant_id = VKF_SPEC_BLOCK_Q) const uint BLOCK_Q = 16;   // query rows 
 layout(constant_id = VKF_SPEC_BLOCK_KV) const uint BLOCK_KV = 8;  // key rows this workgroup owns
 layout(constant_id = VKF_SPEC_THREADS_PER_ROW) const uint THREADS_PER_ROW = 8;
 layout(constant_id = VKF_SPEC_CAUSAL) const bool CAUSAL = false;
+layout(constant_id = VKF_SPEC_CHUNKED) const bool CHUNKED = false;  // false: one pass over all steps
 
 const uint WORKGROUP_SIZE = gl_WorkGroupSize.x;  // == BLOCK_KV * THREADS_PER_ROW
 const uint HEAD_VEC4 = (HEAD_DIM + 3) / 4;
@@ -34,6 +35,8 @@ VKF_TENSOR_OUT(VKF_BWD_BINDING_DK, dk_data);
 VKF_TENSOR_OUT(VKF_BWD_BINDING_DV, dv_data);
 layout(std430, set = 0, binding = VKF_BWD_BINDING_LSE) readonly buffer lse_block { float lse_data[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_DELTA) readonly buffer delta_block { float delta_data[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DK_STATE) buffer dk_state_block { float dk_state[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DV_STATE) buffer dv_state_block { float dv_state[]; };
 
 layout(push_constant) uniform PushBlock { AttentionPush pc; };
 
@@ -45,6 +48,8 @@ VKF_DEFINE_VEC4_LOADER(load_v4, v_data)
 VKF_DEFINE_VEC4_LOADER(load_do4, do_data)
 VKF_DEFINE_VEC4_STORER(store_dk4, dk_data)
 VKF_DEFINE_VEC4_STORER(store_dv4, dv_data)
+VKF_DEFINE_STATE_ACCESS(load_dk_state4, store_dk_state4, dk_state)
+VKF_DEFINE_STATE_ACCESS(load_dv_state4, store_dv_state4, dv_state)
 
 shared vec4 k_rows[BLOCK_KV * HEAD_VEC4];
 shared vec4 v_rows[BLOCK_KV * HEAD_VEC4];
@@ -74,14 +79,29 @@ void main() {
 
   vec4 dk[VEC4_PER_THREAD], dv[VEC4_PER_THREAD];  // this lane's columns: vec4 d4 = lane + k * THREADS_PER_ROW
   for (uint k = 0; k < VEC4_PER_THREAD; ++k) dk[k] = dv[k] = vec4(0.0);
+  const uint state_base = kv_head_base + key * HEAD_DIM;  // of this key row in dk_state / dv_state
+  if (CHUNKED && pc.chunk_begin > 0 && key < pc.kv_len) {  // the sums of the earlier chunks
+    for (uint k = 0; k < VEC4_PER_THREAD; ++k) {
+      dk[k] = load_dk_state4(state_base, lane + k * THREADS_PER_ROW);
+      dv[k] = load_dv_state4(state_base, lane + k * THREADS_PER_ROW);
+    }
+  }
+  const uint key_rows = key_rows_begin(key, pc.q_len, pc.kv_len);  // queries [key_rows, q_len) see this key
 
-  // Query rows before q_first see none of this tile's keys (causal): their tiles are skipped.
+  // Query rows before q_first see none of this tile's keys (causal): their tiles are skipped. The
+  // steps are the query tiles of each head of the group, head-major; a chunk takes its own range.
   uint q_first = 0;
   if (CAUSAL) q_first = uint(clamp(int(kv_begin) - causal_shift(pc.q_len, pc.kv_len), 0, int(pc.q_len)));
   const uint group = pc.q_heads / pc.kv_heads;
-  for (uint head = kv_head * group; head < (kv_head + 1) * group; ++head) {
+  const uint q_tiles = (pc.q_len + BLOCK_Q - 1) / BLOCK_Q;
+  const uint step_begin = CHUNKED ? pc.chunk_begin : 0, step_end = CHUNKED ? pc.chunk_end : group * q_tiles;
+  const uint heads_end = q_tiles == 0 ? 0 : min(group, (step_end + q_tiles - 1) / q_tiles);  // no queries: none
+  for (uint h = q_tiles == 0 ? 0 : step_begin / q_tiles; h < heads_end; ++h) {
+    const uint head = kv_head * group + h;
     const uint q_row_base = (batch * pc.q_heads + head) * pc.q_len;  // row index of query 0 of this head
-    for (uint q_begin = (q_first / BLOCK_Q) * BLOCK_Q; q_begin < pc.q_len; q_begin += BLOCK_Q) {
+    const uint tile_begin = max(q_first / BLOCK_Q, step_begin > h * q_tiles ? step_begin - h * q_tiles : 0);
+    const uint tile_end = min(q_tiles, step_end - h * q_tiles);
+    for (uint q_begin = tile_begin * BLOCK_Q; q_begin < tile_end * BLOCK_Q; q_begin += BLOCK_Q) {
       barrier();  // the previous step's tiles are no longer read (first step: K/V rows visible)
       for (uint i = tid; i < BLOCK_Q * HEAD_VEC4; i += WORKGROUP_SIZE) {
         const uint r = i / HEAD_VEC4, d4 = i % HEAD_VEC4;
@@ -104,18 +124,22 @@ void main() {
           s += dot(k_rows[row * HEAD_VEC4 + d4], q_tile[c * Q_STRIDE + d4]);
           dp += dot(v_rows[row * HEAD_VEC4 + d4], do_tile[c * Q_STRIDE + d4]);
         }
-        float p = exp2(s * pc.scale_log2 - lse_tile[c]);
-        if (masked_tile && !key_visible(q_begin + c, key, pc.q_len, pc.kv_len)) p = 0.0;
+        // A masked pair's P and dS are 0 whatever dP is (an inf in dO would make P (dP - delta) NaN).
+        const bool visible = !masked_tile || key_visible(q_begin + c, key, pc.q_len, pc.kv_len);
+        const float p = visible ? exp2(s * pc.scale_log2 - lse_tile[c]) : 0.0;
         pt_tile[row * BLOCK_Q + c] = p;
-        dst_tile[row * BLOCK_Q + c] = p * (dp - delta_tile[c]);
+        dst_tile[row * BLOCK_Q + c] = visible ? p * (dp - delta_tile[c]) : 0.0;
       }
       barrier();
 
-      // dV += P^T dO, dK += dS^T Q (scaled once at the end).
+      // dV += P^T dO, dK += dS^T Q (scaled once at the end), over the queries that see the key
+      // only: 0 x inf is NaN.
+      const uint c_begin = masked_tile ? min(BLOCK_Q, uint(max(int(key_rows) - int(q_begin), 0))) : 0;
+      const uint c_end = min(BLOCK_Q, pc.q_len - q_begin);
       for (uint k = 0; k < VEC4_PER_THREAD; ++k) {
         const uint d4 = lane + k * THREADS_PER_ROW;
         if (d4 < HEAD_VEC4) {
-          [[dont_unroll]] for (uint c = 0; c < BLOCK_Q; ++c) {
+          [[dont_unroll]] for (uint c = c_begin; c < c_end; ++c) {
             dv[k] += pt_tile[row * BLOCK_Q + c] * do_tile[c * Q_STRIDE + d4];
             dk[k] += dst_tile[row * BLOCK_Q + c] * q_tile[c * Q_STRIDE + d4];
           }
@@ -124,6 +148,15 @@ void main() {
     }
   }
 
+  if (CHUNKED && pc.chunk_end < group * q_tiles) {  // more chunks follow: keep the sums
+    if (key < pc.kv_len) {
+      for (uint k = 0; k < VEC4_PER_THREAD; ++k) {
+        store_dk_state4(state_base, lane + k * THREADS_PER_ROW, dk[k]);
+        store_dv_state4(state_base, lane + k * THREADS_PER_ROW, dv[k]);
+      }
+    }
+    return;
+  }
   if (key < pc.kv_len) {
     const uint out_base = kv_head_base + key * HEAD_DIM;
     const float scale = pc.scale_log2 / LOG2E;

@@ -14,6 +14,7 @@ layout(constant_id = VKF_SPEC_BLOCK_Q) const uint BLOCK_Q = 16;   // query rows 
 layout(constant_id = VKF_SPEC_BLOCK_KV) const uint BLOCK_KV = 16; // key rows per streamed tile
 layout(constant_id = VKF_SPEC_THREADS_PER_ROW) const uint THREADS_PER_ROW = 8;
 layout(constant_id = VKF_SPEC_CAUSAL) const bool CAUSAL = false;
+layout(constant_id = VKF_SPEC_CHUNKED) const bool CHUNKED = false;  // false: one pass over all keys
 
 const uint WORKGROUP_SIZE = gl_WorkGroupSize.x;  // == BLOCK_Q * THREADS_PER_ROW
 const uint HEAD_VEC4 = (HEAD_DIM + 3) / 4;
@@ -30,6 +31,7 @@ VKF_TENSOR_IN(VKF_BWD_BINDING_DO, do_data);
 VKF_TENSOR_OUT(VKF_BWD_BINDING_DQ, dq_data);
 layout(std430, set = 0, binding = VKF_BWD_BINDING_LSE) readonly buffer lse_block { float lse_data[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_DELTA) readonly buffer delta_block { float delta_data[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DQ_STATE) buffer dq_state_block { float dq_state[]; };
 
 layout(push_constant) uniform PushBlock { AttentionPush pc; };
 
@@ -40,6 +42,7 @@ VKF_DEFINE_VEC4_LOADER(load_k4, k_data)
 VKF_DEFINE_VEC4_LOADER(load_v4, v_data)
 VKF_DEFINE_VEC4_LOADER(load_do4, do_data)
 VKF_DEFINE_VEC4_STORER(store_dq4, dq_data)
+VKF_DEFINE_STATE_ACCESS(load_state4, store_state4, dq_state)
 
 shared vec4 q_rows[BLOCK_Q * HEAD_VEC4];
 shared vec4 do_rows[BLOCK_Q * HEAD_VEC4];
@@ -71,9 +74,15 @@ void main() {
 
   vec4 dq[VEC4_PER_THREAD];  // this lane's columns: vec4 d4 = lane + k * THREADS_PER_ROW
   for (uint k = 0; k < VEC4_PER_THREAD; ++k) dq[k] = vec4(0.0);
+  const uint row_keys = row_keys_end(q_row, pc.q_len, pc.kv_len);  // the row sees keys [0, row_keys)
+  const uint state_base = (q_row_base + q_row) * HEAD_DIM;       // of this row in dq_state
+  if (CHUNKED && pc.chunk_begin > 0 && q_row < pc.q_len) {        // the sum of the earlier chunks
+    for (uint k = 0; k < VEC4_PER_THREAD; ++k) dq[k] = load_state4(state_base, lane + k * THREADS_PER_ROW);
+  }
 
-  const uint kv_end = visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);
-  for (uint kv_begin = 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
+  const uint kv_end = CHUNKED ? min(visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len), pc.chunk_end)
+                              : visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);
+  for (uint kv_begin = CHUNKED ? pc.chunk_begin : 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
     barrier();  // the previous step's tiles are no longer read (first step: Q / dO rows visible)
     for (uint i = tid; i < BLOCK_KV * HEAD_VEC4; i += WORKGROUP_SIZE) {
       const uint r = i / HEAD_VEC4, d4 = i % HEAD_VEC4;
@@ -92,21 +101,28 @@ void main() {
         s += dot(q_rows[row * HEAD_VEC4 + d4], k_tile[c * KV_STRIDE + d4]);
         dp += dot(do_rows[row * HEAD_VEC4 + d4], v_tile[c * KV_STRIDE + d4]);
       }
-      float p = exp2(s * pc.scale_log2 - lse);
-      if (masked_tile && !key_visible(q_row, kv_begin + c, pc.q_len, pc.kv_len)) p = 0.0;
-      ds_tile[row * BLOCK_KV + c] = p * (dp - delta);
+      // A masked pair's dS is 0 whatever dP is (an inf in V would make P (dP - delta) NaN).
+      const bool visible = !masked_tile || key_visible(q_row, kv_begin + c, pc.q_len, pc.kv_len);
+      ds_tile[row * BLOCK_KV + c] = visible ? exp2(s * pc.scale_log2 - lse) * (dp - delta) : 0.0;
     }
     barrier();
 
-    // dQ += dS K (scaled once at the end).
+    // dQ += dS K (scaled once at the end), over the keys the row sees only: 0 x inf is NaN.
+    const uint c_end = masked_tile ? min(BLOCK_KV, uint(max(int(row_keys) - int(kv_begin), 0))) : BLOCK_KV;
     for (uint k = 0; k < VEC4_PER_THREAD; ++k) {
       const uint d4 = lane + k * THREADS_PER_ROW;
       if (d4 < HEAD_VEC4) {
-        [[dont_unroll]] for (uint c = 0; c < BLOCK_KV; ++c) dq[k] += ds_tile[row * BLOCK_KV + c] * k_tile[c * KV_STRIDE + d4];
+        [[dont_unroll]] for (uint c = 0; c < c_end; ++c) dq[k] += ds_tile[row * BLOCK_KV + c] * k_tile[c * KV_STRIDE + d4];
       }
     }
   }
 
+  if (CHUNKED && pc.chunk_end < pc.kv_len) {  // more chunks follow: keep the sum
+    if (q_row < pc.q_len) {
+      for (uint k = 0; k < VEC4_PER_THREAD; ++k) store_state4(state_base, lane + k * THREADS_PER_ROW, dq[k]);
+    }
+    return;
+  }
   if (q_row < pc.q_len) {
     const uint out_base = (q_row_base + q_row) * HEAD_DIM;
     const float scale = pc.scale_log2 / LOG2E;

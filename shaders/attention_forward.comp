@@ -20,6 +20,7 @@ layout(constant_id = VKF_SPEC_THREADS_PER_ROW) const uint THREADS_PER_ROW = 8;
 layout(constant_id = VKF_SPEC_CAUSAL) const bool CAUSAL = false;
 layout(constant_id = VKF_SPEC_WRITE_LSE) const bool WRITE_LSE = true;
 layout(constant_id = VKF_SPEC_INSTRUMENT) const bool INSTRUMENT = false;  // false: the code below folds away
+layout(constant_id = VKF_SPEC_CHUNKED) const bool CHUNKED = false;        // false: one pass over all keys
 
 const uint WORKGROUP_SIZE = gl_WorkGroupSize.x;  // == BLOCK_Q * THREADS_PER_ROW (engine checks)
 // Shared tiles hold rows of vec4 (head dim padded with zeros to a multiple of 4): one 128-bit
@@ -38,6 +39,8 @@ VKF_TENSOR_IN(VKF_FWD_BINDING_V, v_data);
 VKF_TENSOR_OUT(VKF_FWD_BINDING_O, o_data);
 layout(std430, set = 0, binding = VKF_FWD_BINDING_LSE) writeonly buffer lse_block { float lse_data[]; };
 layout(std430, set = 0, binding = VKF_FWD_BINDING_STATS) writeonly buffer stats_block { float stats_data[]; };
+layout(std430, set = 0, binding = VKF_FWD_BINDING_O_STATE) buffer o_state_block { vec4 o_state[]; };
+layout(std430, set = 0, binding = VKF_FWD_BINDING_LSE_STATE) buffer lse_state_block { float lse_state[]; };
 
 layout(push_constant) uniform PushBlock { AttentionPush pc; };
 
@@ -100,10 +103,24 @@ void main() {
   float l_partial = 0.0;     // this lane's share of the running row sum of P
   vec4 acc[VEC4_PER_THREAD];  // this lane's columns of the unnormalized O row: vec4 d4 = lane + k * THREADS_PER_ROW
   for (uint k = 0; k < VEC4_PER_THREAD; ++k) acc[k] = vec4(0.0);
+  const uint row_index = (batch * pc.q_heads + head) * pc.q_len + q_row;  // of the LSE and the row state
+  const uint row_keys = row_keys_end(q_row, pc.q_len, pc.kv_len);      // the row sees keys [0, row_keys)
 
-  // Tiles wholly above the causal diagonal are never visited.
-  const uint kv_end = visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);
-  for (uint kv_begin = 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
+  // A later chunk resumes from the earlier chunks' keys taken as one key: score lse_state, value
+  // o_state (normalized): the online softmax goes on from there exactly as if it had seen them.
+  if (CHUNKED && pc.chunk_begin > 0 && q_row < pc.q_len) {
+    m = lse_state[row_index];
+    l_partial = lane == 0 && m != NEG_INF ? 1.0 : 0.0;
+    for (uint k = 0; k < VEC4_PER_THREAD; ++k) {
+      const uint d4 = lane + k * THREADS_PER_ROW;
+      if (d4 < HEAD_VEC4) acc[k] = o_state[row_index * HEAD_VEC4 + d4];
+    }
+  }
+
+  // Tiles wholly above the causal diagonal are never visited; a chunk visits its own keys only.
+  const uint kv_end = CHUNKED ? min(visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len), pc.chunk_end)
+                              : visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);
+  for (uint kv_begin = CHUNKED ? pc.chunk_begin : 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
     load_kv_tile(false, kv_head_base, kv_begin);
     barrier();  // K tile (and, on the first pass, the Q tile) visible
 
@@ -139,12 +156,14 @@ void main() {
     load_kv_tile(true, kv_head_base, kv_begin);
     barrier();  // V tile and the whole P tile visible
 
-    // O += P V, for this lane's columns.
+    // O += P V, for this lane's columns. Keys the row cannot see are left out, not multiplied by
+    // P = 0: 0 x inf would be NaN (common/nonfinite.glsl).
+    const uint c_end = masked_tile ? min(BLOCK_KV, uint(max(int(row_keys) - int(kv_begin), 0))) : BLOCK_KV;
     for (uint k = 0; k < VEC4_PER_THREAD; ++k) {
       const uint d4 = lane + k * THREADS_PER_ROW;
       if (d4 < HEAD_VEC4) {
         vec4 sum = vec4(0.0);
-        [[dont_unroll]] for (uint c = 0; c < BLOCK_KV; ++c) sum += p_tile[row * BLOCK_KV + c] * kv_tile[c * KV_STRIDE + d4];
+        [[dont_unroll]] for (uint c = 0; c < c_end; ++c) sum += p_tile[row * BLOCK_KV + c] * kv_tile[c * KV_STRIDE + d4];
         acc[k] += sum;
       }
     }
@@ -152,16 +171,24 @@ void main() {
   }
 
   // Epilogue: O = acc / l, LSE = ln(l) + m (natural log). A row that saw no key: O = 0, LSE = -inf.
+  // A NaN score made l NaN: then O and LSE are NaN, never the "no key" values.
   const float l = row_sum(l_partial);
   if (q_row < pc.q_len) {
-    const float inv_l = l > 0.0 ? 1.0 / l : 0.0;
+    const float inv_l = l == 0.0 ? 0.0 : 1.0 / l;
+    const float lse_log2 = l == 0.0 ? NEG_INF : m + log2(l);
+    if (CHUNKED && pc.chunk_end < pc.kv_len) {  // more chunks follow: keep the state
+      for (uint k = 0; k < VEC4_PER_THREAD; ++k) {
+        const uint d4 = lane + k * THREADS_PER_ROW;
+        if (d4 < HEAD_VEC4) o_state[row_index * HEAD_VEC4 + d4] = acc[k] * inv_l;
+      }
+      if (lane == 0) lse_state[row_index] = lse_log2;
+      return;
+    }
     const uint out_base = q_head_base + q_row * HEAD_DIM;
     for (uint k = 0; k < VEC4_PER_THREAD; ++k) {
       const uint d4 = lane + k * THREADS_PER_ROW;
       if (d4 < HEAD_VEC4) store_o4(out_base, d4, acc[k] * inv_l);
     }
-    if (WRITE_LSE && lane == 0) {
-      lse_data[(batch * pc.q_heads + head) * pc.q_len + q_row] = l > 0.0 ? (m + log2(l)) * LN2 : NEG_INF;
-    }
+    if (WRITE_LSE && lane == 0) lse_data[row_index] = lse_log2 * LN2;
   }
 }

@@ -5,11 +5,43 @@
 #include "attention/buffer_checks.h"
 #include "attention/kernel_constants.h"
 #include "attention/tile_config.h"
+#include "attention/workspace_layout.h"
 #include "util/status_macros.h"
 #include "vulkan/barriers.h"
 #include "vulkan/shader_library.h"
 
 namespace vkflash::attention {
+namespace {
+
+// The backward's workspace: delta per query row, and where a gradient kernel runs in chunks, the
+// float32 sums it keeps between them (VKF_BWD_BINDING_*_STATE).
+struct WorkspaceParts {
+  VkDeviceSize delta_offset = 0, delta_bytes = 0;
+  VkDeviceSize dq_offset = 0, dq_bytes = 0;
+  VkDeviceSize dk_offset = 0, dv_offset = 0, dkdv_bytes = 0;
+  VkDeviceSize total = 0;
+};
+WorkspaceParts BackwardWorkspaceParts(const DeviceInfo& device, const AttentionShape& shape, bool dq_chunked,
+                                      bool dkdv_chunked) {
+  WorkspaceLayout layout(device);
+  WorkspaceParts parts;
+  parts.delta_bytes = shape.lse_elements() * sizeof(float);
+  parts.delta_offset = layout.Add(parts.delta_bytes);
+  if (dq_chunked) {
+    parts.dq_bytes = shape.q_elements() * sizeof(float);
+    parts.dq_offset = layout.Add(parts.dq_bytes);
+  }
+  if (dkdv_chunked) {
+    parts.dkdv_bytes = shape.kv_elements() * sizeof(float);
+    parts.dk_offset = layout.Add(parts.dkdv_bytes);
+    parts.dv_offset = layout.Add(parts.dkdv_bytes);
+  }
+  parts.total = layout.bytes();
+  return parts;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<BackwardOperator>> BackwardOperator::Create(const vk::Device& device, const DeviceInfo& info,
                                                                    const CoopmatLayout& layout,
                                                                    vk::PipelineStore& pipelines) {
@@ -18,10 +50,35 @@ Result<std::unique_ptr<BackwardOperator>> BackwardOperator::Create(const vk::Dev
   return op;
 }
 
-Result<VkPipeline> BackwardOperator::Pipeline(const KernelChoice& choice, const AttentionParams& params) {
+Result<BackwardOperator::Plans> BackwardOperator::ChunkPlans(const BackwardKernelChoice& choice,
+                                                             const AttentionParams& params) const {
+  const AttentionShape& shape = params.shape;
+  Plans plans;
+  // Tensor cores: no budget there. A kernel that is not dispatched (no keys, no queries) is not split.
+  if (choice.dkdv.cooperative_matrix == CooperativeMatrixApi::kNone && shape.kv_elements() > 0) {
+    const uint64_t q_tiles = (uint64_t(shape.q_len) + choice.dkdv.block_q - 1) / choice.dkdv.block_q;
+    const uint64_t steps = q_tiles * (shape.q_heads / shape.kv_heads);
+    VKF_ASSIGN_OR_RETURN(plans.dkdv, PlanChunks(info_, ScalarDkdvLoopCost(choice.dkdv, shape.head_dim), steps, 1));
+  }
+  if (choice.dq.cooperative_matrix == CooperativeMatrixApi::kNone && shape.q_elements() > 0) {
+    const uint64_t tiles = (uint64_t(shape.kv_len) + choice.dq.block_kv - 1) / choice.dq.block_kv;
+    VKF_ASSIGN_OR_RETURN(plans.dq, PlanChunks(info_, ScalarDqLoopCost(choice.dq, shape.head_dim), tiles,
+                                              choice.dq.block_kv));
+  }
+  return plans;
+}
+
+Result<uint64_t> BackwardOperator::WorkspaceBytes(const AttentionParams& params) const {
+  VKF_RETURN_IF_ERROR(ValidateAttentionParams(params));
+  VKF_ASSIGN_OR_RETURN(const BackwardKernelChoice choice, ChooseBackwardKernels(info_, params, /*scalar_only=*/false));
+  VKF_ASSIGN_OR_RETURN(const Plans plans, ChunkPlans(choice, params));
+  return BackwardWorkspaceParts(info_, params.shape, plans.dq.chunks > 1, plans.dkdv.chunks > 1).total;
+}
+
+Result<VkPipeline> BackwardOperator::Pipeline(const KernelChoice& choice, const AttentionParams& params, bool chunked) {
   const vk::ShaderBlob* shader = vk::FindShader(choice.kernel);
   if (shader == nullptr) return Status::Error(ErrorCode::kUnsupported, "kernel '" + choice.kernel + "' is not built");
-  SpecConstants spec = MakeSpecConstants(choice, params, /*write_lse=*/false);
+  SpecConstants spec = MakeSpecConstants(choice, params, /*write_lse=*/false, /*instrument=*/false, chunked);
   SetCoopmatConstants(choice, coopmat_layout_, &spec);
   return pipelines_.Get(*shader, layout_->pipeline_layout(), spec);
 }
@@ -32,11 +89,16 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   const bool has_queries = shape.q_elements() > 0, has_keys = shape.kv_elements() > 0;
   if (!has_queries && !has_keys) return Status::Ok();
 
+  const bool aligned = VectorAligned({buffers.q, buffers.k, buffers.v, buffers.d_o, buffers.dq, buffers.dk, buffers.dv});
+  VKF_ASSIGN_OR_RETURN(const BackwardKernelChoice choice, ChooseBackwardKernels(info_, params, /*scalar_only=*/!aligned));
+  VKF_ASSIGN_OR_RETURN(const Plans plans, ChunkPlans(choice, params));
+  const WorkspaceParts parts = BackwardWorkspaceParts(info_, shape, plans.dq.chunks > 1, plans.dkdv.chunks > 1);
+
   const uint64_t element = DataTypeSize(params.dtype);
   const uint64_t q_bytes = shape.q_elements() * element, kv_bytes = shape.kv_elements() * element;
   const uint64_t row_bytes = shape.lse_elements() * sizeof(float);
   NamedView q{"q", buffers.q, q_bytes}, o{"o", buffers.o, q_bytes}, d_o{"d_o", buffers.d_o, q_bytes},
-      dq{"dq", buffers.dq, q_bytes}, lse{"lse", buffers.lse, row_bytes}, workspace{"workspace", buffers.workspace, row_bytes};
+      dq{"dq", buffers.dq, q_bytes}, lse{"lse", buffers.lse, row_bytes}, workspace{"workspace", buffers.workspace, parts.total};
   NamedView k{"k", buffers.k, kv_bytes}, v{"v", buffers.v, kv_bytes}, dk{"dk", buffers.dk, kv_bytes},
       dv{"dv", buffers.dv, kv_bytes};
   // Empty tensors cannot be bound: a non-empty one stands in (the kernels never touch it).
@@ -59,8 +121,6 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   if (!has_queries) q.view = o.view = d_o.view = dq.view = lse.view = workspace.view = buffers.k;
   if (!has_keys) k.view = v.view = dk.view = dv.view = buffers.q;
 
-  const bool aligned = VectorAligned({q.view, k.view, v.view, d_o.view, dq.view, dk.view, dv.view});
-  VKF_ASSIGN_OR_RETURN(const BackwardKernelChoice choice, ChooseBackwardKernels(info_, params, /*scalar_only=*/!aligned));
   KernelChoice preprocess;
   preprocess.kernel = std::string("backward_preprocess_") + (params.dtype == DataType::kFloat16 ? "f16" : "f32");
   preprocess.workgroup_size = PreprocessWorkgroupSize(info_);
@@ -72,9 +132,9 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
       shape.q_heads > info_.max_workgroup_count[1] || shape.batch > info_.max_workgroup_count[2]) {
     return Status::Error(ErrorCode::kUnsupported, "lengths / heads / batch exceed maxComputeWorkGroupCount");
   }
-  VKF_ASSIGN_OR_RETURN(VkPipeline preprocess_pipeline, Pipeline(preprocess, params));
-  VKF_ASSIGN_OR_RETURN(VkPipeline dkdv_pipeline, Pipeline(choice.dkdv, params));
-  VKF_ASSIGN_OR_RETURN(VkPipeline dq_pipeline, Pipeline(choice.dq, params));
+  VKF_ASSIGN_OR_RETURN(VkPipeline preprocess_pipeline, Pipeline(preprocess, params, false));
+  VKF_ASSIGN_OR_RETURN(VkPipeline dkdv_pipeline, Pipeline(choice.dkdv, params, plans.dkdv.chunks > 1));
+  VKF_ASSIGN_OR_RETURN(VkPipeline dq_pipeline, Pipeline(choice.dq, params, plans.dq.chunks > 1));
 
   std::array<BufferView, VKF_BWD_BINDING_COUNT> bindings;
   bindings[VKF_BWD_BINDING_Q] = q.view;
@@ -83,13 +143,22 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   bindings[VKF_BWD_BINDING_O] = o.view;
   bindings[VKF_BWD_BINDING_LSE] = lse.view;
   bindings[VKF_BWD_BINDING_DO] = d_o.view;
-  bindings[VKF_BWD_BINDING_DELTA] = workspace.view;
+  bindings[VKF_BWD_BINDING_DELTA] =
+      has_queries ? WorkspacePart(workspace.view, parts.delta_offset, parts.delta_bytes) : workspace.view;
+  // Unchunked kernels never touch their sums, but a binding needs a buffer: each kernel's own output
+  // stands in (the dK/dV and dQ dispatches run concurrently, so neither may alias the other's).
+  bindings[VKF_BWD_BINDING_DQ_STATE] =
+      plans.dq.chunks > 1 ? WorkspacePart(workspace.view, parts.dq_offset, parts.dq_bytes) : dq.view;
+  bindings[VKF_BWD_BINDING_DK_STATE] =
+      plans.dkdv.chunks > 1 ? WorkspacePart(workspace.view, parts.dk_offset, parts.dkdv_bytes) : dk.view;
+  bindings[VKF_BWD_BINDING_DV_STATE] =
+      plans.dkdv.chunks > 1 ? WorkspacePart(workspace.view, parts.dv_offset, parts.dkdv_bytes) : dk.view;
   bindings[VKF_BWD_BINDING_DQ] = dq.view;
   bindings[VKF_BWD_BINDING_DK] = dk.view;
   bindings[VKF_BWD_BINDING_DV] = dv.view;
   const gpu::AttentionPush push = MakeAttentionPush(params);
 
-  // Descriptors and push constants stay bound across the three pipelines (one layout).
+  // Descriptors stay bound across the three pipelines (one layout).
   vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, preprocess_pipeline);
   VKF_RETURN_IF_ERROR(layout_->BindBuffers(cmd, bindings));
   vkCmdPushConstants(cmd, layout_->pipeline_layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
@@ -101,13 +170,31 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   }
   if (has_keys) {  // with no queries this writes zero dK, dV
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, dkdv_pipeline);
-    vkCmdDispatch(cmd, groups_dkdv, shape.kv_heads, shape.batch);
+    DispatchChunks(cmd, push, plans.dkdv, (shape.q_heads / shape.kv_heads) * ((shape.q_len + choice.dkdv.block_q - 1) /
+                                                                               choice.dkdv.block_q),
+                   groups_dkdv, shape.kv_heads, shape.batch);
   }
   if (has_queries) {  // with no keys this writes zero dQ
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, dq_pipeline);
-    vkCmdDispatch(cmd, groups_dq, shape.q_heads, shape.batch);
+    DispatchChunks(cmd, push, plans.dq, shape.kv_len, groups_dq, shape.q_heads, shape.batch);
   }
   return Status::Ok();
+}
+
+void BackwardOperator::DispatchChunks(VkCommandBuffer cmd, gpu::AttentionPush push, const ChunkPlan& plan,
+                                      uint32_t loop_end, uint32_t groups_x, uint32_t groups_y, uint32_t groups_z) {
+  for (uint32_t chunk = 0; chunk < plan.chunks; ++chunk) {
+    if (plan.chunks > 1) {
+      push.chunk_begin = chunk * plan.length;
+      push.chunk_end = chunk + 1 == plan.chunks ? loop_end : (chunk + 1) * plan.length;
+      if (chunk > 0) {  // each workgroup reads back the sums it wrote in the last chunk
+        vk::MemoryBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                          VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+      }
+    }
+    vkCmdPushConstants(cmd, layout_->pipeline_layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
+    vkCmdDispatch(cmd, groups_x, groups_y, groups_z);
+  }
 }
 
 }  // namespace vkflash::attention

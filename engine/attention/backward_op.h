@@ -7,6 +7,8 @@
 #include <memory>
 
 #include "attention/coopmat_layout.h"
+#include "attention/tile_config.h"
+#include "common/shader_interface.h"
 #include "vulkan/device.h"
 #include "vulkan/kernel_layout.h"
 #include "vulkan/pipeline_store.h"
@@ -18,14 +20,25 @@ class BackwardOperator {
   static Result<std::unique_ptr<BackwardOperator>> Create(const vk::Device& device, const DeviceInfo& info,
                                                           const CoopmatLayout& layout, vk::PipelineStore& pipelines);
 
-  // buffers.workspace must be set.
+  // buffers.workspace must be set (WorkspaceBytes).
   Status Record(VkCommandBuffer cmd, const AttentionParams& params, const BackwardBuffers& buffers);
   void Forget(VkBuffer buffer) { layout_->Forget(buffer); }
+  Result<uint64_t> WorkspaceBytes(const AttentionParams& params) const;
 
  private:
+  // How each gradient kernel's loop is split into dispatches (one chunk unless the driver has a
+  // loop budget): dK/dV in steps (query tiles of a head), dQ in keys.
+  struct Plans {
+    ChunkPlan dkdv, dq;
+  };
+
   BackwardOperator(const DeviceInfo& info, const CoopmatLayout& layout, vk::PipelineStore& pipelines)
       : info_(info), coopmat_layout_(layout), pipelines_(pipelines) {}
-  Result<VkPipeline> Pipeline(const KernelChoice& choice, const AttentionParams& params);
+  Result<Plans> ChunkPlans(const BackwardKernelChoice& choice, const AttentionParams& params) const;
+  Result<VkPipeline> Pipeline(const KernelChoice& choice, const AttentionParams& params, bool chunked);
+  // One dispatch per chunk of `plan` (a loop of `loop_end` keys or steps), with barriers between.
+  void DispatchChunks(VkCommandBuffer cmd, gpu::AttentionPush push, const ChunkPlan& plan, uint32_t loop_end,
+                      uint32_t groups_x, uint32_t groups_y, uint32_t groups_z);
 
   const DeviceInfo& info_;
   const CoopmatLayout& coopmat_layout_;

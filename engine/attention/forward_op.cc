@@ -5,10 +5,30 @@
 #include "attention/buffer_checks.h"
 #include "attention/kernel_constants.h"
 #include "attention/tile_config.h"
+#include "attention/workspace_layout.h"
 #include "util/status_macros.h"
+#include "vulkan/barriers.h"
 #include "vulkan/shader_library.h"
 
 namespace vkflash::attention {
+namespace {
+
+// Where a chunked forward keeps each row's state between dispatches (VKF_FWD_BINDING_*_STATE).
+struct StateParts {
+  VkDeviceSize o_offset = 0, o_bytes = 0, lse_offset = 0, lse_bytes = 0, total = 0;
+};
+StateParts ForwardStateParts(const DeviceInfo& device, const AttentionShape& shape) {
+  WorkspaceLayout layout(device);
+  StateParts parts;
+  parts.o_bytes = shape.lse_elements() * ((shape.head_dim + 3) / 4) * 16;  // vec4 rows
+  parts.o_offset = layout.Add(parts.o_bytes);
+  parts.lse_bytes = shape.lse_elements() * sizeof(float);
+  parts.lse_offset = layout.Add(parts.lse_bytes);
+  parts.total = layout.bytes();
+  return parts;
+}
+
+}  // namespace
 
 Result<std::unique_ptr<ForwardOperator>> ForwardOperator::Create(const vk::Device& device, const DeviceInfo& info,
                                                                  const CoopmatLayout& layout,
@@ -16,6 +36,20 @@ Result<std::unique_ptr<ForwardOperator>> ForwardOperator::Create(const vk::Devic
   auto op = std::unique_ptr<ForwardOperator>(new ForwardOperator(info, layout, pipelines));
   VKF_ASSIGN_OR_RETURN(op->layout_, vk::KernelLayout::Create(device, VKF_FWD_BINDING_COUNT, sizeof(gpu::AttentionPush)));
   return op;
+}
+
+Result<ChunkPlan> ForwardOperator::Chunks(const KernelChoice& choice, const AttentionParams& params,
+                                          bool instrumented) const {
+  if (choice.cooperative_matrix != CooperativeMatrixApi::kNone) return ChunkPlan{};  // no budget on such devices
+  const uint64_t tiles = (uint64_t(params.shape.kv_len) + choice.block_kv - 1) / choice.block_kv;
+  return PlanChunks(info_, ScalarForwardLoopCost(choice, params.shape.head_dim, instrumented), tiles, choice.block_kv);
+}
+
+Result<uint64_t> ForwardOperator::WorkspaceBytes(const AttentionParams& params, bool with_stats) const {
+  VKF_RETURN_IF_ERROR(ValidateAttentionParams(params));
+  VKF_ASSIGN_OR_RETURN(const KernelChoice choice, ChooseForwardKernel(info_, params, with_stats));
+  VKF_ASSIGN_OR_RETURN(const ChunkPlan plan, Chunks(choice, params, with_stats));
+  return plan.chunks > 1 ? ForwardStateParts(info_, params.shape).total : 0;
 }
 
 Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& params, const ForwardBuffers& buffers) {
@@ -30,11 +64,11 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
   VKF_RETURN_IF_ERROR(CheckViews(info_, {q, o}));
   if (!buffers.lse.empty()) VKF_RETURN_IF_ERROR(CheckViews(info_, {lse}));
   // Instrumented calls and views the tensor-core kernel cannot vector-load run the scalar kernel.
+  const bool instrumented = !buffers.stats.empty();
   const bool aligned = VectorAligned({buffers.q, buffers.k, buffers.v, buffers.o});
-  VKF_ASSIGN_OR_RETURN(const KernelChoice choice,
-                       ChooseForwardKernel(info_, params, /*scalar_only=*/!buffers.stats.empty() || !aligned));
+  VKF_ASSIGN_OR_RETURN(const KernelChoice choice, ChooseForwardKernel(info_, params, /*scalar_only=*/instrumented || !aligned));
   const NamedView stats{"stats", buffers.stats, ForwardStatsBytes(params.shape, choice)};
-  if (!buffers.stats.empty()) VKF_RETURN_IF_ERROR(CheckViews(info_, {stats}));
+  if (instrumented) VKF_RETURN_IF_ERROR(CheckViews(info_, {stats}));
 
   // With kv_len == 0 no key tile is visited: K and V are never read, and every row gets O = 0,
   // LSE = -inf. A zero-sized range cannot be bound, so Q stands in for them.
@@ -45,9 +79,25 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
   } else {
     VKF_RETURN_IF_ERROR(CheckViews(info_, {k, v}));
   }
+
+  // On a driver with a loop budget, long key loops run in chunks that keep their state in the
+  // workspace (common/shader_interface.h, AttentionPush.chunk_*).
+  VKF_ASSIGN_OR_RETURN(const ChunkPlan plan, Chunks(choice, params, instrumented));
+  const StateParts state = ForwardStateParts(info_, shape);
+  const NamedView workspace{"workspace", buffers.workspace, plan.chunks > 1 ? state.total : 0};
   std::vector<NamedView> outputs = {o};
   if (!buffers.lse.empty()) outputs.push_back(lse);
-  if (!buffers.stats.empty()) outputs.push_back(stats);
+  if (instrumented) outputs.push_back(stats);
+  if (plan.chunks > 1) {
+    if (buffers.workspace.empty()) {
+      return Status::Error(ErrorCode::kInvalidArgument,
+                           "this call needs a workspace of " + std::to_string(state.total) +
+                               " bytes (Context::ForwardWorkspaceBytes): this driver ends long shader loops early, so "
+                               "the keys are walked in " + std::to_string(plan.chunks) + " chunks");
+    }
+    VKF_RETURN_IF_ERROR(CheckViews(info_, {workspace}));
+    outputs.push_back(workspace);
+  }
   VKF_RETURN_IF_ERROR(CheckNoOverlap(outputs, {q, k, v}));
 
   const uint32_t group_count_x = (shape.q_len + choice.block_q - 1) / choice.block_q;
@@ -59,20 +109,39 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
   const vk::ShaderBlob* shader = vk::FindShader(choice.kernel);
   if (shader == nullptr) return Status::Error(ErrorCode::kUnsupported, "kernel '" + choice.kernel + "' is not built");
   SpecConstants spec =
-      MakeSpecConstants(choice, params, /*write_lse=*/!buffers.lse.empty(), /*instrument=*/!buffers.stats.empty());
+      MakeSpecConstants(choice, params, /*write_lse=*/!buffers.lse.empty(), instrumented, plan.chunks > 1);
   SetCoopmatConstants(choice, coopmat_layout_, &spec);
   VKF_ASSIGN_OR_RETURN(VkPipeline pipeline, pipelines_.Get(*shader, layout_->pipeline_layout(), spec));
 
-  // Unused LSE / stats bindings still need a valid buffer: O stands in (never touched then).
-  const std::array<BufferView, VKF_FWD_BINDING_COUNT> bindings = {
-      q.view, k.view, v.view, o.view, buffers.lse.empty() ? o.view : buffers.lse,
-      buffers.stats.empty() ? o.view : buffers.stats};
-  const gpu::AttentionPush push = MakeAttentionPush(params);
+  // Unused bindings still need a valid buffer: O stands in (never touched then).
+  std::array<BufferView, VKF_FWD_BINDING_COUNT> bindings;
+  bindings.fill(o.view);
+  bindings[VKF_FWD_BINDING_Q] = q.view;
+  bindings[VKF_FWD_BINDING_K] = k.view;
+  bindings[VKF_FWD_BINDING_V] = v.view;
+  if (!buffers.lse.empty()) bindings[VKF_FWD_BINDING_LSE] = buffers.lse;
+  if (instrumented) bindings[VKF_FWD_BINDING_STATS] = buffers.stats;
+  if (plan.chunks > 1) {
+    bindings[VKF_FWD_BINDING_O_STATE] = WorkspacePart(buffers.workspace, state.o_offset, state.o_bytes);
+    bindings[VKF_FWD_BINDING_LSE_STATE] = WorkspacePart(buffers.workspace, state.lse_offset, state.lse_bytes);
+  }
+  gpu::AttentionPush push = MakeAttentionPush(params);
 
   vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
   VKF_RETURN_IF_ERROR(layout_->BindBuffers(cmd, bindings));
-  vkCmdPushConstants(cmd, layout_->pipeline_layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
-  vkCmdDispatch(cmd, group_count_x, shape.q_heads, shape.batch);
+  for (uint32_t chunk = 0; chunk < plan.chunks; ++chunk) {
+    if (plan.chunks > 1) {
+      push.chunk_begin = chunk * plan.length;
+      push.chunk_end = chunk + 1 == plan.chunks ? shape.kv_len : (chunk + 1) * plan.length;
+      // Each workgroup reads back the state it wrote in the last chunk.
+      if (chunk > 0) {
+        vk::MemoryBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                          VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+      }
+    }
+    vkCmdPushConstants(cmd, layout_->pipeline_layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
+    vkCmdDispatch(cmd, group_count_x, shape.q_heads, shape.batch);
+  }
   return Status::Ok();
 }
 

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "attention/coopmat_layout.h"
+#include "attention/tile_config.h"
 #include "vulkan/device.h"
 #include "vulkan/kernel_layout.h"
 #include "vulkan/pipeline_store.h"
@@ -21,10 +22,14 @@ class ForwardOperator {
 
   Status Record(VkCommandBuffer cmd, const AttentionParams& params, const ForwardBuffers& buffers);
   void Forget(VkBuffer buffer) { layout_->Forget(buffer); }
+  // Bytes of ForwardBuffers::workspace that Record needs for `params` (0: none).
+  Result<uint64_t> WorkspaceBytes(const AttentionParams& params, bool with_stats) const;
 
  private:
   ForwardOperator(const DeviceInfo& info, const CoopmatLayout& layout, vk::PipelineStore& pipelines)
       : info_(info), coopmat_layout_(layout), pipelines_(pipelines) {}
+  // How the key loop is split into dispatches (one chunk unless the driver has a loop budget).
+  Result<ChunkPlan> Chunks(const KernelChoice& choice, const AttentionParams& params, bool instrumented) const;
 
   const DeviceInfo& info_;
   const CoopmatLayout& coopmat_layout_;

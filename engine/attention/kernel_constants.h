@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstdint>
 
 #include "attention/coopmat_layout.h"
 #include "common/shader_interface.h"
@@ -20,6 +21,8 @@ inline gpu::AttentionPush MakeAttentionPush(const AttentionParams& params) {
   push.q_len = params.shape.q_len;
   push.kv_len = params.shape.kv_len;
   push.scale_log2 = params.effective_scale() * float(M_LOG2E);
+  push.chunk_begin = 0;  // unchunked kernels ignore them
+  push.chunk_end = UINT32_MAX;
   return push;
 }
 
@@ -27,7 +30,7 @@ inline gpu::AttentionPush MakeAttentionPush(const AttentionParams& params) {
 using SpecConstants = std::array<uint32_t, VKF_SPEC_COUNT>;
 
 inline SpecConstants MakeSpecConstants(const KernelChoice& choice, const AttentionParams& params, bool write_lse,
-                                       bool instrument = false) {
+                                       bool instrument = false, bool chunked = false) {
   SpecConstants spec{};
   spec[VKF_SPEC_WORKGROUP_SIZE] = choice.workgroup_size;
   spec[VKF_SPEC_HEAD_DIM] = params.shape.head_dim;
@@ -37,6 +40,7 @@ inline SpecConstants MakeSpecConstants(const KernelChoice& choice, const Attenti
   spec[VKF_SPEC_CAUSAL] = params.causal ? 1u : 0u;
   spec[VKF_SPEC_WRITE_LSE] = write_lse ? 1u : 0u;
   spec[VKF_SPEC_INSTRUMENT] = instrument ? 1u : 0u;
+  spec[VKF_SPEC_CHUNKED] = chunked ? 1u : 0u;
   return spec;
 }
 

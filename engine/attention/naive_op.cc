@@ -26,6 +26,12 @@ Status NaiveOperator::Record(VkCommandBuffer cmd, const AttentionParams& params,
   if (shape.kv_len == 0) {
     return Status::Error(ErrorCode::kUnsupported, "the naive baseline needs at least one key");
   }
+  // Its softmax pass walks a row three times in one invocation: 3 * kv_len loop iterations.
+  if (info_.shader_loop_budget > 0 && 3 * uint64_t(shape.kv_len) + 64 > info_.shader_loop_budget / 2) {
+    return Status::Error(ErrorCode::kUnsupported, "the naive baseline walks 3 * kv_len loop iterations per row; this "
+                                                  "driver ends shader loops after " +
+                                                      std::to_string(info_.shader_loop_budget));
+  }
   if (params.dtype == DataType::kFloat16 && !info_.storage_buffer_16bit) {
     return Status::Error(ErrorCode::kUnsupported, "float16 tensors need storageBuffer16BitAccess");
   }

@@ -1,5 +1,6 @@
 #include "attention/tile_config.h"
 
+#include <algorithm>
 #include <string>
 
 #include "attention/coopmat_tiles.h"
@@ -142,6 +143,77 @@ Result<BackwardKernelChoice> ChooseBackwardKernels(const DeviceInfo& device, con
     return NothingFits(device, head_dim);
   };
   return BothBackwardKernels(choose);
+}
+
+namespace {
+
+uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+// Loop iterations of the scalar kernels' row reductions (common/row_reduce.glsl): a shuffle loop
+// of log2(threads per row), or a loop over the row's invocations through shared memory.
+uint64_t ReductionLoops(const KernelChoice& choice) {
+  return choice.subgroup_reductions ? 8 : 2 * uint64_t(choice.threads_per_row);
+}
+
+}  // namespace
+
+// Each term names the loop of shaders/attention_forward.comp it counts. A vec4 load or store of a
+// tensor (tensor_io.glsl) loops over its 4 columns.
+LoopCost ScalarForwardLoopCost(const KernelChoice& choice, uint32_t head_dim, bool instrumented) {
+  const uint64_t head_vec4 = CeilDiv(head_dim, 4), lane_vec4s = CeilDiv(head_vec4, choice.threads_per_row);
+  const uint64_t lane_keys = CeilDiv(choice.block_kv, choice.threads_per_row), reduce = ReductionLoops(choice);
+  LoopCost cost;
+  cost.fixed = CeilDiv(uint64_t(choice.block_q) * head_vec4, choice.workgroup_size) * 5  // Q tile
+               + 3 * lane_vec4s                                                        // zero, resume, rescale O
+               + 5 * lane_vec4s                                                        // store O or the state
+               + reduce + 8;                                                           // row sum, slack
+  cost.per_step = 2 * CeilDiv(uint64_t(choice.block_kv) * head_vec4, choice.workgroup_size) * 5  // K, V tiles
+                  + lane_keys * (1 + head_vec4)                                       // S
+                  + reduce + lane_keys + lane_vec4s                                   // row max, P, rescale O
+                  + lane_vec4s * (1 + uint64_t(choice.block_kv))                      // O += P V
+                  + (instrumented ? 2 * reduce : 0) + 1;                              // statistics, the tile loop
+  return cost;
+}
+
+// ...of shaders/attention_backward_dq.comp (Q and dO rows, then K and V tiles: two loads each).
+LoopCost ScalarDqLoopCost(const KernelChoice& choice, uint32_t head_dim) {
+  const uint64_t head_vec4 = CeilDiv(head_dim, 4), lane_vec4s = CeilDiv(head_vec4, choice.threads_per_row);
+  LoopCost cost;
+  cost.fixed = CeilDiv(uint64_t(choice.block_q) * head_vec4, choice.workgroup_size) * 9  // Q, dO rows
+               + lane_vec4s * (1 + 5 + 5 + 5) + 8;                                     // zero, resume, store, slack
+  cost.per_step = CeilDiv(uint64_t(choice.block_kv) * head_vec4, choice.workgroup_size) * 9  // K, V tiles
+                  + CeilDiv(choice.block_kv, choice.threads_per_row) * (1 + head_vec4)    // dS
+                  + lane_vec4s * (1 + uint64_t(choice.block_kv)) + 1;                     // dQ += dS K, loop
+  return cost;
+}
+
+// ...of shaders/attention_backward_dkdv.comp (its K and V rows, then Q and dO tiles).
+LoopCost ScalarDkdvLoopCost(const KernelChoice& choice, uint32_t head_dim) {
+  const uint64_t head_vec4 = CeilDiv(head_dim, 4), lane_vec4s = CeilDiv(head_vec4, choice.threads_per_row);
+  LoopCost cost;
+  cost.fixed = CeilDiv(uint64_t(choice.block_kv) * head_vec4, choice.workgroup_size) * 9  // K, V rows
+               + lane_vec4s * (1 + 9 + 9) + 1 + 8;                 // zero, resume, store; heads loop; slack
+  cost.per_step = CeilDiv(uint64_t(choice.block_q) * head_vec4, choice.workgroup_size) * 9  // Q, dO tiles
+                  + CeilDiv(choice.block_q, choice.workgroup_size)                          // LSE, delta
+                  + CeilDiv(choice.block_q, choice.threads_per_row) * (1 + head_vec4)       // P^T, dS^T
+                  + lane_vec4s * (1 + uint64_t(choice.block_q)) + 2;  // dV, dK sums; tile and heads loops
+  return cost;
+}
+
+Result<ChunkPlan> PlanChunks(const DeviceInfo& device, const LoopCost& cost, uint64_t steps, uint32_t step_length) {
+  ChunkPlan plan;
+  plan.length = uint32_t(std::min<uint64_t>(steps * step_length, UINT32_MAX));
+  const uint64_t budget = device.shader_loop_budget / 2;
+  if (device.shader_loop_budget == 0 || cost.fixed + steps * cost.per_step <= budget) return plan;
+  if (cost.fixed + cost.per_step > budget) {
+    return Status::Error(ErrorCode::kUnsupported,
+                         "this driver ends shader loops after " + std::to_string(device.shader_loop_budget) +
+                             " iterations, fewer than one step of the kernel needs");
+  }
+  const uint64_t steps_per_chunk = (budget - cost.fixed) / cost.per_step;
+  plan.chunks = uint32_t(CeilDiv(steps, steps_per_chunk));
+  plan.length = uint32_t(steps_per_chunk * step_length);
+  return plan;
 }
 
 // Fewer, larger workgroups: on the H100 (B=4, N=4096, float16) 64 -> 256 invocations took the

@@ -31,6 +31,28 @@ Result<BackwardKernelChoice> BothBackwardKernels(const std::function<Result<Kern
 Result<BackwardKernelChoice> ChooseBackwardKernels(const DeviceInfo& device, const AttentionParams& params,
                                                    bool scalar_only);
 
+// How many loop iterations one invocation of a scalar kernel runs, at most: every loop of its
+// source counted at its longest, as though the compiler unrolled none. `fixed` is run once per
+// dispatch, `per_step` for each streamed tile (forward and dQ: a key tile; dK/dV: a query tile of
+// one head). Used where the driver has a loop budget (DeviceInfo::shader_loop_budget).
+struct LoopCost {
+  uint64_t fixed = 0, per_step = 0;
+};
+LoopCost ScalarForwardLoopCost(const KernelChoice& choice, uint32_t head_dim, bool instrumented);
+LoopCost ScalarDqLoopCost(const KernelChoice& choice, uint32_t head_dim);
+LoopCost ScalarDkdvLoopCost(const KernelChoice& choice, uint32_t head_dim);
+
+// How a scalar kernel's loop is split into dispatches: `chunks` of `length` each (keys for the
+// forward and dQ, a multiple of the key tile; steps for dK/dV), the last one shorter. One chunk
+// (the whole loop) where the device has no loop budget or the loop fits in half of it; a chunk
+// takes at most half of the budget, the other half being margin for what LoopCost misses.
+struct ChunkPlan {
+  uint32_t chunks = 1;
+  uint32_t length = 0;
+};
+// kUnsupported when not even one step fits the budget.
+Result<ChunkPlan> PlanChunks(const DeviceInfo& device, const LoopCost& cost, uint64_t steps, uint32_t step_length);
+
 // Invocations per workgroup of the backward's preprocess (delta = rowsum(dO * O)), whole rows of
 // VKF_PREPROCESS_THREADS_PER_ROW: 256 where the device allows it, else Vulkan's minimum of 128.
 uint32_t PreprocessWorkgroupSize(const DeviceInfo& device);

@@ -136,23 +136,27 @@ class Buffer {
 // score in the tile, and the row's sum of exp(S - m) over the tile. Tiles a row never visits
 // (causal) are not written. Size: ForwardStatsBytes(). Only the scalar kernel is instrumented: a
 // call with stats runs it, whatever ChooseForwardKernel() says for the plain call.
+// `workspace`: scratch of Context::ForwardWorkspaceBytes(params) bytes, where that is not 0 (it is
+// 0 on most devices; a driver that ends long shader loops early, see
+// DeviceInfo::shader_loop_budget, needs one for long sequences). RecordForward fails without it
+// then; Forward() allocates one when it is left empty.
 struct ForwardBuffers {
   BufferView q, k, v, o;
   BufferView lse;
   BufferView stats;
+  BufferView workspace;
 };
 
 // The buffers of one backward call. o and lse are the forward's outputs for the same params
 // (run the forward with an LSE buffer). d_o is like O; dq like Q; dk and dv like K.
-// workspace: BackwardWorkspaceBytes(shape) bytes of scratch (rowsum(dO * O) per query row);
+// workspace: Context::BackwardWorkspaceBytes(params) bytes of scratch (rowsum(dO * O) per query
+// row, and on a driver with a loop budget the sums of long loops between chunks);
 // RecordBackward needs one, Backward() allocates one when it is left empty.
 struct BackwardBuffers {
   BufferView q, k, v, o, lse, d_o;
   BufferView dq, dk, dv;
   BufferView workspace;
 };
-
-uint64_t BackwardWorkspaceBytes(const AttentionShape& shape);
 
 // ---------------------------------------------------------------------------------------------
 // Devices and kernels
@@ -210,6 +214,12 @@ struct DeviceInfo {
   // matrices): their largest M/N/K granularity, 0 if there is none.
   uint32_t cooperative_matrix2_subgroup_granularity = 0;
   float timestamp_period_ns = 0.0f;          // 0: no compute timestamps
+  // Loop iterations one shader invocation may run in all before the driver ends its loops early
+  // (Mesa's lavapipe before Mesa 24: 65535), measured when a Context starts; 0: no such budget
+  // below 2^20 iterations (0 also before a Context measured it, e.g. in EnumerateDevices()).
+  // Where there is one, the scalar kernels run long loops in chunks that stay inside it, and the
+  // tensor-core kernels are not used.
+  uint32_t shader_loop_budget = 0;
 
   // What vkflash uses, after ContextOptions / VKFLASH_* limits are applied.
   uint32_t usable_shared_memory_bytes = 0;
@@ -361,6 +371,10 @@ class Context {
   // that also fills ForwardBuffers::stats, which runs the instrumented scalar kernel).
   Result<KernelChoice> ChooseForwardKernel(const AttentionParams& params, bool with_stats = false) const;
 
+  // Bytes of ForwardBuffers::workspace a forward call with these params needs here (with_stats:
+  // a call that also fills ForwardBuffers::stats); 0 where it needs none.
+  Result<uint64_t> ForwardWorkspaceBytes(const AttentionParams& params, bool with_stats = false) const;
+
   // Records the forward pass into `cmd` (in the recording state, on a queue family with compute).
   // Barriers: the caller makes prior writes to q/k/v visible to COMPUTE_SHADER reads before this
   // call, and makes the compute-shader writes to o/lse available to its consumers after it
@@ -368,7 +382,8 @@ class Context {
   // re-bind yours afterwards. Buffers must stay alive until the command buffer completes.
   Status RecordForward(VkCommandBuffer cmd, const AttentionParams& params,
                        const ForwardBuffers& buffers);
-  // RecordForward on the context's queue, then waits for it.
+  // RecordForward on the context's queue, then waits for it (allocating the workspace, if one is
+  // needed and buffers.workspace is empty).
   Status Forward(const AttentionParams& params, const ForwardBuffers& buffers);
 
   // The naive baseline, not FlashAttention: S = scale Q K^T into `scores` (NaiveScoresBytes),
@@ -377,6 +392,10 @@ class Context {
   // Barriers as for RecordForward; `scores` is both written and read.
   Status RecordNaiveForward(VkCommandBuffer cmd, const AttentionParams& params, const ForwardBuffers& buffers,
                             const BufferView& scores);
+
+  // Bytes of BackwardBuffers::workspace a backward call with these params needs here (at least one
+  // float per query row).
+  Result<uint64_t> BackwardWorkspaceBytes(const AttentionParams& params) const;
 
   // Which kernels and tiles a backward call with these params runs with here.
   Result<BackwardKernelChoice> ChooseBackwardKernels(const AttentionParams& params) const;

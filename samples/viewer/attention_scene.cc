@@ -161,6 +161,15 @@ bool AttentionScene::Configure(const SceneSettings& settings, std::string* error
     if (!made.ok()) return *error = made.status().ToString(), false;
     *buffers[i] = std::move(made).value();
   }
+  // Scratch the forward needs on some drivers (vkflash::ForwardBuffers::workspace); usually none.
+  auto workspace_bytes = flash.ForwardWorkspaceBytes(params(), /*with_stats=*/true);
+  if (!workspace_bytes.ok()) return *error = workspace_bytes.status().ToString(), false;
+  workspace_ = vkflash::Buffer();
+  if (*workspace_bytes > 0) {
+    auto made = flash.CreateBuffer(*workspace_bytes);
+    if (!made.ok()) return *error = made.status().ToString(), false;
+    workspace_ = std::move(made).value();
+  }
   configured_ = true;
   UpdateSets();
   return true;
@@ -251,7 +260,7 @@ bool AttentionScene::Record(VkCommandBuffer cmd, float time, CanvasPush layout, 
     vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, timestamps_, 0);
   }
   const vkflash::Status forward = device_.flash().RecordForward(
-      cmd, p, {q_.view(), k_.view(), v_.view(), o_.view(), lse_.view(), stats_.view()});
+      cmd, p, {q_.view(), k_.view(), v_.view(), o_.view(), lse_.view(), stats_.view(), workspace_.view()});
   if (!forward.ok()) return *error = forward.ToString(), false;
   if (timed) {
     vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps_, 1);

@@ -64,7 +64,7 @@ class AttentionScene {
   SceneSettings settings_;
   bool configured_ = false;
   vkflash::KernelChoice choice_;
-  vkflash::Buffer q_, k_, v_, o_, lse_, stats_, p_;
+  vkflash::Buffer q_, k_, v_, o_, lse_, stats_, p_, workspace_;
   Pipeline inputs_, probabilities_, canvas_;
   VkDescriptorPool pool_ = VK_NULL_HANDLE;
   VkImage canvas_image_ = VK_NULL_HANDLE;

@@ -28,4 +28,17 @@ bool key_visible(uint q_row, uint key, uint q_len, uint kv_len) {
   return !CAUSAL || int(key) <= int(q_row) + causal_shift(q_len, kv_len);
 }
 
+// The keys a row sees are [0, row_keys_end): one past the last.
+uint row_keys_end(uint q_row, uint q_len, uint kv_len) {
+  if (!CAUSAL) return kv_len;
+  return uint(clamp(int(q_row) + causal_shift(q_len, kv_len) + 1, 0, int(kv_len)));
+}
+
+// The query rows that see `key` are [key_rows_begin, q_len) (none for a key past kv_len).
+uint key_rows_begin(uint key, uint q_len, uint kv_len) {
+  if (key >= kv_len) return q_len;
+  if (!CAUSAL) return 0;
+  return uint(clamp(int(key) - causal_shift(q_len, kv_len), 0, int(q_len)));
+}
+
 #endif

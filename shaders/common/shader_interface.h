@@ -29,7 +29,10 @@ using uint = std::uint32_t;
 // Workgroup-scope (VK_NV_cooperative_matrix2) kernels: columns of their row-vector matrices, the
 // device's matrix granularity.
 #define VKF_SPEC_CM2_STAT_COLUMNS 14
-#define VKF_SPEC_COUNT 15
+// Scalar kernels: the pass runs in chunks (AttentionPush.chunk_begin/end), each dispatch resuming
+// from the state the last one stored in the workspace (see VKF_*_BINDING_*_STATE).
+#define VKF_SPEC_CHUNKED 15
+#define VKF_SPEC_COUNT 16
 
 // Forward pass storage-buffer bindings (set 0).
 #define VKF_FWD_BINDING_Q 0
@@ -38,7 +41,11 @@ using uint = std::uint32_t;
 #define VKF_FWD_BINDING_O 3
 #define VKF_FWD_BINDING_LSE 4
 #define VKF_FWD_BINDING_STATS 5  // instrumented variant only
-#define VKF_FWD_BINDING_COUNT 6
+// Chunked forward: each row's state between chunks, float32: O so far (normalized, like O) and its
+// LSE in base 2 (-inf for a row that has seen no key yet).
+#define VKF_FWD_BINDING_O_STATE 6
+#define VKF_FWD_BINDING_LSE_STATE 7
+#define VKF_FWD_BINDING_COUNT 8
 
 // Instrumentation: floats per (query row, key tile), in this order.
 #define VKF_STATS_RUNNING_MAX 0   // m after the tile (natural log units)
@@ -73,13 +80,23 @@ using uint = std::uint32_t;
 #define VKF_BWD_BINDING_DQ 7
 #define VKF_BWD_BINDING_DK 8
 #define VKF_BWD_BINDING_DV 9
-#define VKF_BWD_BINDING_COUNT 10
+// Chunked gradient kernels: the float32 sums so far, [B, Hq, Nq, D] for dQ and [B, Hkv, Nk, D]
+// for dK and dV (before the softmax scale).
+#define VKF_BWD_BINDING_DQ_STATE 10
+#define VKF_BWD_BINDING_DK_STATE 11
+#define VKF_BWD_BINDING_DV_STATE 12
+#define VKF_BWD_BINDING_COUNT 13
 
 // The cooperative-matrix layout probe (shaders/coopmat_layout_probe.comp): for every lane l and
 // accumulator element i, the value 16 * row + column lands at float l * VKF_PROBE_STRIDE + i;
 // the element count per lane at l * VKF_PROBE_STRIDE + VKF_PROBE_STRIDE - 1.
 #define VKF_PROBE_BINDING_OUT 0
 #define VKF_PROBE_STRIDE 64
+
+// The loop-budget probe (shaders/loop_budget_probe.comp): a uint the shader writes, then four 1s
+// the host writes; the push constant is the iteration count to try.
+#define VKF_LOOP_PROBE_BINDING 0
+#define VKF_LOOP_PROBE_ITERATIONS (1u << 20)
 
 // Push constants of every attention kernel. Forward and dQ dispatch (ceil(q_len / BLOCK_Q),
 // q_heads, batch); dK/dV dispatches (ceil(kv_len / BLOCK_KV), kv_heads, batch).
@@ -90,6 +107,11 @@ struct AttentionPush {
   uint q_len;
   uint kv_len;
   float scale_log2;  // softmax scale * log2(e): the kernel works in base 2 (exp2 is the fast path)
+  // Chunked kernels (VKF_SPEC_CHUNKED): the part of the loop this dispatch runs, [begin, end), in
+  // keys (forward, dQ: multiples of the key tile) or in steps (dK/dV: query tiles of each head of
+  // the group, head-major). The first chunk starts from nothing, the last writes the outputs.
+  uint chunk_begin;
+  uint chunk_end;
 };
 
 struct NaivePush {
@@ -99,8 +121,8 @@ struct NaivePush {
 };
 
 #ifdef __cplusplus
-static_assert(sizeof(NaivePush) == 32, "push constant layout must match GLSL std430");
-static_assert(sizeof(AttentionPush) == 24, "push constant layout must match GLSL std430");
+static_assert(sizeof(NaivePush) == 40, "push constant layout must match GLSL std430");
+static_assert(sizeof(AttentionPush) == 32, "push constant layout must match GLSL std430");
 }  // namespace vkflash::gpu
 #endif
 

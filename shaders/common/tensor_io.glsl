@@ -38,4 +38,19 @@ const float LOG2E = 1.4426950408889634;
       if (4 * d4 + j < HEAD_DIM) buffer[row_base + 4 * d4 + j] = storage_t(x[j]); \
   }
 
+// Defines `vec4 load_fn(uint row_base, uint d4)` and `void store_fn(uint row_base, uint d4, vec4 x)`
+// on the float32 array `buffer`, laid out as the tensors are (columns past HEAD_DIM are neither
+// read nor written): the chunked kernels' sums between dispatches.
+#define VKF_DEFINE_STATE_ACCESS(load_fn, store_fn, buffer)                   \
+  vec4 load_fn(uint row_base, uint d4) {                                     \
+    vec4 x = vec4(0.0);                                                      \
+    for (uint j = 0; j < 4; ++j)                                             \
+      if (4 * d4 + j < HEAD_DIM) x[j] = buffer[row_base + 4 * d4 + j];       \
+    return x;                                                                \
+  }                                                                          \
+  void store_fn(uint row_base, uint d4, vec4 x) {                            \
+    for (uint j = 0; j < 4; ++j)                                             \
+      if (4 * d4 + j < HEAD_DIM) buffer[row_base + 4 * d4 + j] = x[j];       \
+  }
+
 #endif

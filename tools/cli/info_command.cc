@@ -52,6 +52,10 @@ void PrintKernelTable(const Context& context) {
   std::printf("\nvkflash uses device %u: %u B of shared memory, %s reductions, %s\n", d.index,
               d.usable_shared_memory_bytes, d.use_subgroup_ops ? "subgroup" : "shared-memory",
               d.use_push_descriptors ? "push descriptors" : "descriptor pools");
+  if (d.shader_loop_budget > 0) {
+    std::printf("shader loops end after %u iterations on this driver: long loops run in chunks\n",
+                d.shader_loop_budget);
+  }
   std::printf("tensor cores: %s%s%s%s\n", CooperativeMatrixApiName(d.cooperative_matrix),
               d.cooperative_matrix_note.empty() ? "" : " - ", d.cooperative_matrix_note.c_str(),
               d.use_cooperative_matrix2 ? "; VK_NV_cooperative_matrix2 where it applies" : "");

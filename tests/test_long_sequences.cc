@@ -1,0 +1,114 @@
+// Loops longer than the driver lets one invocation run. Mesa 22.3's lavapipe (CI's device) ends
+// every loop of an invocation after 65535 iterations in all; before vkflash split its loops into
+// chunks, the forward returned wrong O and LSE past ~3,250 keys at D=256, ~6,880 at D=128,
+// ~13,090 at D=64 and ~23,550 at D=32, and the backward's dK/dV went inf past ~13,790 query rows
+// at D=64. Each case here is past such a threshold; on devices without a budget they run unsplit.
+#include <catch2/catch.hpp>
+
+#include "attention/tile_config.h"
+#include "support/attention_case.h"
+#include "support/validated_context.h"
+
+using namespace vkflash;
+using namespace vkflash::testing;
+
+namespace {
+
+AttentionParams Params(AttentionShape shape, DataType dtype, bool causal) {
+  AttentionParams p;
+  p.shape = shape;
+  p.dtype = dtype;
+  p.causal = causal;
+  return p;
+}
+
+void CheckForward(Context& context, const AttentionParams& params) {
+  INFO(Describe(params) << ", loop budget " << context.device_info().shader_loop_budget);
+  auto workspace = context.ForwardWorkspaceBytes(params);
+  REQUIRE(workspace.ok());
+  // Where the driver has a budget these loops are too long for one dispatch: chunks, state.
+  if (context.device_info().shader_loop_budget > 0) CHECK(*workspace > 0);
+  const ForwardRun run = RunForwardCase(context, params, 7);
+  CHECK(run.o_error <= ForwardTolerance(params.dtype));
+  CHECK(run.lse_error <= ForwardTolerance(params.dtype));
+  RequireNoValidationMessages();
+}
+
+void CheckBackward(Context& context, const AttentionParams& params) {
+  INFO(Describe(params) << ", loop budget " << context.device_info().shader_loop_budget);
+  auto workspace = context.BackwardWorkspaceBytes(params);
+  REQUIRE(workspace.ok());
+  if (context.device_info().shader_loop_budget > 0) CHECK(*workspace > params.shape.lse_elements() * sizeof(float));
+  const BackwardRun run = RunBackwardCase(context, params, 8);
+  CHECK(run.dq_error <= BackwardTolerance(params.dtype));
+  CHECK(run.dk_error <= BackwardTolerance(params.dtype));
+  CHECK(run.dv_error <= BackwardTolerance(params.dtype));
+  CHECK(run.peak_extra_bytes == *workspace);  // still O(N): the workspace and nothing else
+  RequireNoValidationMessages();
+}
+
+}  // namespace
+
+TEST_CASE("forward is right past the driver's loop budget, at every head dim", "[forward][long]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  CheckForward(context, Params({1, 2, 1, 16, 4000, 256}, DataType::kFloat32, false));
+  CheckForward(context, Params({1, 2, 1, 16, 8000, 128}, DataType::kFloat32, false));
+  CheckForward(context, Params({1, 2, 1, 16, 14000, 64}, DataType::kFloat32, false));
+  CheckForward(context, Params({1, 2, 1, 16, 25000, 32}, DataType::kFloat32, false));
+  CheckForward(context, Params({1, 1, 1, 40, 20000, 64}, DataType::kFloat16, true));
+  CheckForward(context, Params({1, 1, 1, 300, 14000, 80}, DataType::kFloat16, false));
+}
+
+TEST_CASE("backward is right past the driver's loop budget, on both gradient kernels", "[backward][long]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  CheckBackward(context, Params({1, 2, 1, 14000, 40, 64}, DataType::kFloat32, false));  // dK/dV: many queries
+  CheckBackward(context, Params({1, 1, 1, 9000, 33, 128}, DataType::kFloat16, true));
+  CheckBackward(context, Params({1, 1, 1, 24, 16000, 64}, DataType::kFloat32, true));   // dQ: many keys
+  CheckBackward(context, Params({1, 1, 1, 20, 5000, 256}, DataType::kFloat32, false));
+}
+
+TEST_CASE("long loops on mobile-sized limits (small tiles, shared-memory reductions)", "[long][knobs]") {
+  Context& context = SharedContext(Knobs::kMobile);
+  CheckForward(context, Params({1, 2, 1, 9, 9000, 128}, DataType::kFloat32, true));
+  CheckBackward(context, Params({1, 2, 1, 6000, 21, 96}, DataType::kFloat16, false));
+}
+
+TEST_CASE("a chunked forward recorded without its workspace is refused, not run short", "[forward][long][errors]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  const AttentionParams params = Params({1, 1, 1, 16, 14000, 64}, DataType::kFloat32, false);
+  auto workspace = context.ForwardWorkspaceBytes(params);
+  REQUIRE(workspace.ok());
+  if (*workspace == 0) return;  // no loop budget on this device: nothing to refuse
+  auto make = [&](uint64_t bytes) {
+    auto b = context.CreateBuffer(bytes);
+    REQUIRE(b.ok());
+    return std::move(b).value();
+  };
+  Buffer q = make(params.shape.q_elements() * 4), kv = make(params.shape.kv_elements() * 4),
+         o = make(params.shape.q_elements() * 4);
+  const Status s = context.RecordForward(reinterpret_cast<VkCommandBuffer>(uintptr_t(1)), params,
+                                         {q.view(), kv.view(), kv.view(), o.view()});
+  CHECK(s.code() == ErrorCode::kInvalidArgument);
+  CHECK(s.message().find("ForwardWorkspaceBytes") != std::string::npos);
+  RequireNoValidationMessages();
+}
+
+TEST_CASE("chunk plans keep each dispatch within half the loop budget", "[long]") {
+  DeviceInfo device;
+  const attention::LoopCost cost{100, 50};
+  auto plan = attention::PlanChunks(device, cost, 1000, 32);  // no budget: one chunk of everything
+  REQUIRE(plan.ok());
+  CHECK(plan->chunks == 1);
+  CHECK(plan->length == 32000);
+  device.shader_loop_budget = 65535;
+  plan = attention::PlanChunks(device, cost, 600, 32);  // 100 + 600 * 50 fits in 32767
+  REQUIRE(plan.ok());
+  CHECK(plan->chunks == 1);
+  plan = attention::PlanChunks(device, cost, 1000, 32);  // (32767 - 100) / 50 = 653 steps a chunk
+  REQUIRE(plan.ok());
+  CHECK(plan->chunks == 2);
+  CHECK(plan->length == 653 * 32);
+  CHECK(100 + 653 * 50 <= 65535 / 2);
+  device.shader_loop_budget = 100;  // not even one step fits
+  CHECK(attention::PlanChunks(device, cost, 10, 32).status().code() == ErrorCode::kUnsupported);
+}
