@@ -32,6 +32,7 @@ const uint TILE_STRIDE = ROW_U4 + 1;
 #include "common/attention_mask.glsl"
 #include "common/coopmat.glsl"
 #include "common/coopmat_tiles.glsl"
+#include "common/nonfinite.glsl"
 
 layout(std430, set = 0, binding = VKF_BWD_BINDING_Q) readonly buffer q_block { uvec4 q_u4[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_K) readonly buffer k_block { uvec4 k_u4[]; };
@@ -52,13 +53,13 @@ shared uvec4 owned_rows[2 * BLOCK_KV * TILE_STRIDE];  // K rows, then V rows, of
 shared uvec4 q_do_tile[2 * BLOCK_Q * TILE_STRIDE];    // Q rows, then dO rows, of the streamed tile
 shared float lse_tile[BLOCK_Q];                       // base 2; +inf where P must be 0
 shared float delta_tile[BLOCK_Q];
+shared uint nonfinite_step;  // 1 + the last step whose masked tile held an inf or NaN in Q or dO
 
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, owned_rows, k_u4, v_u4, BLOCK_KV, KV_WORDS)
 VKF_DEFINE_STAGE_ROW_PAIR(stage_kv, load_kv, store_kv, KV_WORDS)
 const uint Q_DO_WORDS = VKF_STAGE_WORDS(BLOCK_Q);  // uvec4 words per tensor each invocation copies
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_q_do, store_q_do, q_do_tile, q_u4, do_u4, BLOCK_Q, Q_DO_WORDS)
-VKF_DEFINE_STAGE_ROW_PAIR(stage_q_do, load_q_do, store_q_do, Q_DO_WORDS)
 
 void main() {
   const uint kv_head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
@@ -66,6 +67,7 @@ void main() {
   const uint own_row = 16 * gl_SubgroupID;  // this subgroup's first row inside the tile
   const uint kv_head_row = (batch * pc.kv_heads + kv_head) * pc.kv_len;
 
+  if (gl_LocalInvocationIndex == 0) nonfinite_step = 0;  // before load_coordinates' barrier
   const VKF_ACC coord = load_coordinates();
   const uint kv_valid = min(BLOCK_KV, pc.kv_len - kv_begin);
   stage_kv(kv_head_row + kv_begin, kv_valid);
@@ -77,12 +79,25 @@ void main() {
   uint q_first = 0;
   if (CAUSAL) q_first = uint(clamp(int(kv_begin) - causal_shift(pc.q_len, pc.kv_len), 0, int(pc.q_len)));
   const uint group = pc.q_heads / pc.kv_heads;
+  uint step = 0;
   for (uint head = kv_head * group; head < (kv_head + 1) * group; ++head) {
     const uint q_head_row = (batch * pc.q_heads + head) * pc.q_len;  // row index of query 0 of this head
     for (uint q_begin = (q_first / BLOCK_Q) * BLOCK_Q; q_begin < pc.q_len; q_begin += BLOCK_Q) {
+      ++step;
       barrier();  // the previous step's tile is no longer read (first step: owned rows visible)
       const uint q_valid = min(BLOCK_Q, pc.q_len - q_begin);
-      stage_q_do(q_head_row + q_begin, q_valid);
+      const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
+      {
+        uvec4 q_words[Q_DO_WORDS], do_words[Q_DO_WORDS];
+        load_q_do(q_words, do_words, q_head_row + q_begin, q_valid);
+        store_q_do(q_words, do_words);
+        bool found = false;
+        if (masked_tile) {
+          VKF_ANY_NONFINITE(q_words, Q_DO_WORDS, found);
+          VKF_ANY_NONFINITE(do_words, Q_DO_WORDS, found);
+        }
+        if (found) atomicMax(nonfinite_step, step);
+      }
       for (uint i = gl_LocalInvocationIndex; i < BLOCK_Q; i += WORKGROUP_SIZE) {
         lse_tile[i] = row_lse_log2(q_head_row + q_begin + i, q_begin + i);
         delta_tile[i] = row_delta(q_head_row + q_begin + i, q_begin + i);
@@ -105,16 +120,35 @@ void main() {
         }
       }
 
-      // P^T = exp2(S^T scale - LSE) (0 where masked), dS^T = P^T (dP^T - delta), in place
-      const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
+      // P^T = exp2(S^T scale - LSE), dS^T = P^T (dP^T - delta), in place; both 0 where masked,
+      // whatever dP^T holds there.
       [[unroll]] for (uint nb = 0; nb < Q_BLOCKS; ++nb) {
         [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
           const uint c = 16 * nb + cm_col(coord, i);
-          float p = exp2(st[nb][i] * pc.scale_log2 - lse_tile[c]);
-          if (masked_tile && !key_visible(q_begin + c, kv_begin + own_row + cm_row(coord, i), pc.q_len, pc.kv_len)) p = 0.0;
+          const bool visible =
+              !masked_tile || key_visible(q_begin + c, kv_begin + own_row + cm_row(coord, i), pc.q_len, pc.kv_len);
+          const float p = visible ? exp2(st[nb][i] * pc.scale_log2 - lse_tile[c]) : 0.0;
           st[nb][i] = p;
-          dpt[nb][i] = p * (dpt[nb][i] - delta_tile[c]);
+          dpt[nb][i] = visible ? p * (dpt[nb][i] - delta_tile[c]) : 0.0;
         }
+      }
+
+      // A masked tile whose Q or dO holds an inf or NaN: dV takes the ones of dO its keys see, then
+      // both are zeroed so that the masked pairs' P^T = dS^T = 0 multiply zeros (nonfinite.glsl).
+      if (masked_tile && nonfinite_step == step) {
+        [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) {
+          for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
+            const uint key = kv_begin + own_row + cm_row(coord, i), column = 16 * db + cm_col(coord, i);
+            const uint first = uint(max(int(key_rows_begin(key, pc.q_len, pc.kv_len)) - int(q_begin), 0));
+            for (uint c = first; c < q_valid; ++c) {
+              const float x = VKF_TILE_HALF(q_do_tile, BLOCK_Q + c, column);
+              if (isinf(x) || isnan(x)) dv_acc[db][i] += x;
+            }
+          }
+        }
+        barrier();
+        VKF_ZERO_NONFINITE_ROWS(q_do_tile, 0, 2 * BLOCK_Q);
+        barrier();
       }
 
       // dV += P^T dO, dK += dS^T Q

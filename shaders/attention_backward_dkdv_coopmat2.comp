@@ -62,8 +62,10 @@ const uint STREAM_ROWS = 2 * BLOCK_Q > BLOCK_KV ? 2 * BLOCK_Q : BLOCK_KV;
 shared uvec4 tiles[(BLOCK_KV + STREAM_ROWS) * TILE_STRIDE];
 shared float lse_tile[BLOCK_Q];    // row_lse_log2 of the step's queries
 shared float delta_tile[BLOCK_Q];  // row_delta
+shared uint nonfinite_step;  // 1 + the last step whose masked tile held an inf or NaN in Q or dO
 const uint Q_TILE = STREAM_ROW0 * TILE_STRIDE;               // where the Q rows start
 const uint DO_TILE = (STREAM_ROW0 + BLOCK_Q) * TILE_STRIDE;  // where the dO rows start
+#include "common/nonfinite.glsl"
 #include "common/stage_rows.glsl"
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_vk, store_vk, tiles, v_u4, k_u4, BLOCK_KV, KV_WORDS)
@@ -85,7 +87,21 @@ float masked_p_of_st(const uint row, const uint col, const float st, const uint 
 }
 // dS^T = P^T (dP^T - delta)
 float ds_of_dpt(const uint row, const uint col, const float dpt, const float p) {
-  return p * (dpt - delta_tile[col]);
+  return ds_of(p, dpt, delta_tile[col]);
+}
+float masked_ds_of_dpt(const uint row, const uint col, const float dpt, const float p, const uint q0, const uint k0) {
+  return masked_ds(q0 + col, k0 + row, p, dpt, delta_tile[col]);
+}
+// dV plus the infinities and NaNs of the staged dO (column `col`) of the queries that see the key.
+float add_seen_nonfinite_do(const uint row, const uint col, const float dv, const uint q0, const uint k0) {
+  const uint first = uint(max(int(key_rows_begin(k0 + row, pc.q_len, pc.kv_len)) - int(q0), 0));
+  const uint valid = min(BLOCK_Q, pc.q_len - q0);
+  float sum = dv;
+  for (uint c = first; c < valid; ++c) {
+    const float x = VKF_TILE_HALF(tiles, STREAM_ROW0 + BLOCK_Q + c, col);
+    if (isinf(x) || isnan(x)) sum += x;
+  }
+  return sum;
 }
 
 void main() {
@@ -94,6 +110,7 @@ void main() {
   const uint own_row = SUBGROUP_ROWS * gl_SubgroupID;  // this subgroup's first key inside the tile
   const uint kv_head_row = (batch * pc.kv_heads + kv_head) * pc.kv_len;  // row index of key 0 of this head
 
+  if (gl_LocalInvocationIndex == 0) nonfinite_step = 0;  // before the first barrier
   // The tile's V rows (kept) and K rows (loaded once as this subgroup's A operand).
   stage_vk(kv_head_row + kv_begin, min(BLOCK_KV, pc.kv_len - kv_begin));
   barrier();
@@ -107,11 +124,14 @@ void main() {
   uint q_first = 0;
   if (CAUSAL) q_first = uint(clamp(int(kv_begin) - causal_shift(pc.q_len, pc.kv_len), 0, int(pc.q_len)));
   const uint group = pc.q_heads / pc.kv_heads;
+  uint step = 0;
   for (uint head = kv_head * group; head < (kv_head + 1) * group; ++head) {
     const uint head_row = (batch * pc.q_heads + head) * pc.q_len;  // row index of query 0 of this head
     [[dont_unroll]] for (uint q_begin = (q_first / BLOCK_Q) * BLOCK_Q; q_begin < pc.q_len; q_begin += BLOCK_Q) {
       // This step's rows, LSE and delta, read from the buffers while waiting for every matrix
       // load of the previous step (the first step: for the K loads); then stored.
+      ++step;
+      const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
       const uint q_valid = min(BLOCK_Q, pc.q_len - q_begin);
       uvec4 q_words[Q_DO_WORDS], do_words[Q_DO_WORDS];
       load_q_do(q_words, do_words, head_row + q_begin, q_valid);
@@ -123,6 +143,12 @@ void main() {
       }
       barrier();
       store_q_do(q_words, do_words);
+      if (masked_tile) {
+        bool found = false;
+        VKF_ANY_NONFINITE(q_words, Q_DO_WORDS, found);
+        VKF_ANY_NONFINITE(do_words, Q_DO_WORDS, found);
+        if (found) atomicMax(nonfinite_step, step);
+      }
       [[unroll]] for (uint j = 0; j < STAT_WORDS; ++j) {
         const uint r = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;
         if (r < BLOCK_Q) {
@@ -137,10 +163,19 @@ void main() {
       coopMatLoad(q_t, tiles, Q_TILE, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
       KEYS_X_QUERIES(float, gl_MatrixUseAccumulator) p_t =
           coopMatMulAdd(k_frag, q_t, KEYS_X_QUERIES(float, gl_MatrixUseAccumulator)(0.0));
-      if (tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len)) {
+      if (masked_tile) {
         coopMatPerElementNV(p_t, p_t, masked_p_of_st, q_begin, kv_begin + own_row);
       } else {
         coopMatPerElementNV(p_t, p_t, p_of_st);
+      }
+
+      // A masked tile whose Q or dO holds an inf or NaN: dV takes the ones of dO its keys see, then
+      // both are zeroed so that the masked pairs' P^T = dS^T = 0 multiply zeros (nonfinite.glsl).
+      if (masked_tile && nonfinite_step == step) {
+        coopMatPerElementNV(dv_acc, dv_acc, add_seen_nonfinite_do, q_begin, kv_begin + own_row);
+        barrier();
+        VKF_ZERO_NONFINITE_ROWS(tiles, STREAM_ROW0, 2 * BLOCK_Q);
+        barrier();
       }
 
       // dV += P^T dO
@@ -155,7 +190,11 @@ void main() {
       coopMatLoad(do_t, tiles, DO_TILE, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
       KEYS_X_QUERIES(float, gl_MatrixUseAccumulator) ds_t =
           coopMatMulAdd(v_frag, do_t, KEYS_X_QUERIES(float, gl_MatrixUseAccumulator)(0.0));
-      coopMatPerElementNV(ds_t, ds_t, ds_of_dpt, p_t);
+      if (masked_tile) {
+        coopMatPerElementNV(ds_t, ds_t, masked_ds_of_dpt, p_t, q_begin, kv_begin + own_row);
+      } else {
+        coopMatPerElementNV(ds_t, ds_t, ds_of_dpt, p_t);
+      }
 
       // dK += dS^T Q
       QUERIES_X_DIM_B q_tile;

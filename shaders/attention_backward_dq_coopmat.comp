@@ -30,6 +30,7 @@ const uint ROWS_PER_LANE = VKF_CM_ROWS_PER_LANE;
 #include "common/attention_mask.glsl"
 #include "common/coopmat.glsl"
 #include "common/coopmat_tiles.glsl"
+#include "common/nonfinite.glsl"
 
 layout(std430, set = 0, binding = VKF_BWD_BINDING_Q) readonly buffer q_u4_block { uvec4 q_u4[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_Q) readonly buffer q_h_block { float16_t q_h[]; };
@@ -47,10 +48,10 @@ layout(push_constant) uniform PushBlock { AttentionPush pc; };
 #include "common/backward_rows.glsl"
 
 shared uvec4 kv_tiles[2 * BLOCK_KV * TILE_STRIDE];  // K rows, then V rows, of the streamed tile
+shared uint nonfinite_step;  // 1 + the last step whose masked tile held an inf or NaN in K
 
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_KV, KV_WORDS)
-VKF_DEFINE_STAGE_ROW_PAIR(stage_kv, load_kv, store_kv, KV_WORDS)
 
 void main() {
   const uint head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
@@ -61,6 +62,7 @@ void main() {
   const uint q_head_row = (batch * pc.q_heads + head) * pc.q_len;
   const uint kv_head_row = (batch * pc.kv_heads + kv_head) * pc.kv_len;
 
+  if (gl_LocalInvocationIndex == 0) nonfinite_step = 0;  // before load_coordinates' barrier
   const VKF_ACC coord = load_coordinates();
   VKF_MAT_A q_frag[D_BLOCKS], do_frag[D_BLOCKS];
   VKF_LOAD_ROW_BLOCK(q_frag, 0, q_u4, q_h, coord, q_head_row * HEAD_DIM, row0, pc.q_len);
@@ -78,9 +80,17 @@ void main() {
   [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) dq_acc[db] = VKF_ACC(0.0);
 
   const uint kv_end = visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);
-  for (uint kv_begin = 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
+  for (uint kv_begin = 0, step = 1; kv_begin < kv_end; kv_begin += BLOCK_KV, ++step) {
     const uint kv_valid = min(BLOCK_KV, pc.kv_len - kv_begin);
-    stage_kv(kv_head_row + kv_begin, kv_valid);
+    const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
+    {
+      uvec4 k_words[KV_WORDS], v_words[KV_WORDS];
+      load_kv(k_words, v_words, kv_head_row + kv_begin, kv_valid);
+      store_kv(k_words, v_words);
+      bool found = false;
+      if (masked_tile) VKF_ANY_NONFINITE(k_words, KV_WORDS, found);
+      if (found) atomicMax(nonfinite_step, step);
+    }
     barrier();  // K and V tiles visible
 
     // S = Q K^T, dP = dO V^T
@@ -96,15 +106,22 @@ void main() {
       }
     }
 
-    // dS = P (dP - delta), P = exp2(S scale - LSE) (0 where masked)
-    const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
+    // dS = P (dP - delta), P = exp2(S scale - LSE); 0 where masked, whatever dP holds there
     [[unroll]] for (uint nb = 0; nb < N_BLOCKS; ++nb) {
       [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
         const uint t = cm_slot(i);
-        float p = exp2(s[nb][i] * pc.scale_log2 - lse_row[t]);
-        if (masked_tile && !key_visible(row0 + cm_row(coord, i), kv_begin + 16 * nb + cm_col(coord, i), pc.q_len, pc.kv_len)) p = 0.0;
-        s[nb][i] = p * (dp[nb][i] - delta_row[t]);
+        const bool visible = !masked_tile || key_visible(row0 + cm_row(coord, i), kv_begin + 16 * nb + cm_col(coord, i),
+                                                         pc.q_len, pc.kv_len);
+        s[nb][i] = visible ? exp2(s[nb][i] * pc.scale_log2 - lse_row[t]) * (dp[nb][i] - delta_row[t]) : 0.0;
       }
+    }
+
+    // A masked tile whose K holds an inf or NaN: its values are zeroed for dQ += dS K, so that the
+    // masked pairs' dS = 0 multiply zeros. A row that sees such a key has a NaN dS already.
+    if (masked_tile && nonfinite_step == step) {
+      barrier();
+      VKF_ZERO_NONFINITE_ROWS(kv_tiles, 0, BLOCK_KV);
+      barrier();
     }
 
     // dQ += dS K

@@ -54,6 +54,8 @@ const uint TILE_STRIDE = ROW_U4 + 1;   // padded shared row (see stage_rows.glsl
 shared uvec4 kv_tiles[2 * BLOCK_KV * TILE_STRIDE];  // K rows [0, BLOCK_KV), then V rows
 shared float lse_rows[BLOCK_Q];    // row_lse_log2 of the owned queries
 shared float delta_rows[BLOCK_Q];  // row_delta
+shared uint nonfinite_step;  // 1 + the last step whose masked tile held an inf or NaN in K
+#include "common/nonfinite.glsl"
 #include "common/stage_rows.glsl"
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_KV, KV_WORDS)
@@ -72,7 +74,11 @@ float masked_p_of_s(const uint row, const uint col, const float s, const uint q_
 }
 // dS = P (dP - delta)
 float ds_of_dp(const uint row, const uint col, const float dp, const float p, const uint q_row0) {
-  return p * (dp - delta_rows[q_row0 + row]);
+  return ds_of(p, dp, delta_rows[q_row0 + row]);
+}
+float masked_ds_of_dp(const uint row, const uint col, const float dp, const float p, const uint q_row0, const uint q0,
+                      const uint k0) {
+  return masked_ds(q0 + row, k0 + col, p, dp, delta_rows[q_row0 + row]);
 }
 
 void main() {
@@ -100,13 +106,20 @@ void main() {
     delta_rows[i] = row_delta(head_row + q_begin + i, q_begin + i);
   }
 
+  if (gl_LocalInvocationIndex == 0) nonfinite_step = 0;  // before the first step's barriers
   const uint kv_end = visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);  // later tiles are wholly masked
-  [[dont_unroll]] for (uint kv_begin = 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
+  [[dont_unroll]] for (uint kv_begin = 0, step = 1; kv_begin < kv_end; kv_begin += BLOCK_KV, ++step) {
     // stage this step's K and V rows (read before the barrier, as in the forward)
+    const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
     uvec4 k_words[KV_WORDS], v_words[KV_WORDS];
     load_kv(k_words, v_words, kv_head_row + kv_begin, min(BLOCK_KV, pc.kv_len - kv_begin));
     barrier();
     store_kv(k_words, v_words);
+    if (masked_tile) {
+      bool found = false;
+      VKF_ANY_NONFINITE(k_words, KV_WORDS, found);
+      if (found) atomicMax(nonfinite_step, step);
+    }
     barrier();
 
     // S = Q K^T, P = exp2(scale S - LSE)
@@ -114,7 +127,7 @@ void main() {
     coopMatLoad(k_t, kv_tiles, 0, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
     QUERIES_X_KEYS(float, gl_MatrixUseAccumulator) p =
         coopMatMulAdd(q_frag, k_t, QUERIES_X_KEYS(float, gl_MatrixUseAccumulator)(0.0));
-    if (tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len)) {
+    if (masked_tile) {
       coopMatPerElementNV(p, p, masked_p_of_s, own_row, q_begin + own_row, kv_begin);
     } else {
       coopMatPerElementNV(p, p, p_of_s, own_row);
@@ -125,7 +138,19 @@ void main() {
     coopMatLoad(v_t, kv_tiles, BLOCK_KV * TILE_STRIDE, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
     QUERIES_X_KEYS(float, gl_MatrixUseAccumulator) ds =
         coopMatMulAdd(do_frag, v_t, QUERIES_X_KEYS(float, gl_MatrixUseAccumulator)(0.0));
-    coopMatPerElementNV(ds, ds, ds_of_dp, p, own_row);
+    if (masked_tile) {
+      coopMatPerElementNV(ds, ds, masked_ds_of_dp, p, own_row, q_begin + own_row, kv_begin);
+    } else {
+      coopMatPerElementNV(ds, ds, ds_of_dp, p, own_row);
+    }
+
+    // A masked tile whose K holds an inf or NaN: its values are zeroed for dQ += dS K, so that the
+    // masked pairs' dS = 0 multiply zeros. A row that sees such a key has a NaN dS already.
+    if (masked_tile && nonfinite_step == step) {
+      barrier();
+      VKF_ZERO_NONFINITE_ROWS(kv_tiles, 0, BLOCK_KV);
+      barrier();
+    }
 
     // dQ += dS K
     coopmat<float16_t, gl_ScopeSubgroup, BLOCK_KV, HEAD_DIM, gl_MatrixUseB> k_tile;

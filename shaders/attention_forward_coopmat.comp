@@ -38,6 +38,7 @@ const uint ROWS_PER_LANE = VKF_CM_ROWS_PER_LANE;
 #include "common/attention_mask.glsl"
 #include "common/coopmat.glsl"
 #include "common/coopmat_tiles.glsl"
+#include "common/nonfinite.glsl"
 
 layout(std430, set = 0, binding = VKF_FWD_BINDING_Q) readonly buffer q_u4_block { uvec4 q_u4[]; };
 layout(std430, set = 0, binding = VKF_FWD_BINDING_Q) readonly buffer q_h_block { float16_t q_h[]; };
@@ -50,10 +51,10 @@ layout(std430, set = 0, binding = VKF_FWD_BINDING_LSE) writeonly buffer lse_bloc
 layout(push_constant) uniform PushBlock { AttentionPush pc; };
 
 shared uvec4 kv_tiles[2 * BLOCK_KV * TILE_STRIDE];  // K rows [0, BLOCK_KV), then V rows
+shared uint nonfinite_step;  // 1 + the last step whose masked tile held an inf or NaN in V
 
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_KV, KV_WORDS)
-VKF_DEFINE_STAGE_ROW_PAIR(stage_kv, load_kv, store_kv, KV_WORDS)
 
 void main() {
   const uint lane = gl_SubgroupInvocationID;
@@ -65,6 +66,7 @@ void main() {
   const uint q_head = (batch * pc.q_heads + head) * pc.q_len * HEAD_DIM;  // in halves
   const uint kv_head_row = (batch * pc.kv_heads + kv_head) * pc.kv_len;  // row index of key 0
 
+  if (gl_LocalInvocationIndex == 0) nonfinite_step = 0;  // before load_coordinates' barrier
   const VKF_ACC coord = load_coordinates();  // coordinates of every accumulator element
 
   // Q fragments (the scale is applied to S, so Q stays exactly as stored)
@@ -80,10 +82,19 @@ void main() {
   [[unroll]] for (uint j = 0; j < M_BLOCKS * D_BLOCKS; ++j) o_acc[j] = VKF_ACC(0.0);
 
   const uint kv_end = visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);  // later tiles are wholly masked
-  for (uint kv_begin = 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
+  for (uint kv_begin = 0, step = 1; kv_begin < kv_end; kv_begin += BLOCK_KV, ++step) {
     const uint kv_valid = min(BLOCK_KV, pc.kv_len - kv_begin);  // rows past kv_len: zeros
-    stage_kv(kv_head_row + kv_begin, kv_valid);
+    const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
+    {
+      uvec4 k_words[KV_WORDS], v_words[KV_WORDS];
+      load_kv(k_words, v_words, kv_head_row + kv_begin, kv_valid);
+      store_kv(k_words, v_words);
+      bool found = false;
+      if (masked_tile) VKF_ANY_NONFINITE(v_words, KV_WORDS, found);
+      if (found) atomicMax(nonfinite_step, step);
+    }
     barrier();  // K and V tiles visible
+    const bool nonfinite_v = masked_tile && nonfinite_step == step;  // the same in every invocation
 
     // S = Q K^T (each K fragment, loaded once, serves every row block of the subgroup)
     VKF_ACC s[M_BLOCKS * N_BLOCKS];
@@ -98,7 +109,6 @@ void main() {
     }
 
     // Online softmax on the accumulators: mask, row max, P = exp2(S - m_new), rescale O and l.
-    const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
     [[unroll]] for (uint mb = 0; mb < M_BLOCKS; ++mb) {
       float tile_max[ROWS_PER_LANE];
       [[unroll]] for (uint t = 0; t < ROWS_PER_LANE; ++t) tile_max[t] = NEG_INF;
@@ -135,6 +145,26 @@ void main() {
         [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) o_acc[mb * D_BLOCKS + db][i] *= alpha[cm_slot(i)];
     }
 
+    // A masked tile whose V holds an inf or NaN: O takes the ones its rows see, then V's are zeroed
+    // so that the masked pairs' P = 0 multiplies zeros (common/nonfinite.glsl).
+    if (nonfinite_v) {
+      [[unroll]] for (uint mb = 0; mb < M_BLOCKS; ++mb) {
+        [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) {
+          for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
+            const uint q_row = rows_begin + 16 * mb + cm_row(coord, i), column = 16 * db + cm_col(coord, i);
+            const uint seen = min(BLOCK_KV, uint(max(int(row_keys_end(q_row, pc.q_len, pc.kv_len)) - int(kv_begin), 0)));
+            for (uint c = 0; c < seen; ++c) {
+              const float x = VKF_TILE_HALF(kv_tiles, BLOCK_KV + c, column);
+              if (isinf(x) || isnan(x)) o_acc[mb * D_BLOCKS + db][i] += x;
+            }
+          }
+        }
+      }
+      barrier();
+      VKF_ZERO_NONFINITE_ROWS(kv_tiles, BLOCK_KV, BLOCK_KV);
+      barrier();
+    }
+
     // O += P V
     [[unroll]] for (uint nb = 0; nb < N_BLOCKS; ++nb) {
       VKF_MAT_A p_frag[M_BLOCKS];
@@ -155,7 +185,7 @@ void main() {
     float l_row[ROWS_PER_LANE], inv_l[ROWS_PER_LANE];
     [[unroll]] for (uint t = 0; t < ROWS_PER_LANE; ++t) {
       l_row[t] = cm_row_sum(l_part[mb * ROWS_PER_LANE + t]);
-      inv_l[t] = l_row[t] > 0.0 ? 1.0 / l_row[t] : 0.0;
+      inv_l[t] = l_row[t] == 0.0 ? 0.0 : 1.0 / l_row[t];  // NaN (a NaN score) stays NaN
     }
     [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db)
       [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) o_acc[mb * D_BLOCKS + db][i] *= inv_l[cm_slot(i)];
@@ -165,7 +195,7 @@ void main() {
         const uint r = row0 + cm_row(coord, i), t = cm_slot(i);
         if (cm_first_of_slot(i) && r < pc.q_len) {
           lse_data[(batch * pc.q_heads + head) * pc.q_len + r] =
-              l_row[t] > 0.0 ? (m_run[mb * ROWS_PER_LANE + t] + log2(l_row[t])) * LN2 : NEG_INF;
+              l_row[t] == 0.0 ? NEG_INF : (m_run[mb * ROWS_PER_LANE + t] + log2(l_row[t])) * LN2;
         }
       }
     }

@@ -67,6 +67,8 @@ const uint WORKGROUP_SIZE = gl_WorkGroupSize.x;
 const uint ROW_U4 = HEAD_DIM / 8;      // a row of float16 as uvec4 words
 const uint TILE_STRIDE = ROW_U4 + 1;   // padded shared row (see stage_rows.glsl)
 shared uvec4 kv_tiles[2 * BLOCK_KV * TILE_STRIDE];  // K rows [0, BLOCK_KV), then V rows
+shared uint nonfinite_step;  // 1 + the last step whose masked tile held an inf or NaN in V
+#include "common/nonfinite.glsl"
 #include "common/stage_rows.glsl"
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_KV, KV_WORDS)
@@ -82,6 +84,17 @@ float exp2_element(const uint row, const uint col, const float x) { return exp2(
 // Causal and kv_len masking of a tile's scores (row / col are tile-relative).
 float mask_element(const uint row, const uint col, const float s, const uint q_begin, const uint kv_begin) {
   return key_visible(q_begin + row, kv_begin + col, pc.q_len, pc.kv_len) ? s : NEG_INF;
+}
+
+// O plus the infinities and NaNs of the staged V (column `col`) that the row sees (nonfinite.glsl).
+float add_seen_nonfinite_v(const uint row, const uint col, const float o, const uint q_begin, const uint kv_begin) {
+  const uint seen = min(BLOCK_KV, uint(max(int(row_keys_end(q_begin + row, pc.q_len, pc.kv_len)) - int(kv_begin), 0)));
+  float sum = o;
+  for (uint c = 0; c < seen; ++c) {
+    const float x = VKF_TILE_HALF(kv_tiles, BLOCK_KV + c, col);
+    if (isinf(x) || isnan(x)) sum += x;
+  }
+  return sum;
 }
 
 // Column 0 of the LSE matrix holds each row's LSE; rows past q_len are not stored.
@@ -113,14 +126,21 @@ void main() {
 
   const coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_KV, STAT_COLUMNS, gl_MatrixUseB> ones =
       coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_KV, STAT_COLUMNS, gl_MatrixUseB>(1.0);
+  if (gl_LocalInvocationIndex == 0) nonfinite_step = 0;  // before the first step's barriers
   const uint kv_end = visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);  // later tiles are wholly masked
-  [[dont_unroll]] for (uint kv_begin = 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
+  [[dont_unroll]] for (uint kv_begin = 0, step = 1; kv_begin < kv_end; kv_begin += BLOCK_KV, ++step) {
     // stage this step's K and V rows: read them while waiting for every matrix load of the
     // previous step, then store
+    const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
     uvec4 k_words[KV_WORDS], v_words[KV_WORDS];
     load_kv(k_words, v_words, kv_head_row + kv_begin, min(BLOCK_KV, pc.kv_len - kv_begin));
     barrier();
     store_kv(k_words, v_words);
+    if (masked_tile) {
+      bool found = false;
+      VKF_ANY_NONFINITE(v_words, KV_WORDS, found);
+      if (found) atomicMax(nonfinite_step, step);
+    }
     barrier();
 
     // S = Q K^T, in base-2 units (K^T: the staged K rows read column-major)
@@ -128,9 +148,7 @@ void main() {
     coopMatLoad(k_t, kv_tiles, 0, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
     ROWS_X_KEYS(float) s = coopMatMulAdd(q_tile, k_t, ROWS_X_KEYS(float)(0.0));
     s *= pc.scale_log2;
-    if (tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len)) {
-      coopMatPerElementNV(s, s, mask_element, q_begin, kv_begin);
-    }
+    if (masked_tile) coopMatPerElementNV(s, s, mask_element, q_begin, kv_begin);
 
     // online softmax: m_new = max(m_run, rowmax(S)), P = exp2(S - m_new), alpha = exp2(m_run - m_new)
     ROW_VECTOR(float) tile_max;
@@ -156,6 +174,14 @@ void main() {
     ROWS_X_DIM(float) alpha_wide;
     coopMatReduceNV(alpha_wide, alpha, gl_CooperativeMatrixReduceRowNV, smear);
     o_acc *= alpha_wide;
+    // A masked tile whose V holds an inf or NaN: O takes the ones its rows see, then V's are zeroed
+    // so that the masked pairs' P = 0 multiplies zeros.
+    if (masked_tile && nonfinite_step == step) {
+      coopMatPerElementNV(o_acc, o_acc, add_seen_nonfinite_v, q_begin, kv_begin);
+      barrier();
+      VKF_ZERO_NONFINITE_ROWS(kv_tiles, BLOCK_KV, BLOCK_KV);
+      barrier();
+    }
     coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_KV, HEAD_DIM, gl_MatrixUseB> v_tile;
     coopMatLoad(v_tile, kv_tiles, BLOCK_KV * TILE_STRIDE, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
     o_acc = coopMatMulAdd(p_a, v_tile, o_acc);
@@ -163,7 +189,7 @@ void main() {
 
   // Epilogue: O = acc / l, LSE = ln(l) + m. A row that saw no key: O = 0, LSE = -inf.
   ROW_VECTOR(float) inv_l;
-  [[unroll]] for (uint i = 0; i < inv_l.length(); ++i) inv_l[i] = l_run[i] > 0.0 ? 1.0 / l_run[i] : 0.0;
+  [[unroll]] for (uint i = 0; i < inv_l.length(); ++i) inv_l[i] = l_run[i] == 0.0 ? 0.0 : 1.0 / l_run[i];  // NaN stays
   ROWS_X_DIM(float) inv_l_wide;
   coopMatReduceNV(inv_l_wide, inv_l, gl_CooperativeMatrixReduceRowNV, smear);
   const ROWS_X_DIM(float16_t) o_out = ROWS_X_DIM(float16_t)(o_acc * inv_l_wide);
@@ -172,7 +198,7 @@ void main() {
   if (WRITE_LSE) {
     ROW_VECTOR(float) lse;
     [[unroll]] for (uint i = 0; i < lse.length(); ++i) {
-      lse[i] = l_run[i] > 0.0 ? (m_run[i] + log2(l_run[i])) * LN2 : NEG_INF;
+      lse[i] = l_run[i] == 0.0 ? NEG_INF : (m_run[i] + log2(l_run[i])) * LN2;
     }
     coopMatPerElementNV(lse, lse, store_lse, (batch * pc.q_heads + head) * pc.q_len + q_begin, q_end - q_begin);
   }

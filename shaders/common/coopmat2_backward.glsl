@@ -16,5 +16,11 @@ float p_of_score(const float s, const float lse_log2) { return exp2(s * pc.scale
 float masked_p(const uint query, const uint key, const float s, const float lse_log2) {
   return key_visible(query, key, pc.q_len, pc.kv_len) ? p_of_score(s, lse_log2) : 0.0;
 }
+// dS = P (dP - delta) of one element; in tiles that cross the mask, 0 for a masked pair whatever
+// dP holds there (an inf in V or dO would make 0 x (dP - delta) NaN).
+float ds_of(const float p, const float dp, const float delta) { return p * (dp - delta); }
+float masked_ds(const uint query, const uint key, const float p, const float dp, const float delta) {
+  return key_visible(query, key, pc.q_len, pc.kv_len) ? ds_of(p, dp, delta) : 0.0;
+}
 
 #endif

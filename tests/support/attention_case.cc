@@ -56,10 +56,18 @@ Buffer MakeBuffer(Context& context, const std::vector<uint8_t>& bytes) {
 
 ForwardRun RunForwardCase(Context& context, const AttentionParams& params, uint32_t seed) {
   const AttentionShape& s = params.shape;
+  return RunForwardWith(context, params, RandomValues(s.q_elements(), params.dtype, seed),
+                        RandomValues(s.kv_elements(), params.dtype, seed + 1000),
+                        RandomValues(s.kv_elements(), params.dtype, seed + 2000));
+}
+
+ForwardRun RunForwardWith(Context& context, const AttentionParams& params, std::vector<float> q_values,
+                          std::vector<float> k_values, std::vector<float> v_values) {
+  const AttentionShape& s = params.shape;
   ForwardRun run;
-  run.q = RandomValues(s.q_elements(), params.dtype, seed);
-  run.k = RandomValues(s.kv_elements(), params.dtype, seed + 1000);
-  run.v = RandomValues(s.kv_elements(), params.dtype, seed + 2000);
+  run.q = std::move(q_values);
+  run.k = std::move(k_values);
+  run.v = std::move(v_values);
 
   const size_t o_bytes = s.q_elements() * DataTypeSize(params.dtype), lse_bytes = s.lse_elements() * 4;
   Buffer q = MakeBuffer(context, tools::PackTensor(run.q, params.dtype));
@@ -91,12 +99,21 @@ namespace vkflash::testing {
 
 BackwardRun RunBackwardCase(Context& context, const AttentionParams& params, uint32_t seed) {
   const AttentionShape& s = params.shape;
+  return RunBackwardWith(context, params, RandomValues(s.q_elements(), params.dtype, seed),
+                         RandomValues(s.kv_elements(), params.dtype, seed + 1000),
+                         RandomValues(s.kv_elements(), params.dtype, seed + 2000),
+                         RandomValues(s.q_elements(), params.dtype, seed + 3000));
+}
+
+BackwardRun RunBackwardWith(Context& context, const AttentionParams& params, std::vector<float> q_values,
+                            std::vector<float> k_values, std::vector<float> v_values, std::vector<float> do_values) {
+  const AttentionShape& s = params.shape;
   const DataType dtype = params.dtype;
   BackwardRun run;
-  run.q = RandomValues(s.q_elements(), dtype, seed);
-  run.k = RandomValues(s.kv_elements(), dtype, seed + 1000);
-  run.v = RandomValues(s.kv_elements(), dtype, seed + 2000);
-  run.d_o = RandomValues(s.q_elements(), dtype, seed + 3000);
+  run.q = std::move(q_values);
+  run.k = std::move(k_values);
+  run.v = std::move(v_values);
+  run.d_o = std::move(do_values);
 
   const size_t q_bytes = s.q_elements() * DataTypeSize(dtype), kv_bytes = s.kv_elements() * DataTypeSize(dtype);
   Buffer q = MakeBuffer(context, tools::PackTensor(run.q, dtype));

@@ -43,9 +43,15 @@ struct BackwardRun {
 // Forward (for O and LSE) then backward with random inputs and dO from `seed`; gradient
 // buffers are filled with NaN first. REQUIREs success.
 BackwardRun RunBackwardCase(Context& context, const AttentionParams& params, uint32_t seed);
+// ...with these inputs (values the storage dtype holds exactly).
+BackwardRun RunBackwardWith(Context& context, const AttentionParams& params, std::vector<float> q, std::vector<float> k,
+                            std::vector<float> v, std::vector<float> d_o);
 
 // Runs a forward on `context` with random inputs from `seed`; O and LSE buffers are filled with
 // NaN before the run, so anything the kernel fails to write shows up. REQUIREs success.
 ForwardRun RunForwardCase(Context& context, const AttentionParams& params, uint32_t seed);
+// ...with these inputs (values the storage dtype holds exactly).
+ForwardRun RunForwardWith(Context& context, const AttentionParams& params, std::vector<float> q, std::vector<float> k,
+                          std::vector<float> v);
 
 }  // namespace vkflash::testing

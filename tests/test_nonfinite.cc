@@ -1,0 +1,197 @@
+// Non-finite inputs. A key a row cannot see has no effect on it, and the row none on the key's
+// gradients, whatever they hold: outputs stay bit-identical to those of the same call with finite
+// values there. Where they are seen, infinities and NaNs show in the results, and a row whose
+// scores hold NaN gets NaN in O, LSE and dQ, never the zeros and -inf of a row that sees no key.
+// Every kernel family runs these (float16 with head dims the tensor-core kernels take).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "support/attention_case.h"
+#include "support/validated_context.h"
+
+using namespace vkflash;
+using namespace vkflash::testing;
+
+namespace {
+
+const float kPoisons[] = {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                          std::numeric_limits<float>::quiet_NaN()};
+
+bool SameBits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }
+
+// Causal masking, bottom-right aligned: query row i sees key j iff j <= i + Nk - Nq.
+bool Sees(const AttentionShape& s, uint32_t i, uint32_t j) { return int64_t(j) <= int64_t(i) + s.kv_len - s.q_len; }
+
+std::vector<AttentionParams> Calls() {
+  std::vector<AttentionParams> calls;
+  // The report's case (N = 100), Nq < Nk, Nq > Nk; several tiles of every kernel family.
+  for (AttentionShape shape : {AttentionShape{1, 2, 1, 100, 100, 64}, AttentionShape{1, 2, 2, 70, 130, 32},
+                               AttentionShape{1, 1, 1, 130, 50, 128}}) {
+    for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
+      AttentionParams p;
+      p.shape = shape;
+      p.dtype = dtype;
+      p.causal = true;
+      calls.push_back(p);
+    }
+  }
+  return calls;
+}
+
+// Sets row `row` of every (batch, head) of a [B, H, N, D] tensor to `value`.
+void SetRow(std::vector<float>* tensor, const AttentionShape& s, uint32_t heads, uint32_t len, uint32_t row, float value) {
+  for (uint32_t bh = 0; bh < s.batch * heads; ++bh)
+    for (uint32_t d = 0; d < s.head_dim; ++d) (*tensor)[(uint64_t(bh) * len + row) * s.head_dim + d] = value;
+}
+
+}  // namespace
+
+TEST_CASE("a key a row cannot see has no effect on that row's O and LSE", "[nonfinite][forward]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  for (const AttentionParams& p : Calls()) {
+    const AttentionShape& s = p.shape;
+    const uint32_t D = s.head_dim;
+    const ForwardRun base = RunForwardCase(context, p, 3);
+    // A key in the middle and the last one: each is masked for some rows of its diagonal tiles.
+    for (uint32_t key : {s.kv_len / 2 + 1, s.kv_len - 1}) {
+      for (float poison : kPoisons) {
+        for (bool in_v : {true, false}) {
+          INFO(Describe(p) << ", key " << key << (in_v ? " of V" : " of K") << " = " << poison);
+          std::vector<float> k = base.k, v = base.v;
+          SetRow(in_v ? &v : &k, s, s.kv_heads, s.kv_len, key, poison);
+          const ForwardRun run = RunForwardWith(context, p, base.q, k, v);
+          uint64_t checked = 0;
+          for (uint32_t bh = 0; bh < s.batch * s.q_heads; ++bh) {
+            for (uint32_t i = 0; i < s.q_len; ++i) {
+              const uint64_t row = uint64_t(bh) * s.q_len + i;
+              if (!Sees(s, i, key)) {  // exactly as without the poison
+                for (uint32_t d = 0; d < D; ++d) REQUIRE(SameBits(run.o[row * D + d], base.o[row * D + d]));
+                REQUIRE(SameBits(run.lse[row], base.lse[row]));
+                ++checked;
+              } else if (in_v) {  // every column of the row holds the poison's mark; LSE does not see V
+                for (uint32_t d = 0; d < D; ++d) REQUIRE_FALSE(std::isfinite(run.o[row * D + d]));
+                REQUIRE(SameBits(run.lse[row], base.lse[row]));
+              } else {  // an inf or NaN score: the row is NaN
+                REQUIRE(std::isnan(run.lse[row]));
+                for (uint32_t d = 0; d < D; ++d) REQUIRE(std::isnan(run.o[row * D + d]));
+              }
+            }
+          }
+          CHECK(checked > 0);
+        }
+      }
+    }
+    RequireNoValidationMessages();
+  }
+}
+
+TEST_CASE("a row whose scores hold NaN gets NaN in O, LSE and dQ, not the values of an empty row", "[nonfinite]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
+    for (bool causal : {false, true}) {
+      AttentionParams p;
+      p.shape = {1, 2, 1, 40, 40, 64};
+      p.dtype = dtype;
+      p.causal = causal;
+      INFO(Describe(p));
+      const AttentionShape& s = p.shape;
+      const uint32_t D = s.head_dim, nan_row = 21;
+      std::vector<float> q = RandomValues(s.q_elements(), dtype, 5);
+      for (uint32_t d = 0; d < D; d += 7) q[nan_row * D + d] = std::numeric_limits<float>::quiet_NaN();  // head 0
+      const BackwardRun base = RunBackwardCase(context, p, 5);  // the same inputs but finite
+      const ForwardRun forward = RunForwardWith(context, p, q, base.k, base.v);
+      const BackwardRun backward = RunBackwardWith(context, p, q, base.k, base.v, base.d_o);
+      for (uint32_t row = 0; row < s.lse_elements(); ++row) {
+        if (row == nan_row) {
+          REQUIRE(std::isnan(forward.lse[row]));
+          for (uint32_t d = 0; d < D; ++d) REQUIRE(std::isnan(forward.o[row * D + d]));
+          for (uint32_t d = 0; d < D; ++d) REQUIRE(std::isnan(backward.dq[row * D + d]));
+        } else {  // other rows are untouched
+          REQUIRE(std::isfinite(forward.lse[row]));
+          for (uint32_t d = 0; d < D; ++d) REQUIRE(SameBits(backward.dq[row * D + d], base.dq[row * D + d]));
+        }
+      }
+      // The keys the NaN row sees get NaN gradients; the others keep theirs (causal: the row sees
+      // keys 0..21, so keys 22.. of the kv head are those of other rows only).
+      for (uint32_t j = 0; j < s.kv_len; ++j) {
+        const bool seen = !causal || Sees(s, nan_row, j);
+        for (uint32_t d = 0; d < D; ++d) {
+          if (seen) {
+            REQUIRE(std::isnan(backward.dk[j * D + d]));
+          } else {
+            REQUIRE(SameBits(backward.dk[j * D + d], base.dk[j * D + d]));
+            REQUIRE(SameBits(backward.dv[j * D + d], base.dv[j * D + d]));
+          }
+        }
+      }
+      RequireNoValidationMessages();
+    }
+  }
+}
+
+TEST_CASE("a row a key cannot reach has no effect on the key's gradients, whatever its dO and Q hold",
+          "[nonfinite][backward]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  for (const AttentionParams& p : Calls()) {
+    const AttentionShape& s = p.shape;
+    const uint32_t D = s.head_dim;
+    const BackwardRun base = RunBackwardCase(context, p, 11);
+    // Rows that see few keys: the first row that sees any, and one a few rows later.
+    const uint32_t first = s.q_len > s.kv_len ? s.q_len - s.kv_len : 0;
+    for (uint32_t row : {first, first + 3}) {
+      for (float poison : kPoisons) {
+        for (bool in_do : {true, false}) {
+          INFO(Describe(p) << ", row " << row << (in_do ? " of dO" : " of Q") << " = " << poison);
+          std::vector<float> q = base.q, d_o = base.d_o;
+          SetRow(in_do ? &d_o : &q, s, s.q_heads, s.q_len, row, poison);
+          const BackwardRun run = RunBackwardWith(context, p, q, base.k, base.v, d_o);
+          uint64_t checked = 0;
+          for (uint32_t kvh = 0; kvh < s.batch * s.kv_heads; ++kvh) {
+            for (uint32_t j = 0; j < s.kv_len; ++j) {
+              const uint64_t key = uint64_t(kvh) * s.kv_len + j;
+              if (Sees(s, row, j)) {  // the poisoned row reaches this key (its P x dO, or a NaN P): it shows
+                for (uint32_t d = 0; d < D; ++d) REQUIRE_FALSE(std::isfinite(run.dv[key * D + d]));
+                continue;
+              }
+              for (uint32_t d = 0; d < D; ++d) {
+                REQUIRE(SameBits(run.dk[key * D + d], base.dk[key * D + d]));
+                REQUIRE(SameBits(run.dv[key * D + d], base.dv[key * D + d]));
+              }
+              ++checked;
+            }
+          }
+          CHECK(checked > 0);
+          // Every other row's dQ depends on its own dO, LSE and delta only.
+          for (uint32_t bh = 0; bh < s.batch * s.q_heads; ++bh) {
+            for (uint32_t i = 0; i < s.q_len; ++i) {
+              if (i == row) continue;
+              const uint64_t r = uint64_t(bh) * s.q_len + i;
+              for (uint32_t d = 0; d < D; ++d) REQUIRE(SameBits(run.dq[r * D + d], base.dq[r * D + d]));
+            }
+          }
+        }
+      }
+    }
+    // A masked key's K or V may hold anything: the dQ of rows that cannot see it is unchanged.
+    const uint32_t key = s.kv_len - 1;
+    for (float poison : kPoisons) {
+      for (bool in_v : {true, false}) {
+        INFO(Describe(p) << ", key " << key << (in_v ? " of V" : " of K") << " = " << poison);
+        std::vector<float> k = base.k, v = base.v;
+        SetRow(in_v ? &v : &k, s, s.kv_heads, s.kv_len, key, poison);
+        const BackwardRun run = RunBackwardWith(context, p, base.q, k, v, base.d_o);
+        for (uint32_t bh = 0; bh < s.batch * s.q_heads; ++bh) {
+          for (uint32_t i = 0; i < s.q_len; ++i) {
+            if (Sees(s, i, key)) continue;
+            const uint64_t r = uint64_t(bh) * s.q_len + i;
+            for (uint32_t d = 0; d < D; ++d) REQUIRE(SameBits(run.dq[r * D + d], base.dq[r * D + d]));
+          }
+        }
+      }
+    }
+    RequireNoValidationMessages();
+  }
+}
