@@ -53,7 +53,7 @@ shared uvec4 owned_rows[2 * BLOCK_KV * TILE_STRIDE];  // K rows, then V rows, of
 shared uvec4 q_do_tile[2 * BLOCK_Q * TILE_STRIDE];    // Q rows, then dO rows, of the streamed tile
 shared float lse_tile[BLOCK_Q];                       // base 2; +inf where P must be 0
 shared float delta_tile[BLOCK_Q];
-shared uint nonfinite_step;  // 1 + the last step whose masked tile held an inf or NaN in Q or dO
+shared uint nonfinite_q_do;  // 1 once a tile that crosses the mask had an inf or NaN in Q or dO
 
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, owned_rows, k_u4, v_u4, BLOCK_KV, KV_WORDS)
@@ -67,7 +67,7 @@ void main() {
   const uint own_row = 16 * gl_SubgroupID;  // this subgroup's first row inside the tile
   const uint kv_head_row = (batch * pc.kv_heads + kv_head) * pc.kv_len;
 
-  if (gl_LocalInvocationIndex == 0) nonfinite_step = 0;  // before load_coordinates' barrier
+  if (gl_LocalInvocationIndex == 0) nonfinite_q_do = 0;  // before load_coordinates' barrier
   const VKF_ACC coord = load_coordinates();
   const uint kv_valid = min(BLOCK_KV, pc.kv_len - kv_begin);
   stage_kv(kv_head_row + kv_begin, kv_valid);
@@ -79,24 +79,25 @@ void main() {
   uint q_first = 0;
   if (CAUSAL) q_first = uint(clamp(int(kv_begin) - causal_shift(pc.q_len, pc.kv_len), 0, int(pc.q_len)));
   const uint group = pc.q_heads / pc.kv_heads;
-  uint step = 0;
+  uint masked_q_end = 0;  // the tiles that cross the mask end here, the same in every head
   for (uint head = kv_head * group; head < (kv_head + 1) * group; ++head) {
     const uint q_head_row = (batch * pc.q_heads + head) * pc.q_len;  // row index of query 0 of this head
     for (uint q_begin = (q_first / BLOCK_Q) * BLOCK_Q; q_begin < pc.q_len; q_begin += BLOCK_Q) {
-      ++step;
       barrier();  // the previous step's tile is no longer read (first step: owned rows visible)
       const uint q_valid = min(BLOCK_Q, pc.q_len - q_begin);
+      // Stage Q and dO (their infinities and NaNs zeroed where the tile crosses the mask).
       const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
       {
         uvec4 q_words[Q_DO_WORDS], do_words[Q_DO_WORDS];
         load_q_do(q_words, do_words, q_head_row + q_begin, q_valid);
-        store_q_do(q_words, do_words);
-        bool found = false;
         if (masked_tile) {
-          VKF_ANY_NONFINITE(q_words, Q_DO_WORDS, found);
-          VKF_ANY_NONFINITE(do_words, Q_DO_WORDS, found);
+          masked_q_end = max(masked_q_end, q_begin + q_valid);
+          bool found = false;
+          VKF_ZERO_NONFINITE(q_words, Q_DO_WORDS, found);
+          VKF_ZERO_NONFINITE(do_words, Q_DO_WORDS, found);
+          if (found) atomicOr(nonfinite_q_do, 1u);
         }
-        if (found) atomicMax(nonfinite_step, step);
+        store_q_do(q_words, do_words);
       }
       for (uint i = gl_LocalInvocationIndex; i < BLOCK_Q; i += WORKGROUP_SIZE) {
         lse_tile[i] = row_lse_log2(q_head_row + q_begin + i, q_begin + i);
@@ -133,24 +134,6 @@ void main() {
         }
       }
 
-      // A masked tile whose Q or dO holds an inf or NaN: dV takes the ones of dO its keys see, then
-      // both are zeroed so that the masked pairs' P^T = dS^T = 0 multiply zeros (nonfinite.glsl).
-      if (masked_tile && nonfinite_step == step) {
-        [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) {
-          for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
-            const uint key = kv_begin + own_row + cm_row(coord, i), column = 16 * db + cm_col(coord, i);
-            const uint first = uint(max(int(key_rows_begin(key, pc.q_len, pc.kv_len)) - int(q_begin), 0));
-            for (uint c = first; c < q_valid; ++c) {
-              const float x = VKF_TILE_HALF(q_do_tile, BLOCK_Q + c, column);
-              if (isinf(x) || isnan(x)) dv_acc[db][i] += x;
-            }
-          }
-        }
-        barrier();
-        VKF_ZERO_NONFINITE_ROWS(q_do_tile, 0, 2 * BLOCK_Q);
-        barrier();
-      }
-
       // dV += P^T dO, dK += dS^T Q
       [[unroll]] for (uint nb = 0; nb < Q_BLOCKS; ++nb) {
         const VKF_MAT_A pt_frag = acc_to_a(st[nb]);
@@ -161,6 +144,23 @@ void main() {
           cm_load_rows(q_frag, q_do_tile, 16 * nb * TILE_STRIDE + 2 * db, TILE_STRIDE);
           dv_acc[db] = cm_mul_add(pt_frag, do_frag, dv_acc[db]);
           dk_acc[db] = cm_mul_add(dst_frag, q_frag, dk_acc[db]);
+        }
+      }
+    }
+  }
+
+  // Infinities and NaNs of dO that the staging zeroed, where the keys see them, read again from
+  // the buffer (rare; common/nonfinite.glsl): the tiles that cross the mask come first in every head.
+  if (nonfinite_q_do != 0) {
+    const uint first_head_row = (batch * pc.q_heads + kv_head * group) * pc.q_len;
+    [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) {
+      for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
+        const uint key = kv_begin + own_row + cm_row(coord, i), column = 16 * db + cm_col(coord, i);
+        for (uint h = 0; h < group; ++h) {
+          for (uint q = key_rows_begin(key, pc.q_len, pc.kv_len); q < masked_q_end; ++q) {
+            const float x = VKF_BUFFER_HALF(do_u4, (first_head_row + h * pc.q_len + q) * HEAD_DIM + column);
+            if (isinf(x) || isnan(x)) dv_acc[db][i] += x;
+          }
         }
       }
     }

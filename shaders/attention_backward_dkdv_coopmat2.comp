@@ -62,7 +62,7 @@ const uint STREAM_ROWS = 2 * BLOCK_Q > BLOCK_KV ? 2 * BLOCK_Q : BLOCK_KV;
 shared uvec4 tiles[(BLOCK_KV + STREAM_ROWS) * TILE_STRIDE];
 shared float lse_tile[BLOCK_Q];    // row_lse_log2 of the step's queries
 shared float delta_tile[BLOCK_Q];  // row_delta
-shared uint nonfinite_step;  // 1 + the last step whose masked tile held an inf or NaN in Q or dO
+shared uint nonfinite_q_do;  // 1 once a tile that crosses the mask had an inf or NaN in Q or dO
 const uint Q_TILE = STREAM_ROW0 * TILE_STRIDE;               // where the Q rows start
 const uint DO_TILE = (STREAM_ROW0 + BLOCK_Q) * TILE_STRIDE;  // where the dO rows start
 #include "common/nonfinite.glsl"
@@ -92,16 +92,91 @@ float ds_of_dpt(const uint row, const uint col, const float dpt, const float p) 
 float masked_ds_of_dpt(const uint row, const uint col, const float dpt, const float p, const uint q0, const uint k0) {
   return masked_ds(q0 + col, k0 + row, p, dpt, delta_tile[col]);
 }
-// dV plus the infinities and NaNs of the staged dO (column `col`) of the queries that see the key.
-float add_seen_nonfinite_do(const uint row, const uint col, const float dv, const uint q0, const uint k0) {
-  const uint first = uint(max(int(key_rows_begin(k0 + row, pc.q_len, pc.kv_len)) - int(q0), 0));
-  const uint valid = min(BLOCK_Q, pc.q_len - q0);
+// dV plus the infinities and NaNs of dO (column `col`, read from the buffer) of the queries below
+// `masked_q_end` of every head of the group that see the key: those the staging zeroed (the tiles
+// that cross the mask are the first of each head's loop; common/nonfinite.glsl).
+float add_seen_nonfinite_do(const uint row, const uint col, const float dv, const uint k0, const uint masked_q_end,
+                            const uint first_head_row) {
   float sum = dv;
-  for (uint c = first; c < valid; ++c) {
-    const float x = VKF_TILE_HALF(tiles, STREAM_ROW0 + BLOCK_Q + c, col);
-    if (isinf(x) || isnan(x)) sum += x;
+  for (uint h = 0; h < pc.q_heads / pc.kv_heads; ++h) {
+    for (uint q = key_rows_begin(k0 + row, pc.q_len, pc.kv_len); q < masked_q_end; ++q) {
+      const float x = VKF_BUFFER_HALF(do_u4, (first_head_row + h * pc.q_len + q) * HEAD_DIM + col);
+      if (isinf(x) || isnan(x)) sum += x;
+    }
   }
   return sum;
+}
+
+// One step of a head's query loop: stage the query tile at q_begin with its LSE and delta, recompute
+// P^T, dV += P^T dO, dS^T = P^T (dP^T - delta), dK += dS^T Q. `masked` steps (query tiles that
+// cross the causal diagonal, the first of the loop, or every tile where the key tile crosses
+// kv_len) also mask P^T and dS^T and zero Q's and dO's infinities and NaNs; main() runs them in a
+// loop of their own (as attention_backward_dq_coopmat2.comp does, which says why).
+void dkdv_step(const bool masked, const uint q_begin, const uint head_row, const uint kv_begin, const uint own_row,
+               const KEYS_X_DIM(float16_t, gl_MatrixUseA) k_frag, inout KEYS_X_DIM(float, gl_MatrixUseAccumulator) dk_acc,
+               inout KEYS_X_DIM(float, gl_MatrixUseAccumulator) dv_acc) {
+  // This step's rows, LSE and delta, read from the buffers while waiting for every matrix
+  // load of the previous step (the first step: for the K loads); then stored (Q's and dO's
+  // infinities and NaNs zeroed where the tile crosses the mask).
+  const uint q_valid = min(BLOCK_Q, pc.q_len - q_begin);
+  uvec4 q_words[Q_DO_WORDS], do_words[Q_DO_WORDS];
+  load_q_do(q_words, do_words, head_row + q_begin, q_valid);
+  float lse[STAT_WORDS], delta[STAT_WORDS];
+  [[unroll]] for (uint j = 0; j < STAT_WORDS; ++j) {
+    const uint r = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;
+    lse[j] = row_lse_log2(head_row + q_begin + r, q_begin + r);
+    delta[j] = row_delta(head_row + q_begin + r, q_begin + r);
+  }
+  barrier();
+  if (masked) {
+    bool found = false;
+    VKF_ZERO_NONFINITE(q_words, Q_DO_WORDS, found);
+    VKF_ZERO_NONFINITE(do_words, Q_DO_WORDS, found);
+    if (found) atomicOr(nonfinite_q_do, 1u);
+  }
+  store_q_do(q_words, do_words);
+  [[unroll]] for (uint j = 0; j < STAT_WORDS; ++j) {
+    const uint r = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;
+    if (r < BLOCK_Q) {
+      lse_tile[r] = lse[j];
+      delta_tile[r] = delta[j];
+    }
+  }
+  barrier();
+
+  // S^T = K Q^T, P^T = exp2(scale S^T - LSE)
+  DIM_X_QUERIES_B q_t;
+  coopMatLoad(q_t, tiles, Q_TILE, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
+  KEYS_X_QUERIES(float, gl_MatrixUseAccumulator) p_t =
+      coopMatMulAdd(k_frag, q_t, KEYS_X_QUERIES(float, gl_MatrixUseAccumulator)(0.0));
+  if (masked) {
+    coopMatPerElementNV(p_t, p_t, masked_p_of_st, q_begin, kv_begin + own_row);
+  } else {
+    coopMatPerElementNV(p_t, p_t, p_of_st);
+  }
+
+  // dV += P^T dO
+  QUERIES_X_DIM_B do_tile;
+  coopMatLoad(do_tile, tiles, DO_TILE, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
+  dv_acc = coopMatMulAdd(KEYS_X_QUERIES(float16_t, gl_MatrixUseA)(p_t), do_tile, dv_acc);
+
+  // dP^T = V dO^T, dS^T = P^T (dP^T - delta)
+  KEYS_X_DIM(float16_t, gl_MatrixUseA) v_frag;
+  coopMatLoad(v_frag, tiles, own_row * TILE_STRIDE, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
+  DIM_X_QUERIES_B do_t;
+  coopMatLoad(do_t, tiles, DO_TILE, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
+  KEYS_X_QUERIES(float, gl_MatrixUseAccumulator) ds_t =
+      coopMatMulAdd(v_frag, do_t, KEYS_X_QUERIES(float, gl_MatrixUseAccumulator)(0.0));
+  if (masked) {  // 0 for masked pairs whatever dP^T holds (an inf in dO)
+    coopMatPerElementNV(ds_t, ds_t, masked_ds_of_dpt, p_t, q_begin, kv_begin + own_row);
+  } else {
+    coopMatPerElementNV(ds_t, ds_t, ds_of_dpt, p_t);
+  }
+
+  // dK += dS^T Q
+  QUERIES_X_DIM_B q_tile;
+  coopMatLoad(q_tile, tiles, Q_TILE, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
+  dk_acc = coopMatMulAdd(KEYS_X_QUERIES(float16_t, gl_MatrixUseA)(ds_t), q_tile, dk_acc);
 }
 
 void main() {
@@ -110,7 +185,7 @@ void main() {
   const uint own_row = SUBGROUP_ROWS * gl_SubgroupID;  // this subgroup's first key inside the tile
   const uint kv_head_row = (batch * pc.kv_heads + kv_head) * pc.kv_len;  // row index of key 0 of this head
 
-  if (gl_LocalInvocationIndex == 0) nonfinite_step = 0;  // before the first barrier
+  if (gl_LocalInvocationIndex == 0) nonfinite_q_do = 0;  // before the first barrier
   // The tile's V rows (kept) and K rows (loaded once as this subgroup's A operand).
   stage_vk(kv_head_row + kv_begin, min(BLOCK_KV, pc.kv_len - kv_begin));
   barrier();
@@ -124,83 +199,26 @@ void main() {
   uint q_first = 0;
   if (CAUSAL) q_first = uint(clamp(int(kv_begin) - causal_shift(pc.q_len, pc.kv_len), 0, int(pc.q_len)));
   const uint group = pc.q_heads / pc.kv_heads;
-  uint step = 0;
+  uint masked_q_end = 0;  // the tiles that cross the mask end here, the same in every head
   for (uint head = kv_head * group; head < (kv_head + 1) * group; ++head) {
     const uint head_row = (batch * pc.q_heads + head) * pc.q_len;  // row index of query 0 of this head
-    [[dont_unroll]] for (uint q_begin = (q_first / BLOCK_Q) * BLOCK_Q; q_begin < pc.q_len; q_begin += BLOCK_Q) {
-      // This step's rows, LSE and delta, read from the buffers while waiting for every matrix
-      // load of the previous step (the first step: for the K loads); then stored.
-      ++step;
-      const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
-      const uint q_valid = min(BLOCK_Q, pc.q_len - q_begin);
-      uvec4 q_words[Q_DO_WORDS], do_words[Q_DO_WORDS];
-      load_q_do(q_words, do_words, head_row + q_begin, q_valid);
-      float lse[STAT_WORDS], delta[STAT_WORDS];
-      [[unroll]] for (uint j = 0; j < STAT_WORDS; ++j) {
-        const uint r = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;
-        lse[j] = row_lse_log2(head_row + q_begin + r, q_begin + r);
-        delta[j] = row_delta(head_row + q_begin + r, q_begin + r);
-      }
-      barrier();
-      store_q_do(q_words, do_words);
-      if (masked_tile) {
-        bool found = false;
-        VKF_ANY_NONFINITE(q_words, Q_DO_WORDS, found);
-        VKF_ANY_NONFINITE(do_words, Q_DO_WORDS, found);
-        if (found) atomicMax(nonfinite_step, step);
-      }
-      [[unroll]] for (uint j = 0; j < STAT_WORDS; ++j) {
-        const uint r = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;
-        if (r < BLOCK_Q) {
-          lse_tile[r] = lse[j];
-          delta_tile[r] = delta[j];
-        }
-      }
-      barrier();
-
-      // S^T = K Q^T, P^T = exp2(scale S^T - LSE)
-      DIM_X_QUERIES_B q_t;
-      coopMatLoad(q_t, tiles, Q_TILE, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
-      KEYS_X_QUERIES(float, gl_MatrixUseAccumulator) p_t =
-          coopMatMulAdd(k_frag, q_t, KEYS_X_QUERIES(float, gl_MatrixUseAccumulator)(0.0));
-      if (masked_tile) {
-        coopMatPerElementNV(p_t, p_t, masked_p_of_st, q_begin, kv_begin + own_row);
-      } else {
-        coopMatPerElementNV(p_t, p_t, p_of_st);
-      }
-
-      // A masked tile whose Q or dO holds an inf or NaN: dV takes the ones of dO its keys see, then
-      // both are zeroed so that the masked pairs' P^T = dS^T = 0 multiply zeros (nonfinite.glsl).
-      if (masked_tile && nonfinite_step == step) {
-        coopMatPerElementNV(dv_acc, dv_acc, add_seen_nonfinite_do, q_begin, kv_begin + own_row);
-        barrier();
-        VKF_ZERO_NONFINITE_ROWS(tiles, STREAM_ROW0, 2 * BLOCK_Q);
-        barrier();
-      }
-
-      // dV += P^T dO
-      QUERIES_X_DIM_B do_tile;
-      coopMatLoad(do_tile, tiles, DO_TILE, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
-      dv_acc = coopMatMulAdd(KEYS_X_QUERIES(float16_t, gl_MatrixUseA)(p_t), do_tile, dv_acc);
-
-      // dP^T = V dO^T, dS^T = P^T (dP^T - delta)
-      KEYS_X_DIM(float16_t, gl_MatrixUseA) v_frag;
-      coopMatLoad(v_frag, tiles, own_row * TILE_STRIDE, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
-      DIM_X_QUERIES_B do_t;
-      coopMatLoad(do_t, tiles, DO_TILE, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
-      KEYS_X_QUERIES(float, gl_MatrixUseAccumulator) ds_t =
-          coopMatMulAdd(v_frag, do_t, KEYS_X_QUERIES(float, gl_MatrixUseAccumulator)(0.0));
-      if (masked_tile) {
-        coopMatPerElementNV(ds_t, ds_t, masked_ds_of_dpt, p_t, q_begin, kv_begin + own_row);
-      } else {
-        coopMatPerElementNV(ds_t, ds_t, ds_of_dpt, p_t);
-      }
-
-      // dK += dS^T Q
-      QUERIES_X_DIM_B q_tile;
-      coopMatLoad(q_tile, tiles, Q_TILE, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
-      dk_acc = coopMatMulAdd(KEYS_X_QUERIES(float16_t, gl_MatrixUseA)(ds_t), q_tile, dk_acc);
+    // The tiles that cross the mask come first.
+    uint q_begin = (q_first / BLOCK_Q) * BLOCK_Q;
+    [[dont_unroll]] for (; q_begin < pc.q_len && tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
+                         q_begin += BLOCK_Q) {
+      dkdv_step(true, q_begin, head_row, kv_begin, own_row, k_frag, dk_acc, dv_acc);
     }
+    masked_q_end = max(masked_q_end, min(q_begin, pc.q_len));
+    [[dont_unroll]] for (; q_begin < pc.q_len; q_begin += BLOCK_Q) {
+      dkdv_step(false, q_begin, head_row, kv_begin, own_row, k_frag, dk_acc, dv_acc);
+    }
+  }
+
+  // Infinities and NaNs of dO that the staging zeroed, where the keys see them (rare: the flag was
+  // raised before the last step's second barrier).
+  if (nonfinite_q_do != 0) {
+    coopMatPerElementNV(dv_acc, dv_acc, add_seen_nonfinite_do, kv_begin + own_row, masked_q_end,
+                        (batch * pc.q_heads + kv_head * group) * pc.q_len);
   }
 
   // [kv_len, HEAD_DIM] row-major: rows past kv_len are dropped.

@@ -48,7 +48,9 @@ layout(push_constant) uniform PushBlock { AttentionPush pc; };
 #include "common/backward_rows.glsl"
 
 shared uvec4 kv_tiles[2 * BLOCK_KV * TILE_STRIDE];  // K rows, then V rows, of the streamed tile
-shared uint nonfinite_step;  // 1 + the last step whose masked tile held an inf or NaN in K
+// Step (from 1) at which the staging last zeroed an inf or NaN in this row of the key tile: in
+// tiles that cross the mask, K is zeroed for dQ += dS K (common/nonfinite.glsl).
+shared uint key_nonfinite_step[BLOCK_KV];
 
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_KV, KV_WORDS)
@@ -62,8 +64,8 @@ void main() {
   const uint q_head_row = (batch * pc.q_heads + head) * pc.q_len;
   const uint kv_head_row = (batch * pc.kv_heads + kv_head) * pc.kv_len;
 
-  if (gl_LocalInvocationIndex == 0) nonfinite_step = 0;  // before load_coordinates' barrier
-  const VKF_ACC coord = load_coordinates();
+  for (uint i = gl_LocalInvocationIndex; i < BLOCK_KV; i += WORKGROUP_SIZE) key_nonfinite_step[i] = 0;
+  const VKF_ACC coord = load_coordinates();  // (its barrier also publishes the zeros above)
   VKF_MAT_A q_frag[D_BLOCKS], do_frag[D_BLOCKS];
   VKF_LOAD_ROW_BLOCK(q_frag, 0, q_u4, q_h, coord, q_head_row * HEAD_DIM, row0, pc.q_len);
   VKF_LOAD_ROW_BLOCK(do_frag, 0, do_u4, do_h, coord, q_head_row * HEAD_DIM, row0, pc.q_len);
@@ -82,14 +84,20 @@ void main() {
   const uint kv_end = visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);
   for (uint kv_begin = 0, step = 1; kv_begin < kv_end; kv_begin += BLOCK_KV, ++step) {
     const uint kv_valid = min(BLOCK_KV, pc.kv_len - kv_begin);
+    // Stage K and V (K's infinities and NaNs zeroed where the tile crosses the mask).
     const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
     {
       uvec4 k_words[KV_WORDS], v_words[KV_WORDS];
       load_kv(k_words, v_words, kv_head_row + kv_begin, kv_valid);
+      if (masked_tile) {
+        [[unroll]] for (uint j = 0; j < KV_WORDS; ++j) {
+          if (half8_nonfinite(k_words[j])) {
+            atomicMax(key_nonfinite_step[(gl_LocalInvocationIndex + j * WORKGROUP_SIZE) / ROW_U4], step);
+            k_words[j] = half8_zero_nonfinite(k_words[j]);
+          }
+        }
+      }
       store_kv(k_words, v_words);
-      bool found = false;
-      if (masked_tile) VKF_ANY_NONFINITE(k_words, KV_WORDS, found);
-      if (found) atomicMax(nonfinite_step, step);
     }
     barrier();  // K and V tiles visible
 
@@ -106,22 +114,17 @@ void main() {
       }
     }
 
-    // dS = P (dP - delta), P = exp2(S scale - LSE); 0 where masked, whatever dP holds there
+    // dS = P (dP - delta), P = exp2(S scale - LSE); 0 where masked, whatever dP holds there. A key
+    // whose K the staging zeroed had an inf or NaN score: the row's LSE is NaN (so is P) or the
+    // score was -inf (P is 0).
     [[unroll]] for (uint nb = 0; nb < N_BLOCKS; ++nb) {
       [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
-        const uint t = cm_slot(i);
-        const bool visible = !masked_tile || key_visible(row0 + cm_row(coord, i), kv_begin + 16 * nb + cm_col(coord, i),
-                                                         pc.q_len, pc.kv_len);
-        s[nb][i] = visible ? exp2(s[nb][i] * pc.scale_log2 - lse_row[t]) * (dp[nb][i] - delta_row[t]) : 0.0;
+        const uint t = cm_slot(i), c = 16 * nb + cm_col(coord, i);
+        const bool visible = !masked_tile || key_visible(row0 + cm_row(coord, i), kv_begin + c, pc.q_len, pc.kv_len);
+        float p = exp2(s[nb][i] * pc.scale_log2 - lse_row[t]);
+        if (masked_tile && key_nonfinite_step[c] == step) p = isnan(lse_row[t]) ? lse_row[t] : 0.0;
+        s[nb][i] = visible ? p * (dp[nb][i] - delta_row[t]) : 0.0;
       }
-    }
-
-    // A masked tile whose K holds an inf or NaN: its values are zeroed for dQ += dS K, so that the
-    // masked pairs' dS = 0 multiply zeros. A row that sees such a key has a NaN dS already.
-    if (masked_tile && nonfinite_step == step) {
-      barrier();
-      VKF_ZERO_NONFINITE_ROWS(kv_tiles, 0, BLOCK_KV);
-      barrier();
     }
 
     // dQ += dS K

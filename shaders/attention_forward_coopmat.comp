@@ -51,7 +51,7 @@ layout(std430, set = 0, binding = VKF_FWD_BINDING_LSE) writeonly buffer lse_bloc
 layout(push_constant) uniform PushBlock { AttentionPush pc; };
 
 shared uvec4 kv_tiles[2 * BLOCK_KV * TILE_STRIDE];  // K rows [0, BLOCK_KV), then V rows
-shared uint nonfinite_step;  // 1 + the last step whose masked tile held an inf or NaN in V
+shared uint nonfinite_v;  // 1 once a tile that crosses the mask had an inf or NaN in V
 
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_KV, KV_WORDS)
@@ -66,7 +66,7 @@ void main() {
   const uint q_head = (batch * pc.q_heads + head) * pc.q_len * HEAD_DIM;  // in halves
   const uint kv_head_row = (batch * pc.kv_heads + kv_head) * pc.kv_len;  // row index of key 0
 
-  if (gl_LocalInvocationIndex == 0) nonfinite_step = 0;  // before load_coordinates' barrier
+  if (gl_LocalInvocationIndex == 0) nonfinite_v = 0;  // before load_coordinates' barrier
   const VKF_ACC coord = load_coordinates();  // coordinates of every accumulator element
 
   // Q fragments (the scale is applied to S, so Q stays exactly as stored)
@@ -81,20 +81,24 @@ void main() {
   [[unroll]] for (uint j = 0; j < M_BLOCKS * ROWS_PER_LANE; ++j) { m_run[j] = NEG_INF; l_part[j] = 0.0; }
   [[unroll]] for (uint j = 0; j < M_BLOCKS * D_BLOCKS; ++j) o_acc[j] = VKF_ACC(0.0);
 
+  uint masked_begin = pc.kv_len;  // the first tile that crosses the mask: they are the last ones
   const uint kv_end = visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);  // later tiles are wholly masked
-  for (uint kv_begin = 0, step = 1; kv_begin < kv_end; kv_begin += BLOCK_KV, ++step) {
+  for (uint kv_begin = 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
     const uint kv_valid = min(BLOCK_KV, pc.kv_len - kv_begin);  // rows past kv_len: zeros
+    // Stage K and V (V's infinities and NaNs zeroed where the tile crosses the mask).
     const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
     {
       uvec4 k_words[KV_WORDS], v_words[KV_WORDS];
       load_kv(k_words, v_words, kv_head_row + kv_begin, kv_valid);
+      if (masked_tile) {
+        masked_begin = min(masked_begin, kv_begin);
+        bool found = false;
+        VKF_ZERO_NONFINITE(v_words, KV_WORDS, found);
+        if (found) atomicOr(nonfinite_v, 1u);
+      }
       store_kv(k_words, v_words);
-      bool found = false;
-      if (masked_tile) VKF_ANY_NONFINITE(v_words, KV_WORDS, found);
-      if (found) atomicMax(nonfinite_step, step);
     }
     barrier();  // K and V tiles visible
-    const bool nonfinite_v = masked_tile && nonfinite_step == step;  // the same in every invocation
 
     // S = Q K^T (each K fragment, loaded once, serves every row block of the subgroup)
     VKF_ACC s[M_BLOCKS * N_BLOCKS];
@@ -145,26 +149,6 @@ void main() {
         [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) o_acc[mb * D_BLOCKS + db][i] *= alpha[cm_slot(i)];
     }
 
-    // A masked tile whose V holds an inf or NaN: O takes the ones its rows see, then V's are zeroed
-    // so that the masked pairs' P = 0 multiplies zeros (common/nonfinite.glsl).
-    if (nonfinite_v) {
-      [[unroll]] for (uint mb = 0; mb < M_BLOCKS; ++mb) {
-        [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) {
-          for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
-            const uint q_row = rows_begin + 16 * mb + cm_row(coord, i), column = 16 * db + cm_col(coord, i);
-            const uint seen = min(BLOCK_KV, uint(max(int(row_keys_end(q_row, pc.q_len, pc.kv_len)) - int(kv_begin), 0)));
-            for (uint c = 0; c < seen; ++c) {
-              const float x = VKF_TILE_HALF(kv_tiles, BLOCK_KV + c, column);
-              if (isinf(x) || isnan(x)) o_acc[mb * D_BLOCKS + db][i] += x;
-            }
-          }
-        }
-      }
-      barrier();
-      VKF_ZERO_NONFINITE_ROWS(kv_tiles, BLOCK_KV, BLOCK_KV);
-      barrier();
-    }
-
     // O += P V
     [[unroll]] for (uint nb = 0; nb < N_BLOCKS; ++nb) {
       VKF_MAT_A p_frag[M_BLOCKS];
@@ -179,13 +163,30 @@ void main() {
     barrier();  // every subgroup is done with K and V before the next tile overwrites them
   }
 
-  // Epilogue: O = acc / l, LSE = ln(l) + m. A row that saw no key: O = 0, LSE = -inf.
+  // Infinities and NaNs of V that the staging zeroed, where the rows see them, read again from the
+  // buffer (rare: the flag was raised before the last step's barriers; common/nonfinite.glsl).
+  if (kv_end > 0 && nonfinite_v != 0) {
+    [[unroll]] for (uint mb = 0; mb < M_BLOCKS; ++mb) {
+      [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) {
+        for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
+          const uint q_row = rows_begin + 16 * mb + cm_row(coord, i), column = 16 * db + cm_col(coord, i);
+          for (uint key = masked_begin; key < row_keys_end(q_row, pc.q_len, pc.kv_len); ++key) {
+            const float x = VKF_BUFFER_HALF(v_u4, (kv_head_row + key) * HEAD_DIM + column);
+            if (isinf(x) || isnan(x)) o_acc[mb * D_BLOCKS + db][i] += x;
+          }
+        }
+      }
+    }
+  }
+
+  // Epilogue: O = acc / l, LSE = ln(l) + m. A row that saw no key: O = 0, LSE = -inf; a row whose
+  // scores held NaN: l is NaN, and so are O and LSE.
   [[unroll]] for (uint mb = 0; mb < M_BLOCKS; ++mb) {
     const uint row0 = rows_begin + 16 * mb;
     float l_row[ROWS_PER_LANE], inv_l[ROWS_PER_LANE];
     [[unroll]] for (uint t = 0; t < ROWS_PER_LANE; ++t) {
       l_row[t] = cm_row_sum(l_part[mb * ROWS_PER_LANE + t]);
-      inv_l[t] = l_row[t] == 0.0 ? 0.0 : 1.0 / l_row[t];  // NaN (a NaN score) stays NaN
+      inv_l[t] = l_row[t] == 0.0 ? 0.0 : 1.0 / l_row[t];
     }
     [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db)
       [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) o_acc[mb * D_BLOCKS + db][i] *= inv_l[cm_slot(i)];

@@ -58,7 +58,8 @@ const float LN2 = 0.6931471805599453;
 layout(std430, set = 0, binding = VKF_FWD_BINDING_Q) readonly buffer q_block { float16_t q_h[]; };
 layout(std430, set = 0, binding = VKF_FWD_BINDING_K) readonly buffer k_block { uvec4 k_u4[]; };
 layout(std430, set = 0, binding = VKF_FWD_BINDING_V) readonly buffer v_block { uvec4 v_u4[]; };
-layout(std430, set = 0, binding = VKF_FWD_BINDING_O) writeonly buffer o_block { float16_t o_h[]; };
+// Read too, by the rare correction of non-finite values after the store (below).
+layout(std430, set = 0, binding = VKF_FWD_BINDING_O) buffer o_block { float16_t o_h[]; };
 layout(std430, set = 0, binding = VKF_FWD_BINDING_LSE) writeonly buffer lse_block { float lse_data[]; };
 
 layout(push_constant) uniform PushBlock { AttentionPush pc; };
@@ -67,7 +68,7 @@ const uint WORKGROUP_SIZE = gl_WorkGroupSize.x;
 const uint ROW_U4 = HEAD_DIM / 8;      // a row of float16 as uvec4 words
 const uint TILE_STRIDE = ROW_U4 + 1;   // padded shared row (see stage_rows.glsl)
 shared uvec4 kv_tiles[2 * BLOCK_KV * TILE_STRIDE];  // K rows [0, BLOCK_KV), then V rows
-shared uint nonfinite_step;  // 1 + the last step whose masked tile held an inf or NaN in V
+shared uint nonfinite_v;  // 1 once a tile that crosses the mask had an inf or NaN in V
 #include "common/nonfinite.glsl"
 #include "common/stage_rows.glsl"
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
@@ -84,17 +85,6 @@ float exp2_element(const uint row, const uint col, const float x) { return exp2(
 // Causal and kv_len masking of a tile's scores (row / col are tile-relative).
 float mask_element(const uint row, const uint col, const float s, const uint q_begin, const uint kv_begin) {
   return key_visible(q_begin + row, kv_begin + col, pc.q_len, pc.kv_len) ? s : NEG_INF;
-}
-
-// O plus the infinities and NaNs of the staged V (column `col`) that the row sees (nonfinite.glsl).
-float add_seen_nonfinite_v(const uint row, const uint col, const float o, const uint q_begin, const uint kv_begin) {
-  const uint seen = min(BLOCK_KV, uint(max(int(row_keys_end(q_begin + row, pc.q_len, pc.kv_len)) - int(kv_begin), 0)));
-  float sum = o;
-  for (uint c = 0; c < seen; ++c) {
-    const float x = VKF_TILE_HALF(kv_tiles, BLOCK_KV + c, col);
-    if (isinf(x) || isnan(x)) sum += x;
-  }
-  return sum;
 }
 
 // Column 0 of the LSE matrix holds each row's LSE; rows past q_len are not stored.
@@ -126,21 +116,23 @@ void main() {
 
   const coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_KV, STAT_COLUMNS, gl_MatrixUseB> ones =
       coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_KV, STAT_COLUMNS, gl_MatrixUseB>(1.0);
-  if (gl_LocalInvocationIndex == 0) nonfinite_step = 0;  // before the first step's barriers
+  if (gl_LocalInvocationIndex == 0) nonfinite_v = 0;  // before the first step's barriers
+  uint masked_begin = pc.kv_len;  // the first tile that crosses the mask: they are the last ones
   const uint kv_end = visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);  // later tiles are wholly masked
-  [[dont_unroll]] for (uint kv_begin = 0, step = 1; kv_begin < kv_end; kv_begin += BLOCK_KV, ++step) {
+  [[dont_unroll]] for (uint kv_begin = 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
     // stage this step's K and V rows: read them while waiting for every matrix load of the
-    // previous step, then store
+    // previous step, then store (zeroing V's infinities and NaNs where the tile crosses the mask)
     const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
     uvec4 k_words[KV_WORDS], v_words[KV_WORDS];
     load_kv(k_words, v_words, kv_head_row + kv_begin, min(BLOCK_KV, pc.kv_len - kv_begin));
     barrier();
-    store_kv(k_words, v_words);
     if (masked_tile) {
+      masked_begin = min(masked_begin, kv_begin);
       bool found = false;
-      VKF_ANY_NONFINITE(v_words, KV_WORDS, found);
-      if (found) atomicMax(nonfinite_step, step);
+      VKF_ZERO_NONFINITE(v_words, KV_WORDS, found);
+      if (found) atomicOr(nonfinite_v, 1u);
     }
+    store_kv(k_words, v_words);
     barrier();
 
     // S = Q K^T, in base-2 units (K^T: the staged K rows read column-major)
@@ -174,26 +166,38 @@ void main() {
     ROWS_X_DIM(float) alpha_wide;
     coopMatReduceNV(alpha_wide, alpha, gl_CooperativeMatrixReduceRowNV, smear);
     o_acc *= alpha_wide;
-    // A masked tile whose V holds an inf or NaN: O takes the ones its rows see, then V's are zeroed
-    // so that the masked pairs' P = 0 multiplies zeros.
-    if (masked_tile && nonfinite_step == step) {
-      coopMatPerElementNV(o_acc, o_acc, add_seen_nonfinite_v, q_begin, kv_begin);
-      barrier();
-      VKF_ZERO_NONFINITE_ROWS(kv_tiles, BLOCK_KV, BLOCK_KV);
-      barrier();
-    }
     coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_KV, HEAD_DIM, gl_MatrixUseB> v_tile;
     coopMatLoad(v_tile, kv_tiles, BLOCK_KV * TILE_STRIDE, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
     o_acc = coopMatMulAdd(p_a, v_tile, o_acc);
   }
 
-  // Epilogue: O = acc / l, LSE = ln(l) + m. A row that saw no key: O = 0, LSE = -inf.
+  // Epilogue: O = acc / l, LSE = ln(l) + m. A row that saw no key: O = 0, LSE = -inf; a row whose
+  // scores held NaN: l is NaN, and so are O and LSE.
   ROW_VECTOR(float) inv_l;
-  [[unroll]] for (uint i = 0; i < inv_l.length(); ++i) inv_l[i] = l_run[i] == 0.0 ? 0.0 : 1.0 / l_run[i];  // NaN stays
+  [[unroll]] for (uint i = 0; i < inv_l.length(); ++i) inv_l[i] = l_run[i] == 0.0 ? 0.0 : 1.0 / l_run[i];
   ROWS_X_DIM(float) inv_l_wide;
   coopMatReduceNV(inv_l_wide, inv_l, gl_CooperativeMatrixReduceRowNV, smear);
   const ROWS_X_DIM(float16_t) o_out = ROWS_X_DIM(float16_t)(o_acc * inv_l_wide);
   coopMatStoreTensorNV(o_out, o_h, q_offset, sliceTensorLayoutNV(q_layout, q_begin, BLOCK_Q, 0, HEAD_DIM));
+
+  // Infinities and NaNs of V that the staging zeroed, added where the rows see them (rare: the
+  // flag was raised before the last step's second barrier; common/nonfinite.glsl). The whole
+  // workgroup does it on the stored O, element by element: any per-element operation on an O-shaped
+  // matrix, even after the loop, cost the H100 3.5% at D=128 (docs/tuning-log.md). inf / l is inf.
+  if (kv_end > 0 && nonfinite_v != 0) {
+    controlBarrier(gl_ScopeWorkgroup, gl_ScopeWorkgroup, gl_StorageSemanticsBuffer, gl_SemanticsAcquireRelease);
+    for (uint e = gl_LocalInvocationIndex; e < BLOCK_Q * HEAD_DIM; e += WORKGROUP_SIZE) {
+      const uint q_row = q_begin + e / HEAD_DIM, column = e % HEAD_DIM;
+      if (q_row >= pc.q_len) continue;
+      const uint at = q_offset + q_row * HEAD_DIM + column;
+      float o = float(o_h[at]);
+      for (uint key = masked_begin; key < row_keys_end(q_row, pc.q_len, pc.kv_len); ++key) {
+        const float x = VKF_BUFFER_HALF(v_u4, (kv_head_row + key) * HEAD_DIM + column);
+        if (isinf(x) || isnan(x)) o += x;
+      }
+      o_h[at] = float16_t(o);
+    }
+  }
 
   if (WRITE_LSE) {
     ROW_VECTOR(float) lse;

@@ -88,6 +88,7 @@ Result<std::unique_ptr<Device>> Device::Create(VkPhysicalDevice physical, const 
   VKF_VK_RETURN_IF_ERROR(vkCreateDevice(physical, &create_info, nullptr, &device->device_), "vkCreateDevice");
   vkGetDeviceQueue(device->device_, device->queue_family_, 0, &device->queue_);
   device->ReadMemoryLimits();
+  device->max_buffer_bytes_ = info.max_buffer_size;
   VKF_RETURN_IF_ERROR(device->LoadFunctions(info.use_push_descriptors));
   return device;
 }
@@ -105,6 +106,7 @@ Result<std::unique_ptr<Device>> Device::Adopt(const ExternalDevice& external, co
   device->queue_family_ = external.queue_family_index;
   device->owned_ = false;
   device->ReadMemoryLimits();
+  device->max_buffer_bytes_ = info.max_buffer_size;
   VKF_RETURN_IF_ERROR(device->LoadFunctions(info.use_push_descriptors));
   return device;
 }

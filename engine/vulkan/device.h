@@ -27,6 +27,8 @@ class Device {
   const VkPhysicalDeviceMemoryProperties& memory_properties() const { return memory_properties_; }
   // maxMemoryAllocationSize: no single allocation may be larger.
   VkDeviceSize max_allocation_bytes() const { return max_allocation_bytes_; }
+  // maxBufferSize where the device reports one (Vulkan 1.3), else 0.
+  VkDeviceSize max_buffer_bytes() const { return max_buffer_bytes_; }
 
   // Bytes of the buffers vkflash holds on this device now, and the most since ResetPeak().
   // Kept by every allocation path (vk::ScopedBuffer), so tests can bound what a call allocates.
@@ -54,6 +56,7 @@ class Device {
   bool pipeline_statistics_ = false;
   VkPhysicalDeviceMemoryProperties memory_properties_{};
   VkDeviceSize max_allocation_bytes_ = 0;
+  VkDeviceSize max_buffer_bytes_ = 0;
   PFN_vkCmdPushDescriptorSetWithTemplateKHR push_with_template_ = nullptr;
   mutable std::atomic<uint64_t> allocated_bytes_{0};
   mutable std::atomic<uint64_t> peak_allocated_bytes_{0};

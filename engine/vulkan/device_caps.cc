@@ -55,9 +55,11 @@ DeviceInfo ProbeDevice(VkInstance instance, uint32_t instance_api_version, VkPhy
                                 HasDeviceExtension(device, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
   const bool has_driver_props = core_version >= VK_API_VERSION_1_2 ||
                                 HasDeviceExtension(device, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+  VkPhysicalDeviceMaintenance4Properties maintenance4{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES};
   void** tail = &subgroup.pNext;
   if (has_size_control) { *tail = &size_control; tail = &size_control.pNext; }
   if (has_driver_props) { *tail = &driver; tail = &driver.pNext; }
+  if (core_version >= VK_API_VERSION_1_3) { *tail = &maintenance4; tail = &maintenance4.pNext; }
   vkGetPhysicalDeviceProperties2(device, &properties);
   const VkPhysicalDeviceLimits& limits = properties.properties.limits;
 
@@ -74,6 +76,7 @@ DeviceInfo ProbeDevice(VkInstance instance, uint32_t instance_api_version, VkPhy
   info.max_workgroup_invocations = limits.maxComputeWorkGroupInvocations;
   for (int i = 0; i < 3; ++i) info.max_workgroup_count[i] = limits.maxComputeWorkGroupCount[i];
   info.max_storage_buffer_range = limits.maxStorageBufferRange;
+  info.max_buffer_size = core_version >= VK_API_VERSION_1_3 ? maintenance4.maxBufferSize : 0;
   info.min_storage_buffer_offset_alignment = limits.minStorageBufferOffsetAlignment;
   info.timestamp_period_ns = limits.timestampComputeAndGraphics ? limits.timestampPeriod : 0.0f;
 

@@ -43,6 +43,11 @@ Result<ScopedBuffer> ScopedBuffer::Create(const Device& device, VkDeviceSize siz
   ScopedBuffer result;
   result.device_ = &device;
 
+  if (device.max_buffer_bytes() > 0 && size > device.max_buffer_bytes()) {  // invalid usage, not a failure
+    return Status::Error(ErrorCode::kOutOfMemory, "a buffer of " + std::to_string(size) +
+                                                      " bytes is larger than this device's maxBufferSize (" +
+                                                      std::to_string(device.max_buffer_bytes()) + ")");
+  }
   VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   info.size = size;
   info.usage = usage;

@@ -182,6 +182,7 @@ struct DeviceInfo {
   uint32_t max_workgroup_invocations = 0;   // maxComputeWorkGroupInvocations
   uint32_t max_workgroup_count[3] = {0, 0, 0};
   uint64_t max_storage_buffer_range = 0;
+  uint64_t max_buffer_size = 0;  // maxBufferSize (Vulkan 1.3); 0 where the device does not report one
   uint64_t min_storage_buffer_offset_alignment = 0;
   uint32_t subgroup_size = 0, min_subgroup_size = 0, max_subgroup_size = 0;
   bool subgroup_shuffle_in_compute = false;  // SHUFFLE ops supported in compute shaders

@@ -2,14 +2,17 @@
 // gradients, whatever values they hold. The scalar kernels skip masked pairs outright. The tensor-
 // core kernels cannot: a matrix product multiplies every row of an operand by every column, and a
 // masked pair's P = 0 (or dS = 0) times an inf or NaN operand is NaN. So in tiles that cross the
-// mask, the tensor-core kernels look at the staged operand rows of the products (V in the forward;
-// Q and dO in dK/dV; K in dQ); where one holds a non-finite float16 (rare, and cheap to notice while
-// staging), the workgroup zeroes those values in shared memory before the products, and adds back,
-// for the pairs that are visible, the infinities and NaNs they would have contributed:
-//   forward O(i, d) += V(j, d)   dK/dV dV(j, d) += dO(i, d)   for visible (i, j) with a non-finite value
-// (P > 0 there, so P x inf is inf: only the non-finite values decide the result). dK and dQ need no
-// such term: a row whose Q or a key whose K is non-finite has non-finite scores, so its LSE (or
-// delta) is NaN and its dS is NaN already. Shared flags record the step at which a tile held one.
+// mask (a few per workgroup), they zero the non-finite float16 values of the streamed operands as
+// they stage them (V in the forward; Q and dO in dK/dV; K in dQ) and raise a flag. Where the flag
+// is up (rare), after the loop, they add back what the visible pairs would have contributed, read
+// again from the buffers:
+//   forward: O(i, d) += V(j, d)    dK/dV: dV(j, d) += dO(i, d)
+// for the visible (i, j) of those tiles whose value is inf or NaN (P > 0 there, so P x inf is inf:
+// only the non-finite values decide the result). The rest needs no such term: a row whose Q or a
+// key whose K is non-finite has non-finite scores, so the row's LSE (or its delta) is NaN and its
+// dS is NaN already; and in dQ, a zeroed K must not change S: where a key of the tile had a
+// non-finite K, P is NaN (the row's LSE is NaN) or 0 (its score was -inf), nothing else.
+// Nothing of this runs in the loop over the other tiles, where it cost the H100 2-16%.
 #ifndef VKFLASH_NONFINITE_GLSL
 #define VKFLASH_NONFINITE_GLSL
 
@@ -35,19 +38,15 @@ uvec4 half8_zero_nonfinite(uvec4 w) {
 // Column `c` (0..7) of a word of 8 float16 values, as float.
 float half8_at(uvec4 w, uint c) { return unpackHalf2x16(w[c >> 1])[c & 1u]; }
 
-// Statement: `found` becomes true if any of `words[0 .. count)` holds a non-finite float16.
-#define VKF_ANY_NONFINITE(words, count, found)                                            \
-  [[unroll]] for (uint nf_j_ = 0; nf_j_ < (count); ++nf_j_) found = found || half8_nonfinite(words[nf_j_]);
-
-// Statement: zeroes the non-finite float16 values of tile rows [row0, row0 + rows) of `tile` (a
-// shared uvec4 array with rows of ROW_U4 words, TILE_STRIDE apart), spread over the workgroup.
-#define VKF_ZERO_NONFINITE_ROWS(tile, row0, rows)                                           \
-  for (uint nf_i_ = gl_LocalInvocationIndex; nf_i_ < (rows) * ROW_U4; nf_i_ += WORKGROUP_SIZE) { \
-    const uint nf_at_ = ((row0) + nf_i_ / ROW_U4) * TILE_STRIDE + nf_i_ % ROW_U4;            \
-    tile[nf_at_] = half8_zero_nonfinite(tile[nf_at_]);                                       \
+// Statement: zeroes the non-finite float16 values of `words[0 .. count)` (staged words, in
+// registers); `found` becomes true if there were any.
+#define VKF_ZERO_NONFINITE(words, count, found)                           \
+  [[unroll]] for (uint nf_j_ = 0; nf_j_ < (count); ++nf_j_) {            \
+    found = found || half8_nonfinite(words[nf_j_]);                      \
+    words[nf_j_] = half8_zero_nonfinite(words[nf_j_]);                   \
   }
 
-// The float16 at (row, column) of such a tile, as float.
-#define VKF_TILE_HALF(tile, row, column) half8_at(tile[(row) * TILE_STRIDE + (column) / 8], (column) % 8)
+// The float16 element `index` of a buffer of uvec4 words, as float.
+#define VKF_BUFFER_HALF(buffer_u4, index) half8_at(buffer_u4[(index) / 8], (index) % 8)
 
 #endif
