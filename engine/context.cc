@@ -3,6 +3,7 @@
 #include <vkflash/vkflash.hpp>
 
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -56,6 +57,13 @@ struct Context::Impl {
   // kernels have no chunked form, so they are not used there (an explicit "coopmat*" family fails).
   Status ProbeLoopBudget() {
     VKF_ASSIGN_OR_RETURN(info.shader_loop_budget, attention::ProbeLoopBudget(*device, *runner, *pipelines));
+    uint32_t cap = options.max_loop_iterations;
+    if (cap == 0) {
+      std::string error;
+      cap = env::PositiveInteger("VKFLASH_MAX_LOOP_ITERATIONS", &error).value_or(0);
+      if (!error.empty()) return Status::Error(ErrorCode::kInvalidArgument, error);
+    }
+    if (cap != 0) info.shader_loop_budget = info.shader_loop_budget == 0 ? cap : std::min(info.shader_loop_budget, cap);
     if (info.shader_loop_budget == 0 ||
         (info.cooperative_matrix == CooperativeMatrixApi::kNone && !info.use_cooperative_matrix2)) {
       return Status::Ok();

@@ -40,7 +40,7 @@ VKF_TENSOR_OUT(VKF_FWD_BINDING_O, o_data);
 layout(std430, set = 0, binding = VKF_FWD_BINDING_LSE) writeonly buffer lse_block { float lse_data[]; };
 layout(std430, set = 0, binding = VKF_FWD_BINDING_STATS) writeonly buffer stats_block { float stats_data[]; };
 layout(std430, set = 0, binding = VKF_FWD_BINDING_O_STATE) buffer o_state_block { vec4 o_state[]; };
-layout(std430, set = 0, binding = VKF_FWD_BINDING_LSE_STATE) buffer lse_state_block { float lse_state[]; };
+layout(std430, set = 0, binding = VKF_FWD_BINDING_ROW_STATE) buffer row_state_block { float row_state[]; };
 
 layout(push_constant) uniform PushBlock { AttentionPush pc; };
 
@@ -106,11 +106,13 @@ void main() {
   const uint row_index = (batch * pc.q_heads + head) * pc.q_len + q_row;  // of the LSE and the row state
   const uint row_keys = row_keys_end(q_row, pc.q_len, pc.kv_len);      // the row sees keys [0, row_keys)
 
-  // A later chunk resumes from the earlier chunks' keys taken as one key: score lse_state, value
-  // o_state (normalized): the online softmax goes on from there exactly as if it had seen them.
+  // A later chunk resumes the online softmax where the last one stopped: its running max, each
+  // lane's share of the sum and of O, as they were (nothing rounded in between: the same results
+  // as one pass over all keys, also where scores are large).
+  const uint row_state_base = row_index * (THREADS_PER_ROW + 1);  // the max, then the lanes' sums
   if (CHUNKED && pc.chunk_begin > 0 && q_row < pc.q_len) {
-    m = lse_state[row_index];
-    l_partial = lane == 0 && m != NEG_INF ? 1.0 : 0.0;
+    m = row_state[row_state_base];
+    l_partial = row_state[row_state_base + 1 + lane];
     for (uint k = 0; k < VEC4_PER_THREAD; ++k) {
       const uint d4 = lane + k * THREADS_PER_ROW;
       if (d4 < HEAD_VEC4) acc[k] = o_state[row_index * HEAD_VEC4 + d4];
@@ -170,20 +172,24 @@ void main() {
     barrier();  // everyone is done with V and P before the next tile overwrites them
   }
 
+  if (CHUNKED && pc.chunk_end < pc.kv_len) {  // more chunks follow: keep the state
+    if (q_row < pc.q_len) {
+      for (uint k = 0; k < VEC4_PER_THREAD; ++k) {
+        const uint d4 = lane + k * THREADS_PER_ROW;
+        if (d4 < HEAD_VEC4) o_state[row_index * HEAD_VEC4 + d4] = acc[k];
+      }
+      if (lane == 0) row_state[row_state_base] = m;
+      row_state[row_state_base + 1 + lane] = l_partial;
+    }
+    return;
+  }
+
   // Epilogue: O = acc / l, LSE = ln(l) + m (natural log). A row that saw no key: O = 0, LSE = -inf.
   // A NaN score made l NaN: then O and LSE are NaN, never the "no key" values.
   const float l = row_sum(l_partial);
   if (q_row < pc.q_len) {
     const float inv_l = l == 0.0 ? 0.0 : 1.0 / l;
     const float lse_log2 = l == 0.0 ? NEG_INF : m + log2(l);
-    if (CHUNKED && pc.chunk_end < pc.kv_len) {  // more chunks follow: keep the state
-      for (uint k = 0; k < VEC4_PER_THREAD; ++k) {
-        const uint d4 = lane + k * THREADS_PER_ROW;
-        if (d4 < HEAD_VEC4) o_state[row_index * HEAD_VEC4 + d4] = acc[k] * inv_l;
-      }
-      if (lane == 0) lse_state[row_index] = lse_log2;
-      return;
-    }
     const uint out_base = q_head_base + q_row * HEAD_DIM;
     for (uint k = 0; k < VEC4_PER_THREAD; ++k) {
       const uint d4 = lane + k * THREADS_PER_ROW;

@@ -14,6 +14,7 @@
 #include <iterator>
 #include <string>
 
+#include "cli_error.h"
 #include "npy.h"
 #include "reference_attention.h"
 #include "support/attention_case.h"
@@ -353,5 +354,14 @@ TEST_CASE("CLI --version prints the version", "[cli]") {
   const CliResult r = RunCli("--version");
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("vkflash " VKFLASH_VERSION) != std::string::npos);
+}
+
+TEST_CASE("CLI exit codes: bad input, unsupported calls and out-of-memory exit 2, device failures 1", "[cli]") {
+  using vkflash::cli::ReportError;
+  for (ErrorCode code : {ErrorCode::kInvalidArgument, ErrorCode::kUnsupported, ErrorCode::kDeviceNotFound,
+                         ErrorCode::kIo, ErrorCode::kOutOfMemory}) {
+    CHECK(ReportError(Status::Error(code, "test")) == 2);
+  }
+  CHECK(ReportError(Status::Error(ErrorCode::kVulkan, "test", VK_ERROR_DEVICE_LOST)) == 1);
 }
 

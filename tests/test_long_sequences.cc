@@ -112,3 +112,36 @@ TEST_CASE("chunk plans keep each dispatch within half the loop budget", "[long]"
   device.shader_loop_budget = 100;  // not even one step fits
   CHECK(attention::PlanChunks(device, cost, 10, 32).status().code() == ErrorCode::kUnsupported);
 }
+
+TEST_CASE("chunked passes give the same bits as one pass", "[long][knobs]") {
+  // A context that chunks loops past 4000 iterations against one that (at these lengths) does not:
+  // the state between chunks is the online softmax's and the gradients' sums as they were.
+  Context& chunked = SharedContext(Knobs::kSmallLoopBudget);
+  Context& whole = SharedContext(Knobs::kDevice);
+  REQUIRE(chunked.device_info().shader_loop_budget == 4000);
+  for (const bool causal : {false, true}) {
+    AttentionParams p = Params({2, 4, 2, 300, 700, 64}, DataType::kFloat32, causal);  // scalar kernels on every device
+    INFO(Describe(p));
+    auto workspace = chunked.ForwardWorkspaceBytes(p);
+    REQUIRE(workspace.ok());
+    REQUIRE(*workspace > 0);  // chunked indeed
+    const ForwardRun a = RunForwardCase(chunked, p, 31), b = RunForwardCase(whole, p, 31);
+    CHECK(a.o == b.o);
+    CHECK(a.lse == b.lse);
+    CHECK(a.o_error <= ForwardTolerance(p.dtype));
+    const BackwardRun c = RunBackwardCase(chunked, p, 32), d = RunBackwardCase(whole, p, 32);
+    CHECK(c.dq == d.dq);
+    CHECK(c.dk == d.dk);
+    CHECK(c.dv == d.dv);
+    CHECK(c.dk_error <= BackwardTolerance(p.dtype));
+  }
+  // Scores so large (~1e6) that a rounded LSE between chunks would lose the weights' digits.
+  AttentionParams p = Params({1, 1, 1, 8, 2000, 64}, DataType::kFloat32, false);
+  auto q = RandomValues(p.shape.q_elements(), p.dtype, 33, 300.0f), k = RandomValues(p.shape.kv_elements(), p.dtype, 34, 40.0f);
+  auto v = RandomValues(p.shape.kv_elements(), p.dtype, 35);
+  const ForwardRun a = RunForwardWith(chunked, p, q, k, v), b = RunForwardWith(whole, p, q, k, v);
+  CHECK(a.o == b.o);
+  CHECK(a.lse == b.lse);
+  RequireNoValidationMessages();
+}
+

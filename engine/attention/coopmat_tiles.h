@@ -44,7 +44,7 @@ Result<BackwardKernelChoice> ChooseCoopmat2Backward(const DeviceInfo& device, co
 Result<BackwardKernelChoice> ChooseCoopmatBackward(const DeviceInfo& device, const AttentionParams& params);
 
 // Keys a query row sees, on average over the rows: kv_len, or with the causal mask (bottom-right
-// aligned, DESIGN.md) kv_len - (q_len - 1) / 2 where kv_len >= q_len, else kv_len (kv_len + 1) /
+// aligned, docs/design.md) kv_len - (q_len - 1) / 2 where kv_len >= q_len, else kv_len (kv_len + 1) /
 // (2 q_len).
 double MeanVisibleKeys(uint32_t q_len, uint32_t kv_len, bool causal);
 

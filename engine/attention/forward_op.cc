@@ -15,15 +15,15 @@ namespace {
 
 // Where a chunked forward keeps each row's state between dispatches (VKF_FWD_BINDING_*_STATE).
 struct StateParts {
-  VkDeviceSize o_offset = 0, o_bytes = 0, lse_offset = 0, lse_bytes = 0, total = 0;
+  VkDeviceSize o_offset = 0, o_bytes = 0, row_offset = 0, row_bytes = 0, total = 0;
 };
-StateParts ForwardStateParts(const DeviceInfo& device, const AttentionShape& shape) {
+StateParts ForwardStateParts(const DeviceInfo& device, const AttentionShape& shape, const KernelChoice& choice) {
   WorkspaceLayout layout(device);
   StateParts parts;
   parts.o_bytes = shape.lse_elements() * ((shape.head_dim + 3) / 4) * 16;  // vec4 rows
   parts.o_offset = layout.Add(parts.o_bytes);
-  parts.lse_bytes = shape.lse_elements() * sizeof(float);
-  parts.lse_offset = layout.Add(parts.lse_bytes);
+  parts.row_bytes = shape.lse_elements() * (choice.threads_per_row + 1) * sizeof(float);  // max, lanes' sums
+  parts.row_offset = layout.Add(parts.row_bytes);
   parts.total = layout.bytes();
   return parts;
 }
@@ -49,7 +49,7 @@ Result<uint64_t> ForwardOperator::WorkspaceBytes(const AttentionParams& params, 
   VKF_RETURN_IF_ERROR(ValidateAttentionParams(params));
   VKF_ASSIGN_OR_RETURN(const KernelChoice choice, ChooseForwardKernel(info_, params, with_stats));
   VKF_ASSIGN_OR_RETURN(const ChunkPlan plan, Chunks(choice, params, with_stats));
-  return plan.chunks > 1 ? ForwardStateParts(info_, params.shape).total : 0;
+  return plan.chunks > 1 ? ForwardStateParts(info_, params.shape, choice).total : 0;
 }
 
 Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& params, const ForwardBuffers& buffers) {
@@ -83,7 +83,7 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
   // On a driver with a loop budget, long key loops run in chunks that keep their state in the
   // workspace (common/shader_interface.h, AttentionPush.chunk_*).
   VKF_ASSIGN_OR_RETURN(const ChunkPlan plan, Chunks(choice, params, instrumented));
-  const StateParts state = ForwardStateParts(info_, shape);
+  const StateParts state = ForwardStateParts(info_, shape, choice);
   const NamedView workspace{"workspace", buffers.workspace, plan.chunks > 1 ? state.total : 0};
   std::vector<NamedView> outputs = {o};
   if (!buffers.lse.empty()) outputs.push_back(lse);
@@ -123,7 +123,7 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
   if (instrumented) bindings[VKF_FWD_BINDING_STATS] = buffers.stats;
   if (plan.chunks > 1) {
     bindings[VKF_FWD_BINDING_O_STATE] = WorkspacePart(buffers.workspace, state.o_offset, state.o_bytes);
-    bindings[VKF_FWD_BINDING_LSE_STATE] = WorkspacePart(buffers.workspace, state.lse_offset, state.lse_bytes);
+    bindings[VKF_FWD_BINDING_ROW_STATE] = WorkspacePart(buffers.workspace, state.row_offset, state.row_bytes);
   }
   gpu::AttentionPush push = MakeAttentionPush(params);
 

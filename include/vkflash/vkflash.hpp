@@ -8,7 +8,7 @@
 // Inside an engine: Context::Adopt() takes the engine's VkInstance/VkPhysicalDevice/VkDevice/queue,
 // and RecordForward() records into the engine's own command buffer.
 //
-// Tensor layout (the numerical contract, see DESIGN.md): row-major [B, H, N, D].
+// Tensor layout (the numerical contract, see docs/design.md): row-major [B, H, N, D].
 //   Q: [B, Hq, Nq, D]   K, V: [B, Hkv, Nk, D]   O: like Q   LSE: [B, Hq, Nq] float32
 //   Hq % Hkv == 0; query head h reads kv head h / (Hq / Hkv).
 //   scale defaults to 1/sqrt(D). causal is bottom-right aligned: row i sees key j iff j <= i + Nk - Nq.
@@ -298,6 +298,10 @@ struct ContextOptions {
   uint32_t max_shared_bytes = 0;
   bool disable_subgroup_ops = false;
   bool disable_push_descriptors = false;
+  // Run as though the driver ended shader loops after this many iterations per invocation
+  // (DeviceInfo::shader_loop_budget): long loops then run in chunks, as they must on such drivers.
+  // 0: the VKFLASH_MAX_LOOP_ITERATIONS environment variable, else the device's own budget.
+  uint32_t max_loop_iterations = 0;
 
   // Kernel family: "auto" (tensor cores where the device has them, else scalar), "scalar",
   // "coopmat" (any cooperative-matrix extension), "coopmat_nv" or "coopmat_khr" (subgroup-scope

@@ -41,10 +41,11 @@ using uint = std::uint32_t;
 #define VKF_FWD_BINDING_O 3
 #define VKF_FWD_BINDING_LSE 4
 #define VKF_FWD_BINDING_STATS 5  // instrumented variant only
-// Chunked forward: each row's state between chunks, float32: O so far (normalized, like O) and its
-// LSE in base 2 (-inf for a row that has seen no key yet).
+// Chunked forward: each row's online-softmax state between chunks, float32: O so far (before the
+// division by the sum, vec4 rows of the head dim rounded up to 4), and per row the running max (in
+// base 2) followed by each of its THREADS_PER_ROW invocations' share of the running sum.
 #define VKF_FWD_BINDING_O_STATE 6
-#define VKF_FWD_BINDING_LSE_STATE 7
+#define VKF_FWD_BINDING_ROW_STATE 7
 #define VKF_FWD_BINDING_COUNT 8
 
 // Instrumentation: floats per (query row, key tile), in this order.

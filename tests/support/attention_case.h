@@ -16,7 +16,7 @@ std::string Describe(const AttentionParams& params);
 // Every shape in `shapes` x {float32, float16} x {not causal, causal}, default scale.
 std::vector<AttentionParams> FullSweep(const std::vector<AttentionShape>& shapes);
 
-// Contract tolerances (DESIGN.md): ||out - ref|| / ||ref||.
+// Contract tolerances (docs/design.md): ||out - ref|| / ||ref||.
 inline double ForwardTolerance(DataType dtype) { return dtype == DataType::kFloat16 ? 5e-3 : 2e-4; }
 
 struct ForwardRun {

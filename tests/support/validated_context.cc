@@ -21,6 +21,7 @@ const char* KnobsName(Knobs knobs) {
     case Knobs::kDevice: return "device limits";
     case Knobs::kMobile: return "16 KB shared, no subgroup ops";
     case Knobs::kNoPushDescriptors: return "no push descriptors";
+    case Knobs::kSmallLoopBudget: return "a loop budget of 4000 iterations";
   }
   return "?";
 }
@@ -46,6 +47,7 @@ Context& SharedContext(Knobs knobs) {
     options.max_shared_bytes = knobs == Knobs::kMobile ? 16384 : 0;
     options.disable_subgroup_ops = knobs == Knobs::kMobile;
     options.disable_push_descriptors = knobs == Knobs::kNoPushDescriptors;
+    options.max_loop_iterations = knobs == Knobs::kSmallLoopBudget ? 4000 : 0;
     auto context = Context::Create(options);
     INFO(context.status().ToString());
     REQUIRE(context.ok());

@@ -15,6 +15,7 @@ enum class Knobs {
   kDevice,            // what the device offers
   kMobile,            // 16 KB shared memory, no subgroup operations (shared-memory reductions)
   kNoPushDescriptors, // descriptor sets from pools
+  kSmallLoopBudget,   // as a driver that ends shader loops after 4000 iterations: long loops in chunks
 };
 const char* KnobsName(Knobs knobs);
 

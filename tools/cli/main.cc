@@ -1,5 +1,5 @@
 // vkflash: exact FlashAttention on any Vulkan device, from the command line.
-// See ../../README.md and DESIGN.md's CLI contract; exit codes are in cli_error.h.
+// See README.md and docs/design.md's CLI contract; exit codes are in cli_error.h.
 #include <algorithm>
 #include <exception>
 #include <new>
