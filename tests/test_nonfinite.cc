@@ -25,18 +25,12 @@ bool SameBits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0
 // Causal masking, bottom-right aligned: query row i sees key j iff j <= i + Nk - Nq.
 bool Sees(const AttentionShape& s, uint32_t i, uint32_t j) { return int64_t(j) <= int64_t(i) + s.kv_len - s.q_len; }
 
+// Causal calls, both dtypes: the report's case (N = 100), Nq < Nk, Nq > Nk; several tiles of every
+// kernel family.
 std::vector<AttentionParams> Calls() {
   std::vector<AttentionParams> calls;
-  // The report's case (N = 100), Nq < Nk, Nq > Nk; several tiles of every kernel family.
-  for (AttentionShape shape : {AttentionShape{1, 2, 1, 100, 100, 64}, AttentionShape{1, 2, 2, 70, 130, 32},
-                               AttentionShape{1, 1, 1, 130, 50, 128}}) {
-    for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
-      AttentionParams p;
-      p.shape = shape;
-      p.dtype = dtype;
-      p.causal = true;
-      calls.push_back(p);
-    }
+  for (const AttentionParams& p : FullSweep({{1, 2, 1, 100, 100, 64}, {1, 2, 2, 70, 130, 32}, {1, 1, 1, 130, 50, 128}})) {
+    if (p.causal) calls.push_back(p);
   }
   return calls;
 }
