@@ -55,6 +55,7 @@ const char* PipelineCacheStateName(PipelineCacheState state) {
     case PipelineCacheState::kLoaded: return "loaded";
     case PipelineCacheState::kIgnoredForeign: return "ignored (another device or driver)";
     case PipelineCacheState::kIgnoredCorrupt: return "ignored (corrupt)";
+    case PipelineCacheState::kIgnoredUnreadable: return "ignored (cannot be read)";
   }
   return "unknown";
 }

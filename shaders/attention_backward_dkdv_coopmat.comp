@@ -53,7 +53,10 @@ shared uvec4 owned_rows[2 * BLOCK_KV * TILE_STRIDE];  // K rows, then V rows, of
 shared uvec4 q_do_tile[2 * BLOCK_Q * TILE_STRIDE];    // Q rows, then dO rows, of the streamed tile
 shared float lse_tile[BLOCK_Q];                       // base 2; +inf where P must be 0
 shared float delta_tile[BLOCK_Q];
-shared uint nonfinite_q_do;  // 1 once a tile that crosses the mask had an inf or NaN in Q or dO
+shared uint nonfinite_do;  // 1 once a tile that the diagonal crosses had an inf or NaN in dO
+// Step (from 1) at which the staging last zeroed an inf or NaN in this row of the query tile: in
+// tiles that the diagonal crosses, Q is zeroed for dK += dS^T Q (common/nonfinite.glsl).
+shared uint query_nonfinite_step[BLOCK_Q];
 
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, owned_rows, k_u4, v_u4, BLOCK_KV, KV_WORDS)
@@ -67,7 +70,8 @@ void main() {
   const uint own_row = 16 * gl_SubgroupID;  // this subgroup's first row inside the tile
   const uint kv_head_row = (batch * pc.kv_heads + kv_head) * pc.kv_len;
 
-  if (gl_LocalInvocationIndex == 0) nonfinite_q_do = 0;  // before load_coordinates' barrier
+  if (gl_LocalInvocationIndex == 0) nonfinite_do = 0;  // before load_coordinates' barrier
+  for (uint i = gl_LocalInvocationIndex; i < BLOCK_Q; i += WORKGROUP_SIZE) query_nonfinite_step[i] = 0;
   const VKF_ACC coord = load_coordinates();
   const uint kv_valid = min(BLOCK_KV, pc.kv_len - kv_begin);
   stage_kv(kv_head_row + kv_begin, kv_valid);
@@ -79,23 +83,25 @@ void main() {
   uint q_first = 0;
   if (CAUSAL) q_first = uint(clamp(int(kv_begin) - causal_shift(pc.q_len, pc.kv_len), 0, int(pc.q_len)));
   const uint group = pc.q_heads / pc.kv_heads;
-  uint masked_q_end = 0;  // the tiles that cross the mask end here, the same in every head
+  uint masked_q_end = 0;  // the tiles that the diagonal crosses end here, the same in every head
+  uint step = 0;
   for (uint head = kv_head * group; head < (kv_head + 1) * group; ++head) {
     const uint q_head_row = (batch * pc.q_heads + head) * pc.q_len;  // row index of query 0 of this head
     for (uint q_begin = (q_first / BLOCK_Q) * BLOCK_Q; q_begin < pc.q_len; q_begin += BLOCK_Q) {
       barrier();  // the previous step's tile is no longer read (first step: owned rows visible)
+      ++step;
       const uint q_valid = min(BLOCK_Q, pc.q_len - q_begin);
-      // Stage Q and dO (their infinities and NaNs zeroed where the tile crosses the mask).
+      // Stage Q and dO (their infinities and NaNs zeroed where the causal diagonal crosses the tile).
       const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
       {
         uvec4 q_words[Q_DO_WORDS], do_words[Q_DO_WORDS];
         load_q_do(q_words, do_words, q_head_row + q_begin, q_valid);
-        if (masked_tile) {
+        if (tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len)) {
           masked_q_end = max(masked_q_end, q_begin + q_valid);
+          VKF_ZERO_NONFINITE_ROWS(q_words, Q_DO_WORDS, query_nonfinite_step, step);
           bool found = false;
-          VKF_ZERO_NONFINITE(q_words, Q_DO_WORDS, found);
           VKF_ZERO_NONFINITE(do_words, Q_DO_WORDS, found);
-          if (found) atomicOr(nonfinite_q_do, 1u);
+          if (found) atomicOr(nonfinite_do, 1u);
         }
         store_q_do(q_words, do_words);
       }
@@ -122,15 +128,19 @@ void main() {
       }
 
       // P^T = exp2(S^T scale - LSE), dS^T = P^T (dP^T - delta), in place; both 0 where masked,
-      // whatever dP^T holds there.
+      // whatever dP^T holds there; dS^T NaN where a query whose Q the staging zeroed sees the key
+      // (common/nonfinite.glsl).
       [[unroll]] for (uint nb = 0; nb < Q_BLOCKS; ++nb) {
         [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
           const uint c = 16 * nb + cm_col(coord, i);
+          const float p = exp2(st[nb][i] * pc.scale_log2 - lse_tile[c]);
+          const float ds = p * (dpt[nb][i] - delta_tile[c]);
+          // Selects, not a branch around the stores (see the dQ kernel).
           const bool visible =
               !masked_tile || key_visible(q_begin + c, kv_begin + own_row + cm_row(coord, i), pc.q_len, pc.kv_len);
-          const float p = visible ? exp2(st[nb][i] * pc.scale_log2 - lse_tile[c]) : 0.0;
-          st[nb][i] = p;
-          dpt[nb][i] = visible ? p * (dpt[nb][i] - delta_tile[c]) : 0.0;
+          const bool zeroed_query = masked_tile && query_nonfinite_step[c] == step;
+          st[nb][i] = visible ? p : 0.0;
+          dpt[nb][i] = !visible ? 0.0 : zeroed_query ? VKF_NAN : ds;
         }
       }
 
@@ -150,8 +160,8 @@ void main() {
   }
 
   // Infinities and NaNs of dO that the staging zeroed, where the keys see them, read again from
-  // the buffer (rare; common/nonfinite.glsl): the tiles that cross the mask come first in every head.
-  if (nonfinite_q_do != 0) {
+  // the buffer (rare; common/nonfinite.glsl): the tiles the diagonal crosses come first in every head.
+  if (nonfinite_do != 0) {
     const uint first_head_row = (batch * pc.q_heads + kv_head * group) * pc.q_len;
     [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) {
       for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {

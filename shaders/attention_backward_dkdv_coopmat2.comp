@@ -62,7 +62,10 @@ const uint STREAM_ROWS = 2 * BLOCK_Q > BLOCK_KV ? 2 * BLOCK_Q : BLOCK_KV;
 shared uvec4 tiles[(BLOCK_KV + STREAM_ROWS) * TILE_STRIDE];
 shared float lse_tile[BLOCK_Q];    // row_lse_log2 of the step's queries
 shared float delta_tile[BLOCK_Q];  // row_delta
-shared uint nonfinite_q_do;  // 1 once a tile that crosses the mask had an inf or NaN in Q or dO
+shared uint nonfinite_do;  // 1 once a tile that the diagonal crosses had an inf or NaN in dO
+// Step (from 1) at which the staging last zeroed an inf or NaN in this row of the query tile: in
+// tiles that the diagonal crosses, Q is zeroed for dK += dS^T Q (common/nonfinite.glsl).
+shared uint query_nonfinite_step[BLOCK_Q];
 const uint Q_TILE = STREAM_ROW0 * TILE_STRIDE;               // where the Q rows start
 const uint DO_TILE = (STREAM_ROW0 + BLOCK_Q) * TILE_STRIDE;  // where the dO rows start
 #include "common/nonfinite.glsl"
@@ -89,12 +92,16 @@ float masked_p_of_st(const uint row, const uint col, const float st, const uint 
 float ds_of_dpt(const uint row, const uint col, const float dpt, const float p) {
   return ds_of(p, dpt, delta_tile[col]);
 }
-float masked_ds_of_dpt(const uint row, const uint col, const float dpt, const float p, const uint q0, const uint k0) {
-  return masked_ds(q0 + col, k0 + row, p, dpt, delta_tile[col]);
+// In a tile that crosses the mask, also NaN where a query whose Q the staging zeroed at this step
+// sees the key (common/nonfinite.glsl).
+float masked_ds_of_dpt(const uint row, const uint col, const float dpt, const float p, const uint q0, const uint k0,
+                       const uint step) {
+  const float ds = masked_ds(q0 + col, k0 + row, p, dpt, delta_tile[col]);
+  return query_nonfinite_step[col] == step && key_visible(q0 + col, k0 + row, pc.q_len, pc.kv_len) ? VKF_NAN : ds;
 }
 // dV plus the infinities and NaNs of dO (column `col`, read from the buffer) of the queries below
 // `masked_q_end` of every head of the group that see the key: those the staging zeroed (the tiles
-// that cross the mask are the first of each head's loop; common/nonfinite.glsl).
+// that the diagonal crosses are the first of each head's loop; common/nonfinite.glsl).
 float add_seen_nonfinite_do(const uint row, const uint col, const float dv, const uint k0, const uint masked_q_end,
                             const uint first_head_row) {
   float sum = dv;
@@ -110,14 +117,15 @@ float add_seen_nonfinite_do(const uint row, const uint col, const float dv, cons
 // One step of a head's query loop: stage the query tile at q_begin with its LSE and delta, recompute
 // P^T, dV += P^T dO, dS^T = P^T (dP^T - delta), dK += dS^T Q. `masked` steps (query tiles that
 // cross the causal diagonal, the first of the loop, or every tile where the key tile crosses
-// kv_len) also mask P^T and dS^T and zero Q's and dO's infinities and NaNs; main() runs them in a
-// loop of their own (as attention_backward_dq_coopmat2.comp does, which says why).
-void dkdv_step(const bool masked, const uint q_begin, const uint head_row, const uint kv_begin, const uint own_row,
-               const KEYS_X_DIM(float16_t, gl_MatrixUseA) k_frag, inout KEYS_X_DIM(float, gl_MatrixUseAccumulator) dk_acc,
+// kv_len) also mask P^T and dS^T; main() runs them in a loop of their own (as
+// attention_backward_dq_coopmat2.comp does, which says why). In `crossing` steps (the diagonal
+// crosses the tile) the staging also zeroes Q's and dO's infinities and NaNs.
+void dkdv_step(const bool masked, const bool crossing, const uint step, const uint q_begin, const uint head_row,
+               const uint kv_begin, const uint own_row, const KEYS_X_DIM(float16_t, gl_MatrixUseA) k_frag,
+               inout KEYS_X_DIM(float, gl_MatrixUseAccumulator) dk_acc,
                inout KEYS_X_DIM(float, gl_MatrixUseAccumulator) dv_acc) {
   // This step's rows, LSE and delta, read from the buffers while waiting for every matrix
-  // load of the previous step (the first step: for the K loads); then stored (Q's and dO's
-  // infinities and NaNs zeroed where the tile crosses the mask).
+  // load of the previous step (the first step: for the K loads); then stored.
   const uint q_valid = min(BLOCK_Q, pc.q_len - q_begin);
   uvec4 q_words[Q_DO_WORDS], do_words[Q_DO_WORDS];
   load_q_do(q_words, do_words, head_row + q_begin, q_valid);
@@ -128,11 +136,11 @@ void dkdv_step(const bool masked, const uint q_begin, const uint head_row, const
     delta[j] = row_delta(head_row + q_begin + r, q_begin + r);
   }
   barrier();
-  if (masked) {
+  if (masked && crossing) {
+    VKF_ZERO_NONFINITE_ROWS(q_words, Q_DO_WORDS, query_nonfinite_step, step);
     bool found = false;
-    VKF_ZERO_NONFINITE(q_words, Q_DO_WORDS, found);
     VKF_ZERO_NONFINITE(do_words, Q_DO_WORDS, found);
-    if (found) atomicOr(nonfinite_q_do, 1u);
+    if (found) atomicOr(nonfinite_do, 1u);
   }
   store_q_do(q_words, do_words);
   [[unroll]] for (uint j = 0; j < STAT_WORDS; ++j) {
@@ -168,7 +176,7 @@ void dkdv_step(const bool masked, const uint q_begin, const uint head_row, const
   KEYS_X_QUERIES(float, gl_MatrixUseAccumulator) ds_t =
       coopMatMulAdd(v_frag, do_t, KEYS_X_QUERIES(float, gl_MatrixUseAccumulator)(0.0));
   if (masked) {  // 0 for masked pairs whatever dP^T holds (an inf in dO)
-    coopMatPerElementNV(ds_t, ds_t, masked_ds_of_dpt, p_t, q_begin, kv_begin + own_row);
+    coopMatPerElementNV(ds_t, ds_t, masked_ds_of_dpt, p_t, q_begin, kv_begin + own_row, step);
   } else {
     coopMatPerElementNV(ds_t, ds_t, ds_of_dpt, p_t);
   }
@@ -185,7 +193,8 @@ void main() {
   const uint own_row = SUBGROUP_ROWS * gl_SubgroupID;  // this subgroup's first key inside the tile
   const uint kv_head_row = (batch * pc.kv_heads + kv_head) * pc.kv_len;  // row index of key 0 of this head
 
-  if (gl_LocalInvocationIndex == 0) nonfinite_q_do = 0;  // before the first barrier
+  if (gl_LocalInvocationIndex == 0) nonfinite_do = 0;  // before the first barrier
+  for (uint i = gl_LocalInvocationIndex; i < BLOCK_Q; i += WORKGROUP_SIZE) query_nonfinite_step[i] = 0;
   // The tile's V rows (kept) and K rows (loaded once as this subgroup's A operand).
   stage_vk(kv_head_row + kv_begin, min(BLOCK_KV, pc.kv_len - kv_begin));
   barrier();
@@ -199,24 +208,26 @@ void main() {
   uint q_first = 0;
   if (CAUSAL) q_first = uint(clamp(int(kv_begin) - causal_shift(pc.q_len, pc.kv_len), 0, int(pc.q_len)));
   const uint group = pc.q_heads / pc.kv_heads;
-  uint masked_q_end = 0;  // the tiles that cross the mask end here, the same in every head
+  uint masked_q_end = 0;  // the tiles that the diagonal crosses end here, the same in every head
+  uint step = 0;
   for (uint head = kv_head * group; head < (kv_head + 1) * group; ++head) {
     const uint head_row = (batch * pc.q_heads + head) * pc.q_len;  // row index of query 0 of this head
     // The tiles that cross the mask come first.
     uint q_begin = (q_first / BLOCK_Q) * BLOCK_Q;
     [[dont_unroll]] for (; q_begin < pc.q_len && tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
                          q_begin += BLOCK_Q) {
-      dkdv_step(true, q_begin, head_row, kv_begin, own_row, k_frag, dk_acc, dv_acc);
+      const bool crossing = tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
+      if (crossing) masked_q_end = max(masked_q_end, min(q_begin + BLOCK_Q, pc.q_len));
+      dkdv_step(true, crossing, ++step, q_begin, head_row, kv_begin, own_row, k_frag, dk_acc, dv_acc);
     }
-    masked_q_end = max(masked_q_end, min(q_begin, pc.q_len));
     [[dont_unroll]] for (; q_begin < pc.q_len; q_begin += BLOCK_Q) {
-      dkdv_step(false, q_begin, head_row, kv_begin, own_row, k_frag, dk_acc, dv_acc);
+      dkdv_step(false, false, ++step, q_begin, head_row, kv_begin, own_row, k_frag, dk_acc, dv_acc);
     }
   }
 
   // Infinities and NaNs of dO that the staging zeroed, where the keys see them (rare: the flag was
   // raised before the last step's second barrier).
-  if (nonfinite_q_do != 0) {
+  if (nonfinite_do != 0) {
     coopMatPerElementNV(dv_acc, dv_acc, add_seen_nonfinite_do, kv_begin + own_row, masked_q_end,
                         (batch * pc.q_heads + kv_head * group) * pc.q_len);
   }

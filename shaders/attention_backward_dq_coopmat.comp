@@ -49,7 +49,7 @@ layout(push_constant) uniform PushBlock { AttentionPush pc; };
 
 shared uvec4 kv_tiles[2 * BLOCK_KV * TILE_STRIDE];  // K rows, then V rows, of the streamed tile
 // Step (from 1) at which the staging last zeroed an inf or NaN in this row of the key tile: in
-// tiles that cross the mask, K is zeroed for dQ += dS K (common/nonfinite.glsl).
+// tiles that the diagonal crosses, K is zeroed for dQ += dS K (common/nonfinite.glsl).
 shared uint key_nonfinite_step[BLOCK_KV];
 
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
@@ -84,18 +84,13 @@ void main() {
   const uint kv_end = visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);
   for (uint kv_begin = 0, step = 1; kv_begin < kv_end; kv_begin += BLOCK_KV, ++step) {
     const uint kv_valid = min(BLOCK_KV, pc.kv_len - kv_begin);
-    // Stage K and V (K's infinities and NaNs zeroed where the tile crosses the mask).
+    // Stage K and V (K's infinities and NaNs zeroed where the causal diagonal crosses the tile).
     const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
     {
       uvec4 k_words[KV_WORDS], v_words[KV_WORDS];
       load_kv(k_words, v_words, kv_head_row + kv_begin, kv_valid);
-      if (masked_tile) {
-        [[unroll]] for (uint j = 0; j < KV_WORDS; ++j) {
-          if (half8_nonfinite(k_words[j])) {
-            atomicMax(key_nonfinite_step[(gl_LocalInvocationIndex + j * WORKGROUP_SIZE) / ROW_U4], step);
-            k_words[j] = half8_zero_nonfinite(k_words[j]);
-          }
-        }
+      if (tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len)) {
+        VKF_ZERO_NONFINITE_ROWS(k_words, KV_WORDS, key_nonfinite_step, step);
       }
       store_kv(k_words, v_words);
     }
@@ -114,16 +109,17 @@ void main() {
       }
     }
 
-    // dS = P (dP - delta), P = exp2(S scale - LSE); 0 where masked, whatever dP holds there. A key
-    // whose K the staging zeroed had an inf or NaN score: the row's LSE is NaN (so is P) or the
-    // score was -inf (P is 0).
+    // dS = P (dP - delta), P = exp2(S scale - LSE); 0 where masked, whatever dP holds there; NaN
+    // where the row sees a key whose K the staging zeroed (common/nonfinite.glsl).
     [[unroll]] for (uint nb = 0; nb < N_BLOCKS; ++nb) {
       [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
         const uint t = cm_slot(i), c = 16 * nb + cm_col(coord, i);
+        const float ds = exp2(s[nb][i] * pc.scale_log2 - lse_row[t]) * (dp[nb][i] - delta_row[t]);
+        // Selects, not a branch around the store: a matrix element written in one branch only took
+        // the NV and KHR backward on the H100 from 48 to 21 TFLOP/s (docs/tuning-log.md).
         const bool visible = !masked_tile || key_visible(row0 + cm_row(coord, i), kv_begin + c, pc.q_len, pc.kv_len);
-        float p = exp2(s[nb][i] * pc.scale_log2 - lse_row[t]);
-        if (masked_tile && key_nonfinite_step[c] == step) p = isnan(lse_row[t]) ? lse_row[t] : 0.0;
-        s[nb][i] = visible ? p * (dp[nb][i] - delta_row[t]) : 0.0;
+        const bool zeroed_key = masked_tile && key_nonfinite_step[c] == step;
+        s[nb][i] = !visible ? 0.0 : zeroed_key ? VKF_NAN : ds;
       }
     }
 

@@ -55,7 +55,7 @@ shared uvec4 kv_tiles[2 * BLOCK_KV * TILE_STRIDE];  // K rows [0, BLOCK_KV), the
 shared float lse_rows[BLOCK_Q];    // row_lse_log2 of the owned queries
 shared float delta_rows[BLOCK_Q];  // row_delta
 // Step (from 1) at which the staging last zeroed an inf or NaN in this row of the key tile: in
-// tiles that cross the mask, K is zeroed for dQ += dS K (common/nonfinite.glsl).
+// tiles that the diagonal crosses, K is zeroed for dQ += dS K (common/nonfinite.glsl).
 shared uint key_nonfinite_step[BLOCK_KV];
 #include "common/nonfinite.glsl"
 #include "common/stage_rows.glsl"
@@ -71,46 +71,37 @@ VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_K
 float p_of_s(const uint row, const uint col, const float s, const uint q_row0) {
   return p_of_score(s, lse_rows[q_row0 + row]);
 }
-// In a tile that crosses the mask: 0 for masked pairs; and a key whose K was zeroed had an inf or
-// NaN score: then the row's LSE is NaN (and so is P), or the score was -inf (and P is 0).
-float masked_p_of_s(const uint row, const uint col, const float s, const uint q_row0, const uint q0, const uint k0,
-                    const uint step) {
-  const float lse = lse_rows[q_row0 + row];
-  if (key_nonfinite_step[col] == step && key_visible(q0 + row, k0 + col, pc.q_len, pc.kv_len)) {
-    return isnan(lse) ? lse : 0.0;
-  }
-  return masked_p(q0 + row, k0 + col, s, lse);
+float masked_p_of_s(const uint row, const uint col, const float s, const uint q_row0, const uint q0, const uint k0) {
+  return masked_p(q0 + row, k0 + col, s, lse_rows[q_row0 + row]);
 }
 // dS = P (dP - delta)
 float ds_of_dp(const uint row, const uint col, const float dp, const float p, const uint q_row0) {
   return ds_of(p, dp, delta_rows[q_row0 + row]);
 }
+// In a tile that crosses the mask, also NaN where the row sees a key whose K the staging zeroed at
+// this step (common/nonfinite.glsl).
 float masked_ds_of_dp(const uint row, const uint col, const float dp, const float p, const uint q_row0, const uint q0,
-                      const uint k0) {
-  return masked_ds(q0 + row, k0 + col, p, dp, delta_rows[q_row0 + row]);
+                      const uint k0, const uint step) {
+  const float ds = masked_ds(q0 + row, k0 + col, p, dp, delta_rows[q_row0 + row]);
+  return key_nonfinite_step[col] == step && key_visible(q0 + row, k0 + col, pc.q_len, pc.kv_len) ? VKF_NAN : ds;
 }
 
 // One step of the key loop: stage the key tile at kv_begin, recompute P, dS = P (dP - delta),
 // dQ += dS K. `masked` steps (tiles that cross the causal diagonal or kv_len: the last of the loop)
-// also mask P and dS and zero K's infinities and NaNs; main() runs them in a loop of their own, so
-// that the loop over the other tiles carries none of that code (on the H100 that is 2-4% faster at
-// D=64 than one loop that tests each tile: docs/tuning-log.md).
+// also mask P and dS, and where the diagonal crosses them zero K's infinities and NaNs; main() runs
+// them in a loop of their own, so that the loop over the other tiles carries none of that code (on
+// the H100 that is 2-4% faster at D=64 than one loop that tests each tile: docs/tuning-log.md).
 void dq_step(const bool masked, const uint kv_begin, const uint step, const uint q_begin, const uint own_row,
              const uint kv_head_row, const QUERIES_X_DIM(float16_t, gl_MatrixUseA) q_frag,
              const QUERIES_X_DIM(float16_t, gl_MatrixUseA) do_frag,
              inout QUERIES_X_DIM(float, gl_MatrixUseAccumulator) dq_acc) {
   // stage this step's K and V rows (read before the barrier, as in the forward), zeroing K's
-  // infinities and NaNs where the tile crosses the mask
+  // infinities and NaNs where the causal diagonal crosses the tile
   uvec4 k_words[KV_WORDS], v_words[KV_WORDS];
   load_kv(k_words, v_words, kv_head_row + kv_begin, min(BLOCK_KV, pc.kv_len - kv_begin));
   barrier();
-  if (masked) {
-    [[unroll]] for (uint j = 0; j < KV_WORDS; ++j) {
-      if (half8_nonfinite(k_words[j])) {
-        atomicMax(key_nonfinite_step[(gl_LocalInvocationIndex + j * WORKGROUP_SIZE) / ROW_U4], step);
-        k_words[j] = half8_zero_nonfinite(k_words[j]);
-      }
-    }
+  if (masked && tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len)) {
+    VKF_ZERO_NONFINITE_ROWS(k_words, KV_WORDS, key_nonfinite_step, step);
   }
   store_kv(k_words, v_words);
   barrier();
@@ -121,7 +112,7 @@ void dq_step(const bool masked, const uint kv_begin, const uint step, const uint
   QUERIES_X_KEYS(float, gl_MatrixUseAccumulator) p =
       coopMatMulAdd(q_frag, k_t, QUERIES_X_KEYS(float, gl_MatrixUseAccumulator)(0.0));
   if (masked) {
-    coopMatPerElementNV(p, p, masked_p_of_s, own_row, q_begin + own_row, kv_begin, step);
+    coopMatPerElementNV(p, p, masked_p_of_s, own_row, q_begin + own_row, kv_begin);
   } else {
     coopMatPerElementNV(p, p, p_of_s, own_row);
   }
@@ -132,7 +123,7 @@ void dq_step(const bool masked, const uint kv_begin, const uint step, const uint
   QUERIES_X_KEYS(float, gl_MatrixUseAccumulator) ds =
       coopMatMulAdd(do_frag, v_t, QUERIES_X_KEYS(float, gl_MatrixUseAccumulator)(0.0));
   if (masked) {  // 0 for masked pairs whatever dP holds (an inf in V)
-    coopMatPerElementNV(ds, ds, masked_ds_of_dp, p, own_row, q_begin + own_row, kv_begin);
+    coopMatPerElementNV(ds, ds, masked_ds_of_dp, p, own_row, q_begin + own_row, kv_begin, step);
   } else {
     coopMatPerElementNV(ds, ds, ds_of_dp, p, own_row);
   }

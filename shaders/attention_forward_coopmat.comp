@@ -51,7 +51,7 @@ layout(std430, set = 0, binding = VKF_FWD_BINDING_LSE) writeonly buffer lse_bloc
 layout(push_constant) uniform PushBlock { AttentionPush pc; };
 
 shared uvec4 kv_tiles[2 * BLOCK_KV * TILE_STRIDE];  // K rows [0, BLOCK_KV), then V rows
-shared uint nonfinite_v;  // 1 once a tile that crosses the mask had an inf or NaN in V
+shared uint nonfinite_v;  // 1 once a tile that the diagonal crosses had an inf or NaN in V
 
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_KV, KV_WORDS)
@@ -81,16 +81,16 @@ void main() {
   [[unroll]] for (uint j = 0; j < M_BLOCKS * ROWS_PER_LANE; ++j) { m_run[j] = NEG_INF; l_part[j] = 0.0; }
   [[unroll]] for (uint j = 0; j < M_BLOCKS * D_BLOCKS; ++j) o_acc[j] = VKF_ACC(0.0);
 
-  uint masked_begin = pc.kv_len;  // the first tile that crosses the mask: they are the last ones
+  uint masked_begin = pc.kv_len;  // the first tile the diagonal crosses: they are the last ones
   const uint kv_end = visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);  // later tiles are wholly masked
   for (uint kv_begin = 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
     const uint kv_valid = min(BLOCK_KV, pc.kv_len - kv_begin);  // rows past kv_len: zeros
-    // Stage K and V (V's infinities and NaNs zeroed where the tile crosses the mask).
+    // Stage K and V (V's infinities and NaNs zeroed where the causal diagonal crosses the tile).
     const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
     {
       uvec4 k_words[KV_WORDS], v_words[KV_WORDS];
       load_kv(k_words, v_words, kv_head_row + kv_begin, kv_valid);
-      if (masked_tile) {
+      if (tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len)) {
         masked_begin = min(masked_begin, kv_begin);
         bool found = false;
         VKF_ZERO_NONFINITE(v_words, KV_WORDS, found);

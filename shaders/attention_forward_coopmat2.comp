@@ -58,8 +58,9 @@ const float LN2 = 0.6931471805599453;
 layout(std430, set = 0, binding = VKF_FWD_BINDING_Q) readonly buffer q_block { float16_t q_h[]; };
 layout(std430, set = 0, binding = VKF_FWD_BINDING_K) readonly buffer k_block { uvec4 k_u4[]; };
 layout(std430, set = 0, binding = VKF_FWD_BINDING_V) readonly buffer v_block { uvec4 v_u4[]; };
-// Read too, by the rare correction of non-finite values after the store (below).
-layout(std430, set = 0, binding = VKF_FWD_BINDING_O) buffer o_block { float16_t o_h[]; };
+// Read too, by the rare correction of non-finite values after the store (below), which reads
+// elements other invocations stored: workgroupcoherent, and a barrier that makes them visible.
+layout(std430, set = 0, binding = VKF_FWD_BINDING_O) workgroupcoherent buffer o_block { float16_t o_h[]; };
 layout(std430, set = 0, binding = VKF_FWD_BINDING_LSE) writeonly buffer lse_block { float lse_data[]; };
 
 layout(push_constant) uniform PushBlock { AttentionPush pc; };
@@ -68,7 +69,7 @@ const uint WORKGROUP_SIZE = gl_WorkGroupSize.x;
 const uint ROW_U4 = HEAD_DIM / 8;      // a row of float16 as uvec4 words
 const uint TILE_STRIDE = ROW_U4 + 1;   // padded shared row (see stage_rows.glsl)
 shared uvec4 kv_tiles[2 * BLOCK_KV * TILE_STRIDE];  // K rows [0, BLOCK_KV), then V rows
-shared uint nonfinite_v;  // 1 once a tile that crosses the mask had an inf or NaN in V
+shared uint nonfinite_v;  // 1 once a tile that the diagonal crosses had an inf or NaN in V
 #include "common/nonfinite.glsl"
 #include "common/stage_rows.glsl"
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
@@ -117,16 +118,17 @@ void main() {
   const coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_KV, STAT_COLUMNS, gl_MatrixUseB> ones =
       coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_KV, STAT_COLUMNS, gl_MatrixUseB>(1.0);
   if (gl_LocalInvocationIndex == 0) nonfinite_v = 0;  // before the first step's barriers
-  uint masked_begin = pc.kv_len;  // the first tile that crosses the mask: they are the last ones
+  uint masked_begin = pc.kv_len;  // the first tile the diagonal crosses: they are the last ones
   const uint kv_end = visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);  // later tiles are wholly masked
   [[dont_unroll]] for (uint kv_begin = 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
     // stage this step's K and V rows: read them while waiting for every matrix load of the
-    // previous step, then store (zeroing V's infinities and NaNs where the tile crosses the mask)
+    // previous step, then store (zeroing V's infinities and NaNs where the tile crosses the
+    // causal diagonal)
     const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
     uvec4 k_words[KV_WORDS], v_words[KV_WORDS];
     load_kv(k_words, v_words, kv_head_row + kv_begin, min(BLOCK_KV, pc.kv_len - kv_begin));
     barrier();
-    if (masked_tile) {
+    if (tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len)) {
       masked_begin = min(masked_begin, kv_begin);
       bool found = false;
       VKF_ZERO_NONFINITE(v_words, KV_WORDS, found);
@@ -185,7 +187,8 @@ void main() {
   // workgroup does it on the stored O, element by element: any per-element operation on an O-shaped
   // matrix, even after the loop, cost the H100 3.5% at D=128 (docs/tuning-log.md). inf / l is inf.
   if (kv_end > 0 && nonfinite_v != 0) {
-    controlBarrier(gl_ScopeWorkgroup, gl_ScopeWorkgroup, gl_StorageSemanticsBuffer, gl_SemanticsAcquireRelease);
+    controlBarrier(gl_ScopeWorkgroup, gl_ScopeWorkgroup, gl_StorageSemanticsBuffer,
+                   gl_SemanticsAcquireRelease | gl_SemanticsMakeAvailable | gl_SemanticsMakeVisible);
     for (uint e = gl_LocalInvocationIndex; e < BLOCK_Q * HEAD_DIM; e += WORKGROUP_SIZE) {
       const uint q_row = q_begin + e / HEAD_DIM, column = e % HEAD_DIM;
       if (q_row >= pc.q_len) continue;

@@ -6,7 +6,9 @@ data) and runs `vkflash forward` on it with valid K and V. Whatever the file hol
 exit 0 with outputs that match NumPy attention on what np.load reads, or exit 2 with one line on
 stderr and no output file; never crash, hang, or write a partial result. When np.load reads a
 float32/float16 array that fits the call, vkflash must succeed on it.
-Usage: npy_fuzz.py VKFLASH [CASES] [SEED]   (VKFLASH_FUZZ_KEEP=DIR keeps the files of failing cases)
+With `grammar` instead of a case count it runs a fixed list of headers instead, which probe Python's
+literal grammar (string prefixes and escapes, number forms, signs, the long suffix, nesting).
+Usage: npy_fuzz.py VKFLASH [CASES | grammar] [SEED]   (VKFLASH_FUZZ_KEEP=DIR keeps failing files)
 """
 import ast
 import io
@@ -127,13 +129,16 @@ def close(got, expected, tolerance, may_overflow):
 
 def numpy_lenient(path):
     """True for headers NumPy loads but vkflash refuses on purpose: a key named twice (NumPy keeps
-    the last silently) and a negative dimension (NumPy's read_array lets one stand for "the rest")."""
+    the last silently), a negative dimension (NumPy's read_array lets one stand for "the rest") and a
+    \\N{name} escape (Python looks the name up in its Unicode database; vkflash has none)."""
     try:
         with open(path, "rb") as f:
             version = np.lib.format.read_magic(f)
             length_bytes = 2 if version[0] == 1 else 4
             length = int.from_bytes(f.read(length_bytes), "little")
             text = f.read(length).decode("utf-8" if version[0] >= 3 else "latin-1")
+        if "\\N{" in text:
+            return True
         tree = ast.parse(text.strip(), mode="eval").body
         keys = [k.value for k in tree.keys if isinstance(k, ast.Constant)]
         shape = ast.literal_eval(tree)["shape"]
@@ -160,13 +165,93 @@ def expected_array(path, k):
     return q
 
 
+def header_file(text, version, data):
+    """A .npy file of format `version` whose header is `text` (padded as NumPy pads it) and whose
+    data bytes are `data`."""
+    body = text.encode("utf-8" if version >= 3 else "latin-1")
+    length_bytes = 2 if version == 1 else 4
+    body += b" " * ((-(8 + length_bytes + len(body) + 1)) % 64) + b"\n"
+    return b"\x93NUMPY" + bytes([version, 0]) + len(body).to_bytes(length_bytes, "little") + body + data
+
+
+def grammar_cases(q):
+    """Headers for `q` that probe Python's literal grammar (string prefixes, escapes, number forms,
+    signs, the long suffix, nesting, comments), each in format versions 1 and 3."""
+    shape = str(tuple(q.shape))
+    descr = np.lib.format.dtype_to_descr(q.dtype)  # e.g. <f4
+    order, code = descr[0], descr[1:]
+    dims = shape[1:-1]
+    first, rest = dims.split(",", 1)
+    n = int(first)
+    template = "{'descr': %s, 'fortran_order': False, 'shape': %s}"
+    descrs = [p + "'%s'" % descr for p in ("u", "U", "r", "R", "b", "rb", "f", "Ur")]
+    descrs += ['"""%s"""' % descr, "'''%s'''" % descr, "'''%s\n'''" % descr, "'''%s'x'''" % descr,
+               "'\\x3c%s'" % code, "'\\074%s'" % code, "'\\u003c%s'" % code, "'\\U0000003c%s'" % code,
+               "'\\N{LESS-THAN SIGN}%s'" % code, "'\\x3%s'" % code, "'\\a%s'" % descr, "'%s\\q'" % descr,
+               "'%s\\\n'" % descr, "r'%s\\\n'" % descr, "'%s\\\nx'" % descr, "'%s' '%s'" % (order, code),
+               "r'%s' u'%s'" % (order, code), "'%s' \"%s\"" % (order, code)]
+    shapes = ["(0x%x,%s)" % (n, rest), "(0X%x,%s)" % (n, rest), "(0o%o,%s)" % (n, rest),
+              "(0b%s,%s)" % (bin(n)[2:], rest), "(0x_%x,%s)" % (n, rest), "(%sL,%s)" % (first, rest),
+              "(%s L,%s)" % (first, rest), "(%sl,%s)" % (first, rest), "(%s\\\nL,%s)" % (first, rest),
+              "(%s\nL,%s)" % (first, rest), "(0x%xL,%s)" % (n, rest), "(%s Lx,%s)" % (first, rest),
+              "(+%s,%s)" % (first, rest), "(- %s,%s)" % (first, rest), "(--%s,%s)" % (first, rest),
+              "(-+%s,%s)" % (first, rest), "(+True,%s)" % rest, "(True,%s)" % rest, "(-0,%s)" % rest,
+              "(0%s,%s)" % (first, rest), "(00,%s)" % rest, "(0_0,%s)" % rest, "(0x,%s)" % rest,
+              "(%s__0,%s)" % (first, rest), "(%s.0,%s)" % (first, rest), "(1+%d,%s)" % (n - 1, rest),
+              "[%s]" % dims, "(%s,\n)" % dims, "(%s, # c\n)" % dims, "(%s,\\\n)" % dims, "(%s,,)" % dims,
+              "(" * 198 + shape + ")" * 198, "(" * 199 + shape + ")" * 199]
+    plain = template % ("'%s'" % descr, shape)
+    texts = [template % (d, shape) for d in descrs] + [template % ("'%s'" % descr, s) for s in shapes]
+    texts += [" " + plain, "\t" + plain, "#c\n" + plain, plain + " # c", plain + "\\\n", plain + "\f", plain + ";"]
+    return [(text, version) for text in texts for version in (1, 3)]
+
+
+def check_file(vkflash, env, path, data, name, k, v):
+    """Runs `vkflash forward` on `data` as Q; returns (accepted, problem or None, stderr)."""
+    with open(path("q.npy"), "wb") as f:
+        f.write(data)
+    for out in ("o.npy", "lse.npy"):
+        if os.path.exists(path(out)):
+            os.remove(path(out))
+    command = [vkflash, "forward", "--q", path("q.npy"), "--k", path(f"k_{name}.npy"), "--v",
+               path(f"v_{name}.npy"), "--out", path("o.npy"), "--lse", path("lse.npy")]
+    try:
+        run = subprocess.run(command, capture_output=True, text=True, errors="backslashreplace", env=env,
+                             timeout=120)
+    except subprocess.TimeoutExpired:
+        return False, "vkflash did not finish", ""
+    q = expected_array(path("q.npy"), k)
+    if run.returncode == 0:
+        if q is None:
+            return True, "accepted a file NumPy refuses (or that does not fit the call)", run.stderr
+        o, lse = numpy_attention(q, k, v)
+        tolerance = 2e-4 if q.dtype == np.float32 else 5e-3
+        got_o, got_lse = np.load(path("o.npy")), np.load(path("lse.npy"))
+        overflow = float32_overflow_rows(q, k)
+        if (got_o.shape != o.shape or not close(got_o, o, tolerance, overflow) or
+                not close(got_lse, lse, tolerance, overflow)):
+            return True, "wrong outputs", run.stderr
+        return True, None, run.stderr
+    if run.returncode == 2:
+        lines = run.stderr.splitlines()
+        if len(lines) != 1 or not lines[0].startswith("vkflash: error: "):
+            return False, "exit 2 without exactly one error line", run.stderr
+        if os.path.exists(path("o.npy")) or os.path.exists(path("lse.npy")):
+            return False, "exit 2 but an output was written", run.stderr
+        if q is not None:
+            return False, "refused a file NumPy reads as a usable float array: " + lines[0], run.stderr
+        return False, None, run.stderr
+    return False, f"exit {run.returncode}", run.stderr
+
+
 def main():
     vkflash = sys.argv[1]
-    cases = int(sys.argv[2]) if len(sys.argv) > 2 else 300
+    grammar = len(sys.argv) > 2 and sys.argv[2] == "grammar"
+    cases = 0 if grammar else int(sys.argv[2]) if len(sys.argv) > 2 else 300
     rng = random.Random(int(sys.argv[3]) if len(sys.argv) > 3 else 1)
     np_rng = np.random.default_rng(0)
     env = dict(os.environ, VKFLASH_VALIDATION="1")
-    failures = accepted = 0
+    failures = accepted = total = 0
     with tempfile.TemporaryDirectory() as tmp:
         path = lambda name: os.path.join(tmp, name)
         bases = {}
@@ -177,57 +262,29 @@ def main():
             name = np.dtype(dtype).name
             np.save(path(f"k_{name}.npy"), k)
             np.save(path(f"v_{name}.npy"), v)
-            bases[name] = (k, v, [npy_bytes(q), npy_bytes(q, (2, 0)), npy_bytes(q, (3, 0))])
-        for case in range(cases):
-            name = rng.choice(sorted(bases))
-            k, v, files = bases[name]
-            data = mutate(rng.choice(files), rng)
-            with open(path("q.npy"), "wb") as f:
-                f.write(data)
-            for out in ("o.npy", "lse.npy"):
-                if os.path.exists(path(out)):
-                    os.remove(path(out))
-            command = [vkflash, "forward", "--q", path("q.npy"), "--k", path(f"k_{name}.npy"), "--v",
-                       path(f"v_{name}.npy"), "--out", path("o.npy"), "--lse", path("lse.npy")]
-            try:
-                run = subprocess.run(command, capture_output=True, text=True, errors="backslashreplace", env=env,
-                                     timeout=120)
-            except subprocess.TimeoutExpired:
-                print(f"FAIL case {case}: vkflash did not finish")
-                failures += 1
-                continue
-            q = expected_array(path("q.npy"), k)
-            problem = None
-            if run.returncode == 0:
-                accepted += 1
-                if q is None:
-                    problem = "accepted a file NumPy refuses (or that does not fit the call)"
-                else:
-                    o, lse = numpy_attention(q, k, v)
-                    tolerance = 2e-4 if q.dtype == np.float32 else 5e-3
-                    got_o, got_lse = np.load(path("o.npy")), np.load(path("lse.npy"))
-                    overflow = float32_overflow_rows(q, k)
-                    if (got_o.shape != o.shape or not close(got_o, o, tolerance, overflow) or
-                            not close(got_lse, lse, tolerance, overflow)):
-                        problem = "wrong outputs"
-            elif run.returncode == 2:
-                lines = run.stderr.splitlines()
-                if len(lines) != 1 or not lines[0].startswith("vkflash: error: "):
-                    problem = "exit 2 without exactly one error line"
-                elif os.path.exists(path("o.npy")) or os.path.exists(path("lse.npy")):
-                    problem = "exit 2 but an output was written"
-                elif q is not None:
-                    problem = "refused a file NumPy reads as a usable float array: " + lines[0]
-            else:
-                problem = f"exit {run.returncode}"
+            bases[name] = (q, k, v, [npy_bytes(q), npy_bytes(q, (2, 0)), npy_bytes(q, (3, 0))])
+        if grammar:
+            q = bases["float32"][0]
+            work = [("float32", header_file(text, version, q.tobytes())) for text, version in grammar_cases(q)]
+        else:
+            work = []
+            for _ in range(cases):
+                name = rng.choice(sorted(bases))
+                work.append((name, mutate(rng.choice(bases[name][3]), rng)))
+        for case, (name, data) in enumerate(work):
+            _, k, v, _ = bases[name]
+            was_accepted, problem, stderr = check_file(vkflash, env, path, data, name, k, v)
+            total += 1
+            accepted += was_accepted
             if problem:
                 if os.environ.get("VKFLASH_FUZZ_KEEP"):
                     with open(os.path.join(os.environ["VKFLASH_FUZZ_KEEP"], f"case{case}_{name}.npy"), "wb") as f:
                         f.write(data)
                 failures += 1
-                print(f"FAIL case {case} ({name}): {problem}\n  header: {bytes(data[:160])!r}\n  stderr: {run.stderr.strip()}")
-    print(f"{cases} mutated files: {accepted} accepted and checked, {cases - accepted} refused; {failures} failures")
-    return 1 if failures or cases == 0 else 0
+                print(f"FAIL case {case} ({name}): {problem}\n  header: {bytes(data[:160])!r}\n  stderr: {stderr.strip()}")
+    what = "grammar headers" if grammar else "mutated files"
+    print(f"{total} {what}: {accepted} accepted and checked, {total - accepted} refused; {failures} failures")
+    return 1 if failures or total == 0 else 0
 
 
 if __name__ == "__main__":

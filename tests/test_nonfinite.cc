@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "support/attention_case.h"
 #include "support/validated_context.h"
@@ -25,21 +26,29 @@ bool SameBits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0
 // Causal masking, bottom-right aligned: query row i sees key j iff j <= i + Nk - Nq.
 bool Sees(const AttentionShape& s, uint32_t i, uint32_t j) { return int64_t(j) <= int64_t(i) + s.kv_len - s.q_len; }
 
-// Causal calls, both dtypes: the report's case (N = 100), Nq < Nk, Nq > Nk; several tiles of every
-// kernel family.
+// Causal calls, both dtypes: the report's case (N = 100), Nq < Nk with two batches, Nq > Nk;
+// several tiles of every kernel family.
 std::vector<AttentionParams> Calls() {
   std::vector<AttentionParams> calls;
-  for (const AttentionParams& p : FullSweep({{1, 2, 1, 100, 100, 64}, {1, 2, 2, 70, 130, 32}, {1, 1, 1, 130, 50, 128}})) {
+  for (const AttentionParams& p : FullSweep({{1, 2, 1, 100, 100, 64}, {2, 2, 2, 70, 130, 32}, {1, 1, 1, 130, 50, 128}})) {
     if (p.causal) calls.push_back(p);
   }
   return calls;
 }
 
-// Sets row `row` of every (batch, head) of a [B, H, N, D] tensor to `value`.
-void SetRow(std::vector<float>* tensor, const AttentionShape& s, uint32_t heads, uint32_t len, uint32_t row, float value) {
+constexpr uint32_t kAllColumns = UINT32_MAX;
+
+// Sets row `row` of every (batch, head) of a [B, H, N, D] tensor to `value`: all its columns, or
+// only `column` (the tensor-core kernels zero and correct element by element).
+void SetRow(std::vector<float>* tensor, const AttentionShape& s, uint32_t heads, uint32_t len, uint32_t row, float value,
+            uint32_t column = kAllColumns) {
   for (uint32_t bh = 0; bh < s.batch * heads; ++bh)
-    for (uint32_t d = 0; d < s.head_dim; ++d) (*tensor)[(uint64_t(bh) * len + row) * s.head_dim + d] = value;
+    for (uint32_t d = 0; d < s.head_dim; ++d)
+      if (column == kAllColumns || d == column) (*tensor)[(uint64_t(bh) * len + row) * s.head_dim + d] = value;
 }
+
+// Whether column d of a row that sees the poison must show it.
+bool Poisoned(uint32_t column, uint32_t d) { return column == kAllColumns || d == column; }
 
 }  // namespace
 
@@ -52,10 +61,12 @@ TEST_CASE("a key a row cannot see has no effect on that row's O and LSE", "[nonf
     // A key in the middle and the last one: each is masked for some rows of its diagonal tiles.
     for (uint32_t key : {s.kv_len / 2 + 1, s.kv_len - 1}) {
       for (float poison : kPoisons) {
-        for (bool in_v : {true, false}) {
-          INFO(Describe(p) << ", key " << key << (in_v ? " of V" : " of K") << " = " << poison);
+        // K: the whole row (one element alone gives a score of +-inf or NaN by the sign of Q's).
+        for (auto [in_v, column] : {std::pair{true, kAllColumns}, std::pair{true, 5u}, std::pair{false, kAllColumns}}) {
+          INFO(Describe(p) << ", key " << key << (in_v ? " of V" : " of K") << " = " << poison
+                           << (column == kAllColumns ? "" : " in column 5 only"));
           std::vector<float> k = base.k, v = base.v;
-          SetRow(in_v ? &v : &k, s, s.kv_heads, s.kv_len, key, poison);
+          SetRow(in_v ? &v : &k, s, s.kv_heads, s.kv_len, key, poison, column);
           const ForwardRun run = RunForwardWith(context, p, base.q, k, v);
           uint64_t checked = 0;
           for (uint32_t bh = 0; bh < s.batch * s.q_heads; ++bh) {
@@ -65,8 +76,9 @@ TEST_CASE("a key a row cannot see has no effect on that row's O and LSE", "[nonf
                 for (uint32_t d = 0; d < D; ++d) REQUIRE(SameBits(run.o[row * D + d], base.o[row * D + d]));
                 REQUIRE(SameBits(run.lse[row], base.lse[row]));
                 ++checked;
-              } else if (in_v) {  // every column of the row holds the poison's mark; LSE does not see V
-                for (uint32_t d = 0; d < D; ++d) REQUIRE_FALSE(std::isfinite(run.o[row * D + d]));
+              } else if (in_v) {  // the poisoned columns of the row hold its mark; LSE does not see V
+                for (uint32_t d = 0; d < D; ++d)
+                  if (Poisoned(column, d)) REQUIRE_FALSE(std::isfinite(run.o[row * D + d]));
                 REQUIRE(SameBits(run.lse[row], base.lse[row]));
               } else {  // an inf or NaN score: the row is NaN
                 REQUIRE(std::isnan(run.lse[row]));
@@ -137,17 +149,19 @@ TEST_CASE("a row a key cannot reach has no effect on the key's gradients, whatev
     const uint32_t first = s.q_len > s.kv_len ? s.q_len - s.kv_len : 0;
     for (uint32_t row : {first, first + 3}) {
       for (float poison : kPoisons) {
-        for (bool in_do : {true, false}) {
-          INFO(Describe(p) << ", row " << row << (in_do ? " of dO" : " of Q") << " = " << poison);
+        for (auto [in_do, column] : {std::pair{true, kAllColumns}, std::pair{true, 5u}, std::pair{false, kAllColumns}}) {
+          INFO(Describe(p) << ", row " << row << (in_do ? " of dO" : " of Q") << " = " << poison
+                           << (column == kAllColumns ? "" : " in column 5 only"));
           std::vector<float> q = base.q, d_o = base.d_o;
-          SetRow(in_do ? &d_o : &q, s, s.q_heads, s.q_len, row, poison);
+          SetRow(in_do ? &d_o : &q, s, s.q_heads, s.q_len, row, poison, column);
           const BackwardRun run = RunBackwardWith(context, p, q, base.k, base.v, d_o);
           uint64_t checked = 0;
           for (uint32_t kvh = 0; kvh < s.batch * s.kv_heads; ++kvh) {
             for (uint32_t j = 0; j < s.kv_len; ++j) {
               const uint64_t key = uint64_t(kvh) * s.kv_len + j;
               if (Sees(s, row, j)) {  // the poisoned row reaches this key (its P x dO, or a NaN P): it shows
-                for (uint32_t d = 0; d < D; ++d) REQUIRE_FALSE(std::isfinite(run.dv[key * D + d]));
+                for (uint32_t d = 0; d < D; ++d)
+                  if (Poisoned(column, d)) REQUIRE_FALSE(std::isfinite(run.dv[key * D + d]));
                 continue;
               }
               for (uint32_t d = 0; d < D; ++d) {
@@ -188,4 +202,85 @@ TEST_CASE("a row a key cannot reach has no effect on the key's gradients, whatev
     }
     RequireNoValidationMessages();
   }
+}
+
+// The last key tile of a head is cut by kv_len, and the keys after it in memory are the next
+// head's: what they hold has no effect, with or without the causal mask.
+TEST_CASE("the keys of the next head in memory have no effect on a head's last, partial key tile",
+          "[nonfinite][forward][backward]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  for (const AttentionParams& p : FullSweep({{2, 2, 2, 70, 130, 32}, {1, 2, 2, 33, 100, 64}})) {
+    const AttentionShape& s = p.shape;
+    const uint32_t D = s.head_dim;
+    const BackwardRun base = RunBackwardCase(context, p, 17);
+    const ForwardRun base_forward = RunForwardWith(context, p, base.q, base.k, base.v);
+    for (float poison : kPoisons) {
+      for (bool in_v : {true, false}) {
+        INFO(Describe(p) << ", key 0 of the second K/V head" << (in_v ? " of V" : " of K") << " = " << poison);
+        std::vector<float> k = base.k, v = base.v;
+        std::vector<float>& target = in_v ? v : k;
+        for (uint32_t d = 0; d < D; ++d) target[uint64_t(s.kv_len) * D + d] = poison;  // (batch 0, kv head 1, key 0)
+        const ForwardRun forward = RunForwardWith(context, p, base.q, k, v);
+        const BackwardRun backward = RunBackwardWith(context, p, base.q, k, v, base.d_o);
+        // Query heads of kv head 0 in batch 0 (GQA: the first q_heads / kv_heads of them).
+        const uint32_t rows = s.q_heads / s.kv_heads * s.q_len;
+        for (uint64_t r = 0; r < rows; ++r) {
+          REQUIRE(SameBits(forward.lse[r], base_forward.lse[r]));
+          for (uint32_t d = 0; d < D; ++d) {
+            REQUIRE(SameBits(forward.o[r * D + d], base_forward.o[r * D + d]));
+            REQUIRE(SameBits(backward.dq[r * D + d], base.dq[r * D + d]));
+          }
+        }
+        for (uint64_t key = 0; key < s.kv_len; ++key) {  // kv head 0 of batch 0
+          for (uint32_t d = 0; d < D; ++d) {
+            REQUIRE(SameBits(backward.dk[key * D + d], base.dk[key * D + d]));
+            REQUIRE(SameBits(backward.dv[key * D + d], base.dv[key * D + d]));
+          }
+        }
+      }
+    }
+    RequireNoValidationMessages();
+  }
+}
+
+// On a driver with a loop budget the scalar kernels walk long loops in chunks that resume from
+// state in the workspace: a NaN or inf met in one chunk must carry into the next as in one pass.
+TEST_CASE("chunked passes carry infinities and NaNs as one pass does", "[nonfinite][long][knobs]") {
+  Context& chunked = SharedContext(Knobs::kSmallLoopBudget);
+  Context& whole = SharedContext(Knobs::kDevice);
+  REQUIRE(chunked.device_info().shader_loop_budget == 4000);
+  const auto same = [](const std::vector<float>& a, const std::vector<float>& b) {
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); ++i) REQUIRE((SameBits(a[i], b[i]) || (std::isnan(a[i]) && std::isnan(b[i]))));
+  };
+  for (const bool causal : {false, true}) {
+    AttentionParams p;
+    p.shape = {1, 2, 1, 300, 700, 64};
+    p.dtype = DataType::kFloat32;  // scalar kernels on every device
+    p.causal = causal;
+    auto workspace = chunked.ForwardWorkspaceBytes(p);
+    REQUIRE(workspace.ok());
+    REQUIRE(*workspace > 0);  // chunked indeed
+    const BackwardRun base = RunBackwardCase(whole, p, 41);
+    const AttentionShape& s = p.shape;
+    // A key early in the first chunk and one late in the last; a query row in the middle.
+    for (float poison : kPoisons) {
+      INFO(Describe(p) << ", keys 10 and 650 of V, row 150 of Q = " << poison);
+      std::vector<float> q = base.q, v = base.v;
+      SetRow(&v, s, s.kv_heads, s.kv_len, 10, poison);
+      SetRow(&v, s, s.kv_heads, s.kv_len, 650, poison, 5);
+      SetRow(&q, s, s.q_heads, s.q_len, 150, poison);
+      const ForwardRun a = RunForwardWith(chunked, p, q, base.k, v), b = RunForwardWith(whole, p, q, base.k, v);
+      same(a.o, b.o);
+      same(a.lse, b.lse);
+      const BackwardRun c = RunBackwardWith(chunked, p, q, base.k, v, base.d_o);
+      const BackwardRun d = RunBackwardWith(whole, p, q, base.k, v, base.d_o);
+      same(c.dq, d.dq);
+      same(c.dk, d.dk);
+      same(c.dv, d.dv);
+      // The poison shows: row 150's O is NaN wherever Q's row is NaN or inf.
+      REQUIRE(std::isnan(a.lse[150]));
+    }
+  }
+  RequireNoValidationMessages();
 }

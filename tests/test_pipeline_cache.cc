@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -118,6 +119,18 @@ TEST_CASE("pipeline cache: save, reload, and refuse foreign or corrupt files", "
     auto context = OpenWithCache(path);
     CHECK(context->pipeline_cache_state() == PipelineCacheState::kIgnoredCorrupt);
     CHECK(RunForwardCase(*context, SmallCall(), 4).o_error <= ForwardTolerance(DataType::kFloat32));
+  }
+  SECTION("a file that cannot be opened is ignored, not an error") {
+    // Unreadable for any user but root (whose open succeeds: then the file is used).
+    std::filesystem::permissions(path, std::filesystem::perms::none);
+    std::FILE* probe = std::fopen(path.c_str(), "rb");
+    const bool readable = probe != nullptr;
+    if (probe != nullptr) std::fclose(probe);
+    auto context = OpenWithCache(path);
+    CHECK(context->pipeline_cache_state() ==
+          (readable ? PipelineCacheState::kLoaded : PipelineCacheState::kIgnoredUnreadable));
+    CHECK(RunForwardCase(*context, SmallCall(), 5).o_error <= ForwardTolerance(DataType::kFloat32));
+    std::filesystem::permissions(path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   }
   SECTION("truncated and foreign-format files are detected") {
     WriteFile(path, std::vector<uint8_t>(good.begin(), good.begin() + 30));

@@ -1,5 +1,6 @@
 #include "attention/backward_op.h"
 
+#include <algorithm>
 #include <array>
 
 #include "attention/buffer_checks.h"
@@ -98,7 +99,8 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   const uint64_t q_bytes = shape.q_elements() * element, kv_bytes = shape.kv_elements() * element;
   const uint64_t row_bytes = shape.lse_elements() * sizeof(float);
   NamedView q{"q", buffers.q, q_bytes}, o{"o", buffers.o, q_bytes}, d_o{"d_o", buffers.d_o, q_bytes},
-      dq{"dq", buffers.dq, q_bytes}, lse{"lse", buffers.lse, row_bytes}, workspace{"workspace", buffers.workspace, parts.total};
+      dq{"dq", buffers.dq, q_bytes}, lse{"lse", buffers.lse, row_bytes}, workspace{"workspace", buffers.workspace, parts.total,
+                                                 std::max({parts.delta_bytes, parts.dq_bytes, parts.dkdv_bytes})};
   NamedView k{"k", buffers.k, kv_bytes}, v{"v", buffers.v, kv_bytes}, dk{"dk", buffers.dk, kv_bytes},
       dv{"dv", buffers.dv, kv_bytes};
   // Empty tensors cannot be bound: a non-empty one stands in (the kernels never touch it).

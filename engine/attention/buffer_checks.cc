@@ -23,9 +23,11 @@ Status CheckViews(const DeviceInfo& device, const std::vector<NamedView>& views)
       return Status::Error(ErrorCode::kInvalidArgument, "buffer '" + name + "' holds " + std::to_string(v.view.size) +
                                                             " bytes; the shape needs " + std::to_string(v.required_bytes));
     }
-    if (v.required_bytes > device.max_storage_buffer_range) {
+    const uint64_t bound_bytes = v.largest_part_bytes != 0 ? v.largest_part_bytes : v.required_bytes;
+    if (bound_bytes > device.max_storage_buffer_range) {
       return Status::Error(ErrorCode::kUnsupported,
-                           "tensor '" + name + "' needs " + std::to_string(v.required_bytes) +
+                           std::string(v.largest_part_bytes != 0 ? "a part of '" : "tensor '") + name + "' needs " +
+                               std::to_string(bound_bytes) +
                                " bytes, more than this device's maxStorageBufferRange (" +
                                std::to_string(device.max_storage_buffer_range) + ")");
     }

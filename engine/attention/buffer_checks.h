@@ -13,10 +13,13 @@ struct NamedView {
   const char* name;  // "q", "lse", ... for messages
   BufferView view;
   uint64_t required_bytes;
+  // A workspace is bound in parts, each its own descriptor range: the largest of them is what
+  // must fit maxStorageBufferRange. 0: the view is bound whole.
+  uint64_t largest_part_bytes = 0;
 };
 
-// Each view: non-null, at least `required_bytes`, within maxStorageBufferRange, offset aligned to
-// minStorageBufferOffsetAlignment.
+// Each view: non-null, at least `required_bytes`, every bound range within maxStorageBufferRange,
+// offset aligned to minStorageBufferOffsetAlignment.
 Status CheckViews(const DeviceInfo& device, const std::vector<NamedView>& views);
 
 // Outputs must not overlap any input or each other: the kernels read inputs while other

@@ -1,5 +1,6 @@
 #include "attention/forward_op.h"
 
+#include <algorithm>
 #include <array>
 
 #include "attention/buffer_checks.h"
@@ -84,7 +85,8 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
   // workspace (common/shader_interface.h, AttentionPush.chunk_*).
   VKF_ASSIGN_OR_RETURN(const ChunkPlan plan, Chunks(choice, params, instrumented));
   const StateParts state = ForwardStateParts(info_, shape, choice);
-  const NamedView workspace{"workspace", buffers.workspace, plan.chunks > 1 ? state.total : 0};
+  const NamedView workspace{"workspace", buffers.workspace, plan.chunks > 1 ? state.total : 0,
+                            std::max(state.o_bytes, state.row_bytes)};
   std::vector<NamedView> outputs = {o};
   if (!buffers.lse.empty()) outputs.push_back(lse);
   if (instrumented) outputs.push_back(stats);

@@ -208,7 +208,8 @@ Result<ChunkPlan> PlanChunks(const DeviceInfo& device, const LoopCost& cost, uin
   if (cost.fixed + cost.per_step > budget) {
     return Status::Error(ErrorCode::kUnsupported,
                          "this driver ends shader loops after " + std::to_string(device.shader_loop_budget) +
-                             " iterations, fewer than one step of the kernel needs");
+                             " iterations; one step of the kernel needs more than half of that (chunks keep half "
+                             "the budget in reserve)");
   }
   const uint64_t steps_per_chunk = (budget - cost.fixed) / cost.per_step;
   plan.chunks = uint32_t(CeilDiv(steps, steps_per_chunk));

@@ -1,8 +1,10 @@
 #include "util/regular_file.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <filesystem>
-#include <random>
 #include <system_error>
 #include <utility>
 
@@ -72,7 +74,8 @@ Result<std::vector<uint8_t>> RegularFile::ReadRest(uint64_t max_bytes) {
 PathKind KindOfPath(const std::string& path) {
   std::error_code error;
   const fs::file_status status = fs::status(path, error);
-  if (error || !fs::exists(status)) return PathKind::kMissing;
+  if (status.type() == fs::file_type::not_found) return PathKind::kMissing;
+  if (error) return PathKind::kOther;  // e.g. a folder on the way that cannot be searched
   if (fs::is_regular_file(status)) return PathKind::kRegularFile;
   if (fs::is_directory(status)) return PathKind::kDirectory;
   return PathKind::kOther;
@@ -82,9 +85,18 @@ Status WriteFileAtomically(const std::string& path, const std::vector<uint8_t>& 
   if (KindOfPath(path) == PathKind::kDirectory) {
     return Status::Error(ErrorCode::kInvalidArgument, "'" + path + "' is a directory");
   }
-  // Two processes saving the same path at once each write their own temporary file.
-  const std::string temporary = path + ".tmp" + std::to_string(std::random_device{}() % 1000000);
-  std::FILE* file = std::fopen(temporary.c_str(), "wb");
+  // Writers of the same path (threads, processes) each create their own temporary file: "x" fails
+  // where the name exists, and the next name is tried.
+  static std::atomic<uint64_t> counter{0};
+  std::string temporary;
+  std::FILE* file = nullptr;
+  for (int attempt = 0; attempt < 16 && file == nullptr; ++attempt) {
+    const uint64_t tick = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+    temporary = path + ".tmp" + std::to_string((tick ^ (counter.fetch_add(1) << 40)) % 1000000007u);
+    errno = 0;
+    file = std::fopen(temporary.c_str(), "wbx");
+    if (file == nullptr && errno != EEXIST) break;
+  }
   if (file == nullptr) return Status::Error(ErrorCode::kIo, "cannot create '" + temporary + "'");
   const bool written = bytes.empty() || std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size();
   const bool closed = std::fclose(file) == 0;

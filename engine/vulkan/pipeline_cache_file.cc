@@ -44,12 +44,20 @@ Result<CacheFileRead> ReadPipelineCacheFile(const std::string& path, const Devic
   CacheFileRead read;
   if (KindOfPath(path) == PathKind::kMissing) return read;  // no cache yet
   auto file = RegularFile::Open(path);
-  if (!file.ok()) {
+  if (!file.ok() && file.status().code() == ErrorCode::kIo) {
+    read.state = PipelineCacheState::kIgnoredUnreadable;  // a cache only saves time: go on without
+    return read;
+  }
+  if (!file.ok()) {  // a directory or another non-file: the path is wrong
     return Status::Error(file.status().code(), "pipeline cache: " + file.status().message());
+  }
+  if (file->size() > kMaxCacheFileBytes) {
+    read.state = PipelineCacheState::kIgnoredCorrupt;  // larger than any cache vkflash writes
+    return read;
   }
   auto contents = file->ReadRest(kMaxCacheFileBytes);
   if (!contents.ok()) {
-    read.state = PipelineCacheState::kIgnoredCorrupt;  // larger than any cache vkflash writes
+    read.state = PipelineCacheState::kIgnoredUnreadable;
     return read;
   }
   const std::vector<uint8_t>& bytes = *contents;

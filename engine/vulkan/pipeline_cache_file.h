@@ -16,9 +16,9 @@ struct CacheFileRead {
   std::vector<uint8_t> driver_blob;  // non-empty only when state == kLoaded
 };
 
-// Reads `path`. A missing file is kStartedEmpty; a foreign or corrupt file is reported in `state`
-// (not as an error): the cache then starts empty. A path that names a directory or another
-// non-file, or a file that cannot be opened, is an error (kInvalidArgument / kIo).
+// Reads `path`. A missing file is kStartedEmpty; a foreign, corrupt or unreadable file is reported
+// in `state` (not as an error): the cache then starts empty. A path that names a directory or
+// another non-file is an error (kInvalidArgument).
 Result<CacheFileRead> ReadPipelineCacheFile(const std::string& path, const DeviceInfo& device);
 
 // Writes header + `driver_blob` to `path` atomically (temporary file, then rename); a directory

@@ -139,7 +139,9 @@ class Buffer {
 // `workspace`: scratch of Context::ForwardWorkspaceBytes(params) bytes, where that is not 0 (it is
 // 0 on most devices; a driver that ends long shader loops early, see
 // DeviceInfo::shader_loop_budget, needs one for long sequences). RecordForward fails without it
-// then; Forward() allocates one when it is left empty.
+// then; Forward() allocates one when it is left empty. A workspace is written and read by the
+// call that uses it: calls recorded with the same workspace need a compute-to-compute barrier
+// between them (or one workspace each), like any two writers of one buffer.
 struct ForwardBuffers {
   BufferView q, k, v, o;
   BufferView lse;
@@ -151,7 +153,8 @@ struct ForwardBuffers {
 // (run the forward with an LSE buffer). d_o is like O; dq like Q; dk and dv like K.
 // workspace: Context::BackwardWorkspaceBytes(params) bytes of scratch (rowsum(dO * O) per query
 // row, and on a driver with a loop budget the sums of long loops between chunks);
-// RecordBackward needs one, Backward() allocates one when it is left empty.
+// RecordBackward needs one, Backward() allocates one when it is left empty. Two calls that share
+// a workspace need a compute-to-compute barrier between them (or one workspace each).
 struct BackwardBuffers {
   BufferView q, k, v, o, lse, d_o;
   BufferView dq, dk, dv;
@@ -216,8 +219,9 @@ struct DeviceInfo {
   uint32_t cooperative_matrix2_subgroup_granularity = 0;
   float timestamp_period_ns = 0.0f;          // 0: no compute timestamps
   // Loop iterations one shader invocation may run in all before the driver ends its loops early
-  // (Mesa's lavapipe before Mesa 24: 65535), measured when a Context starts; 0: no such budget
-  // below 2^20 iterations (0 also before a Context measured it, e.g. in EnumerateDevices()).
+  // (lavapipe of Mesa 22.3, Debian bookworm's: 65535; Mesa 25.0 has none), measured when a
+  // Context starts; 0: no such budget below 2^20 iterations (0 also before a Context measured
+  // it, e.g. in EnumerateDevices()).
   // Where there is one, the scalar kernels run long loops in chunks that stay inside it, and the
   // tensor-core kernels are not used.
   uint32_t shader_loop_budget = 0;
@@ -317,7 +321,9 @@ struct ContextOptions {
   std::function<void(MessageSeverity, const std::string&)> message_callback;
 
   // Pipeline cache file: loaded by Create()/Adopt() if present (a blob from another
-  // device/driver, or a corrupt one, is ignored), saved when the Context is destroyed.
+  // device/driver, a corrupt one, or a file that cannot be read is ignored: see
+  // Context::pipeline_cache_state()), saved when the Context is destroyed. A directory at the
+  // path fails Create()/Adopt() with kInvalidArgument.
   std::string pipeline_cache_path;
 };
 
@@ -349,6 +355,7 @@ enum class PipelineCacheState {
   kLoaded,          // the file's blob was given to the driver
   kIgnoredForeign,  // made by another device, driver or vkflash version: not trusted
   kIgnoredCorrupt,  // truncated, bad checksum or not a vkflash cache: not trusted
+  kIgnoredUnreadable,  // a file that cannot be opened or read (permissions, I/O error): not used
 };
 const char* PipelineCacheStateName(PipelineCacheState state);
 

@@ -23,6 +23,14 @@ bool tile_needs_mask(uint q_begin, uint kv_begin, uint block_kv, uint q_len, uin
   return int(kv_begin + block_kv) - 1 > int(q_begin) + causal_shift(q_len, kv_len);
 }
 
+// True if the causal diagonal cuts the tile (rows from q_begin on x keys [kv_begin, kv_begin +
+// block_kv)): some of its keys below kv_len are masked for some of its rows. A tile cut by kv_len
+// alone is not: its keys past kv_len are staged as zeros, and their gradients never stored.
+bool tile_crosses_diagonal(uint q_begin, uint kv_begin, uint block_kv, uint q_len, uint kv_len) {
+  if (!CAUSAL) return false;
+  return int(min(kv_begin + block_kv, kv_len)) - 1 > int(q_begin) + causal_shift(q_len, kv_len);
+}
+
 bool key_visible(uint q_row, uint key, uint q_len, uint kv_len) {
   if (key >= kv_len) return false;
   return !CAUSAL || int(key) <= int(q_row) + causal_shift(q_len, kv_len);

@@ -1,20 +1,22 @@
 // A key a query row cannot see must have no effect on that row, and the row none on the key's
 // gradients, whatever values they hold. The scalar kernels skip masked pairs outright. The tensor-
 // core kernels cannot: a matrix product multiplies every row of an operand by every column, and a
-// masked pair's P = 0 (or dS = 0) times an inf or NaN operand is NaN. So in tiles that cross the
-// mask (a few per workgroup), they zero the non-finite float16 values of the streamed operands as
-// they stage them (V in the forward; Q and dO in dK/dV; K in dQ) and raise a flag. Where the flag
-// is up (rare), after the loop, they add back what the visible pairs would have contributed, read
-// again from the buffers:
-//   forward: O(i, d) += V(j, d)    dK/dV: dV(j, d) += dO(i, d)
-// for the visible (i, j) of those tiles whose value is inf or NaN (P > 0 there, so P x inf is inf:
-// only the non-finite values decide the result). The rest needs no such term: a row whose Q or a
-// key whose K is non-finite has non-finite scores, so the row's LSE (or its delta) is NaN and its
-// dS is NaN already; and in dQ, a zeroed K must not change S: where a key of the tile had a
-// non-finite K, P is NaN (the row's LSE is NaN) or 0 (its score was -inf), nothing else.
-// Nothing of this runs in the loop over the other tiles, where it cost the H100 2-16%.
+// masked pair's P = 0 (or dS = 0) times an inf or NaN operand is NaN. So in tiles that the causal
+// diagonal crosses (a few per workgroup; past kv_len the staged rows are zeros already), they zero
+// the non-finite float16 values of the streamed operands as they stage them (V in the forward; Q
+// and dO in dK/dV; K in dQ) and raise a flag. Where it is up (rare), they restore what the visible
+// pairs would have given, as the scalar kernels compute it:
+//   - forward, after the loop: O(i, d) += V(j, d), and dK/dV: dV(j, d) += dO(i, d), for the
+//     visible (i, j) of those tiles whose value is inf or NaN, read again from the buffers (P x inf
+//     is inf for P > 0; a float32 P of exactly 0 would have given NaN instead: both non-finite);
+//   - dQ, for a visible key whose K was zeroed, and dK/dV, for a visible row whose Q was zeroed:
+//     dS = NaN (their score was inf or NaN, or -inf with P = 0: dS times the inf is NaN).
+// Nothing of this runs in the loop over the other tiles, where it cost the H100 2-16%
+// (docs/tuning-log.md, "non-finite operands in the tensor-core kernels").
 #ifndef VKFLASH_NONFINITE_GLSL
 #define VKFLASH_NONFINITE_GLSL
+
+#define VKF_NAN uintBitsToFloat(0x7fc00000u)
 
 // True if either float16 of `bits` is inf or NaN (all exponent bits set).
 bool half2_nonfinite(uint bits) { return (bits & 0x7c00u) == 0x7c00u || (bits & 0x7c000000u) == 0x7c000000u; }
@@ -44,6 +46,17 @@ float half8_at(uvec4 w, uint c) { return unpackHalf2x16(w[c >> 1])[c & 1u]; }
   [[unroll]] for (uint nf_j_ = 0; nf_j_ < (count); ++nf_j_) {            \
     found = found || half8_nonfinite(words[nf_j_]);                      \
     words[nf_j_] = half8_zero_nonfinite(words[nf_j_]);                   \
+  }
+
+// Statement: the same for staged words of rows (from a VKF_DEFINE_STAGE_ROW_PAIR_SPLIT load
+// function; needs ROW_U4 and WORKGROUP_SIZE), recording `step` in `row_steps[r]` (shared uint) for
+// every row r that had any.
+#define VKF_ZERO_NONFINITE_ROWS(words, count, row_steps, step)                              \
+  [[unroll]] for (uint nf_j_ = 0; nf_j_ < (count); ++nf_j_) {                               \
+    if (half8_nonfinite(words[nf_j_])) {                                                     \
+      atomicMax(row_steps[(gl_LocalInvocationIndex + nf_j_ * WORKGROUP_SIZE) / ROW_U4], step); \
+      words[nf_j_] = half8_zero_nonfinite(words[nf_j_]);                                     \
+    }                                                                                        \
   }
 
 // The float16 element `index` of a buffer of uvec4 words, as float.

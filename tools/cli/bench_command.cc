@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <random>
 #include <string>
@@ -16,6 +15,7 @@
 #include "attention_io.h"
 #include "cli_error.h"
 #include "commands.h"
+#include "output_files.h"
 
 namespace vkflash::cli {
 namespace {
@@ -185,6 +185,11 @@ Status RunConfig(Context& context, const BenchConfig& c, const BenchOptions& o, 
 }
 
 int RunBench(const BenchOptions& o) {
+  // The JSON's destination is checked before minutes of timing, and written only when all rows are.
+  OutputFiles files;
+  if (!o.json.empty()) {
+    if (Status planned = files.Plan("--json", o.json); !planned.ok()) return ReportError(planned);
+  }
   auto context = OpenContext(o.device, o.kernels);
   if (!context.ok()) return ReportError(context.status());
   const auto configs = Configs(o);
@@ -213,9 +218,9 @@ int RunBench(const BenchOptions& o) {
     }
   }
   if (!o.json.empty()) {
-    std::ofstream file(o.json);
-    file << rows.dump(1) << "\n";
-    if (!file) return ReportError(Status::Error(ErrorCode::kIo, "cannot write '" + o.json + "'"));
+    Status written = files.StageText(o.json, rows.dump(1) + "\n");
+    if (written.ok()) written = files.Commit();
+    if (!written.ok()) return ReportError(written);
   }
   return kExitOk;
 }

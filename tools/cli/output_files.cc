@@ -63,9 +63,24 @@ Status OutputFiles::Plan(const std::string& option, const std::string& path) {
 }
 
 Status OutputFiles::Stage(const std::string& path, const tools::NpyArray& array) {
+  return StageWith(path, [&](const std::string& temporary) { return tools::WriteNpy(temporary, array); });
+}
+
+Status OutputFiles::StageText(const std::string& path, const std::string& text) {
+  return StageWith(path, [&](const std::string& temporary) {
+    std::FILE* file = std::fopen(temporary.c_str(), "wb");
+    if (file == nullptr) return Status::Error(ErrorCode::kIo, "cannot create '" + temporary + "'");
+    bool ok = text.empty() || std::fwrite(text.data(), 1, text.size(), file) == text.size();
+    ok = std::fclose(file) == 0 && ok;
+    return ok ? Status::Ok() : Status::Error(ErrorCode::kIo, "cannot write '" + temporary + "'");
+  });
+}
+
+Status OutputFiles::StageWith(const std::string& path,
+                              const std::function<Status(const std::string& temporary)>& write) {
   for (Planned& p : planned_) {
     if (p.destination != path) continue;
-    Status written = tools::WriteNpy(p.temporary, array);
+    Status written = write(p.temporary);
     if (!written.ok()) {
       return Status::Error(ErrorCode::kIo, "cannot write " + p.option + " '" + path + "' (" + written.message() + ")");
     }

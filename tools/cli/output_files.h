@@ -5,6 +5,7 @@
 // back: a destination that existed gets its old contents again.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,8 @@ class OutputFiles {
   Status Plan(const std::string& option, const std::string& path);
   // Writes `array` to the temporary file of the planned `path`.
   Status Stage(const std::string& path, const tools::NpyArray& array);
+  // Writes `text` as it is to the temporary file of the planned `path`.
+  Status StageText(const std::string& path, const std::string& text);
   // Moves every planned file into place, or none (see above). Every planned file must be staged.
   Status Commit();
 
@@ -34,6 +37,8 @@ class OutputFiles {
     std::string option, destination, temporary;
     bool staged = false;
   };
+  Status StageWith(const std::string& path, const std::function<Status(const std::string& temporary)>& write);
+
   std::vector<std::string> inputs_;
   std::vector<Planned> planned_;
 };
