@@ -1,5 +1,5 @@
 // The public API's small free functions: names, sizes and parameter validation.
-#include <vkflash/vkflash.hpp>
+#include <vkflash/diagnostics.hpp>
 
 #include <cmath>
 #include <string>

@@ -1,5 +1,6 @@
 // vkflash::Context: owns (or adopts) the device and everything made on it, and implements the
 // public calls by handing them to the pieces under engine/vulkan and engine/attention.
+#include <vkflash/diagnostics.hpp>
 #include <vkflash/vkflash.hpp>
 
 #include <cstdio>
@@ -7,12 +8,14 @@
 #include <cstring>
 #include <utility>
 
+#include "context_options.h"
 #include "attention/backward_op.h"
 #include "attention/coopmat_layout.h"
 #include "attention/forward_op.h"
 #include "attention/loop_budget.h"
 #include "attention/naive_op.h"
-#include "attention/tile_config.h"
+#include "attention/family_choice.h"
+#include "attention/kernel_choice.h"
 #include "device_selection.h"
 #include "util/environment.h"
 #include "util/status_macros.h"
@@ -57,12 +60,7 @@ struct Context::Impl {
   // kernels have no chunked form, so they are not used there (an explicit "coopmat*" family fails).
   Status ProbeLoopBudget() {
     VKF_ASSIGN_OR_RETURN(info.shader_loop_budget, attention::ProbeLoopBudget(*device, *runner, *pipelines));
-    uint32_t cap = options.max_loop_iterations;
-    if (cap == 0) {
-      std::string error;
-      cap = env::PositiveInteger("VKFLASH_MAX_LOOP_ITERATIONS", &error).value_or(0);
-      if (!error.empty()) return Status::Error(ErrorCode::kInvalidArgument, error);
-    }
+    const uint32_t cap = options.max_loop_iterations;
     if (cap != 0) info.shader_loop_budget = info.shader_loop_budget == 0 ? cap : std::min(info.shader_loop_budget, cap);
     if (info.shader_loop_budget == 0 ||
         (info.cooperative_matrix == CooperativeMatrixApi::kNone && !info.use_cooperative_matrix2)) {
@@ -70,7 +68,7 @@ struct Context::Impl {
     }
     const std::string why = "this driver ends shader loops after " + std::to_string(info.shader_loop_budget) +
                             " iterations; only the scalar kernels run in chunks within that";
-    if (vk::KernelFamily(options) != "auto") return Status::Error(ErrorCode::kUnsupported, why);
+    if (options.kernels != "auto") return Status::Error(ErrorCode::kUnsupported, why);
     info.cooperative_matrix = CooperativeMatrixApi::kNone;
     info.use_cooperative_matrix2 = false;
     info.cooperative_matrix_note = why;
@@ -92,7 +90,7 @@ struct Context::Impl {
       info.cooperative_matrix_note = note;
       return Status::Ok();
     }
-    if (vk::KernelFamily(options) != "auto") return layout.status();
+    if (options.kernels != "auto") return layout.status();
     info.cooperative_matrix = CooperativeMatrixApi::kNone;
     info.cooperative_matrix_note = layout.status().message();
     return Status::Ok();
@@ -110,11 +108,11 @@ Context::~Context() {
   }
 }
 
-Result<std::unique_ptr<Context>> Context::Create(const ContextOptions& options) {
+Result<std::unique_ptr<Context>> Context::Create(const ContextOptions& requested) {
   auto impl = std::make_unique<Impl>();
-  impl->options = options;
-  const bool validation = options.enable_validation || env::Flag("VKFLASH_VALIDATION");
-  VKF_ASSIGN_OR_RETURN(impl->instance, vk::Instance::Create(validation, options.message_callback));
+  VKF_ASSIGN_OR_RETURN(impl->options, ResolveContextOptions(requested));
+  const ContextOptions& options = impl->options;
+  VKF_ASSIGN_OR_RETURN(impl->instance, vk::Instance::Create(options.enable_validation, options.message_callback));
 
   std::vector<VkPhysicalDevice> handles;
   VKF_ASSIGN_OR_RETURN(auto devices, ProbeAllDevices(*impl->instance, &handles));
@@ -123,13 +121,14 @@ Result<std::unique_ptr<Context>> Context::Create(const ContextOptions& options) 
   if (impl->info.api_version < VK_API_VERSION_1_1) {
     return Status::Error(ErrorCode::kUnsupported, "device '" + impl->info.name + "' only supports Vulkan 1.0");
   }
-  VKF_RETURN_IF_ERROR(vk::ApplyLimits(options, &impl->info));
-  VKF_ASSIGN_OR_RETURN(impl->device, vk::Device::Create(handles[index], impl->info));
+  vk::ApplyLimits(options, &impl->info);
+  VKF_RETURN_IF_ERROR(attention::ChooseKernelFamily(options.kernels, &impl->info));
+  VKF_ASSIGN_OR_RETURN(impl->device, vk::Device::Create(handles[index], impl->info, options.pipeline_statistics));
   VKF_RETURN_IF_ERROR(impl->InitOnDevice());
   return std::unique_ptr<Context>(new Context(std::move(impl)));
 }
 
-Result<std::unique_ptr<Context>> Context::Adopt(const ExternalDevice& external, const ContextOptions& options) {
+Result<std::unique_ptr<Context>> Context::Adopt(const ExternalDevice& external, const ContextOptions& requested) {
   if (external.physical_device == VK_NULL_HANDLE) {
     return Status::Error(ErrorCode::kInvalidArgument, "ExternalDevice.physical_device is VK_NULL_HANDLE");
   }
@@ -137,16 +136,20 @@ Result<std::unique_ptr<Context>> Context::Adopt(const ExternalDevice& external, 
     return Status::Error(ErrorCode::kUnsupported, "vkflash needs an instance created for Vulkan 1.1 or newer");
   }
   auto impl = std::make_unique<Impl>();
-  impl->options = options;
+  VKF_ASSIGN_OR_RETURN(impl->options, ResolveContextOptions(requested));
+  const ContextOptions& options = impl->options;
   impl->info = vk::ProbeDevice(external.instance, external.api_version, external.physical_device, 0);
   // Only what the engine enabled on its device may be used.
-  impl->info.storage_buffer_16bit = impl->info.storage_buffer_16bit && external.storage_buffer_16bit_access_enabled;
-  impl->info.use_push_descriptors = impl->info.push_descriptor && external.push_descriptor_enabled;
-  impl->info.nv_cooperative_matrix_f16 = impl->info.nv_cooperative_matrix_f16 && external.cooperative_matrix_nv_enabled;
-  impl->info.khr_cooperative_matrix_f16 = impl->info.khr_cooperative_matrix_f16 && external.cooperative_matrix_khr_enabled;
-  impl->info.nv_cooperative_matrix2_f16 = impl->info.nv_cooperative_matrix2_f16 && external.cooperative_matrix2_nv_enabled &&
-                                         external.cooperative_matrix_khr_enabled;
-  VKF_RETURN_IF_ERROR(vk::ApplyLimits(options, &impl->info));
+  const auto enabled = [&](uint32_t features) { return (external.enabled & features) == features; };
+  DeviceInfo& info = impl->info;
+  info.storage_buffer_16bit = info.storage_buffer_16bit && enabled(kAdoptedStorageBuffer16Bit);
+  info.use_push_descriptors = info.push_descriptor && enabled(kAdoptedPushDescriptor);
+  info.nv_cooperative_matrix_f16 = info.nv_cooperative_matrix_f16 && enabled(kAdoptedCooperativeMatrixNv);
+  info.khr_cooperative_matrix_f16 = info.khr_cooperative_matrix_f16 && enabled(kAdoptedCooperativeMatrixKhr);
+  info.nv_cooperative_matrix2_f16 =
+      info.nv_cooperative_matrix2_f16 && enabled(kAdoptedCooperativeMatrix2Nv | kAdoptedCooperativeMatrixKhr);
+  vk::ApplyLimits(options, &impl->info);
+  VKF_RETURN_IF_ERROR(attention::ChooseKernelFamily(options.kernels, &impl->info));
   VKF_ASSIGN_OR_RETURN(impl->device, vk::Device::Adopt(external, impl->info));
   VKF_RETURN_IF_ERROR(impl->InitOnDevice());
   return std::unique_ptr<Context>(new Context(std::move(impl)));
@@ -243,12 +246,6 @@ Status Context::Forward(const AttentionParams& params, const ForwardBuffers& buf
   });
 }
 
-Status Context::RecordNaiveForward(VkCommandBuffer cmd, const AttentionParams& params, const ForwardBuffers& buffers,
-                                   const BufferView& scores) {
-  if (cmd == VK_NULL_HANDLE) return Status::Error(ErrorCode::kInvalidArgument, "command buffer is VK_NULL_HANDLE");
-  return impl_->naive->Record(cmd, params, buffers, scores);
-}
-
 Result<BackwardKernelChoice> Context::ChooseBackwardKernels(const AttentionParams& params) const {
   VKF_RETURN_IF_ERROR(ValidateAttentionParams(params));
   return attention::ChooseBackwardKernels(impl_->info, params, /*scalar_only=*/false);
@@ -278,11 +275,6 @@ Status Context::Backward(const AttentionParams& params, const BackwardBuffers& b
     vk::FullBarrier(cmd);
     return Status::Ok();
   });
-}
-
-Result<std::vector<double>> Context::MeasureGpuTime(const std::function<Status(VkCommandBuffer)>& record,
-                                                   uint32_t runs) {
-  return vk::TimeOnGpu(*impl_->device, impl_->info, *impl_->runner, record, runs);
 }
 
 Status Context::SavePipelineCache(const std::string& path) {
@@ -327,6 +319,31 @@ void Buffer::Release() {
   buffer_ = VK_NULL_HANDLE;
   memory_ = VK_NULL_HANDLE;
   size_ = 0;
+}
+
+// diagnostics.hpp: free functions that reach the Context's operators through this friend.
+class ContextInternals {
+ public:
+  static Status RecordNaiveForward(Context& context, VkCommandBuffer cmd, const AttentionParams& params,
+                                   const ForwardBuffers& buffers, const BufferView& scores) {
+    return context.impl_->naive->Record(cmd, params, buffers, scores);
+  }
+  static Result<std::vector<double>> MeasureGpuTime(Context& context,
+                                                    const std::function<Status(VkCommandBuffer)>& record, uint32_t runs) {
+    const Context::Impl& impl = *context.impl_;
+    return vk::TimeOnGpu(*impl.device, impl.info, *impl.runner, record, runs);
+  }
+};
+
+Status RecordNaiveForward(Context& context, VkCommandBuffer cmd, const AttentionParams& params,
+                          const ForwardBuffers& buffers, const BufferView& scores) {
+  if (cmd == VK_NULL_HANDLE) return Status::Error(ErrorCode::kInvalidArgument, "command buffer is VK_NULL_HANDLE");
+  return ContextInternals::RecordNaiveForward(context, cmd, params, buffers, scores);
+}
+
+Result<std::vector<double>> MeasureGpuTime(Context& context, const std::function<Status(VkCommandBuffer)>& record,
+                                           uint32_t runs) {
+  return ContextInternals::MeasureGpuTime(context, record, runs);
 }
 
 }  // namespace vkflash

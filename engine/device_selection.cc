@@ -4,7 +4,7 @@
 #include <cctype>
 #include <memory>
 
-#include "util/environment.h"
+#include "context_options.h"
 #include "util/status_macros.h"
 #include "util/vk_check.h"
 #include "vulkan/device_caps.h"
@@ -51,8 +51,7 @@ Result<std::vector<DeviceInfo>> ProbeAllDevices(const vk::Instance& instance, st
   return devices;
 }
 
-Result<uint32_t> SelectDevice(const std::vector<DeviceInfo>& devices, const std::string& requested) {
-  const std::string selector = requested.empty() ? env::Get("VKFLASH_DEVICE").value_or("") : requested;
+Result<uint32_t> SelectDevice(const std::vector<DeviceInfo>& devices, const std::string& selector) {
   if (devices.empty()) {
     return Status::Error(ErrorCode::kDeviceNotFound,
                          "no Vulkan device found (on a machine without a GPU, install mesa-vulkan-drivers for lavapipe)");
@@ -77,7 +76,7 @@ Result<uint32_t> SelectDevice(const std::vector<DeviceInfo>& devices, const std:
 
 Result<uint32_t> SelectDeviceIndex(const std::string& selector) {
   VKF_ASSIGN_OR_RETURN(auto devices, EnumerateDevices());
-  return SelectDevice(devices, selector);
+  return SelectDevice(devices, ResolveDeviceSelector(selector));
 }
 
 Result<std::vector<DeviceInfo>> EnumerateDevices() {

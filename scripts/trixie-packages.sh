@@ -1,5 +1,5 @@
 # Sourced by the scripts that borrow Debian trixie packages without installing them
-# (scripts/fetch-newer-glslang.sh, tools/gpu/fetch-trixie-layer.sh).
+# (scripts/fetch-newer-glslang.sh, tools/lab/fetch-trixie-layer.sh).
 # download_trixie_packages DEST PACKAGE...: the packages' .deb files into DEST, through apt with
 # trixie's package lists in a temporary folder (the system's apt state is not touched).
 download_trixie_packages() (

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Cross-checks the `vkflash` CLI against an independent NumPy float64 attention.
 
-The C++ tests compare with tools/common/reference_attention.cc; this script shares no code with
+The C++ tests compare with tools/host/reference_attention.cc; this script shares no code with
 it: NumPy writes the .npy files, computes attention and its gradients its own way (with masks
 and matrix products), and reads vkflash's outputs back. Usage: cli_numpy_crosscheck.py VKFLASH
 """

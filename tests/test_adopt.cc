@@ -132,8 +132,7 @@ struct Engine {
     e.queue = queue;
     e.queue_family_index = family;
     e.api_version = VK_API_VERSION_1_1;
-    e.storage_buffer_16bit_access_enabled = enable_16bit;
-    e.push_descriptor_enabled = false;  // this engine did not enable VK_KHR_push_descriptor
+    e.enabled = enable_16bit ? kAdoptedStorageBuffer16Bit : 0u;  // and not VK_KHR_push_descriptor
     return e;
   }
 };

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <string>
 
-#include "attention/tile_config.h"
+#include "attention/kernel_choice.h"
 #include "common/shader_interface.h"
 #include "reference_attention.h"
 #include "support/attention_case.h"

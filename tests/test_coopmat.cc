@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "attention/coopmat_layout.h"
-#include "attention/coopmat_tiles.h"
-#include "attention/tile_config.h"
+#include "attention/backends/coopmat2_backend.h"
+#include "attention/kernel_choice.h"
 #include "common/shader_interface.h"
 #include "support/validated_context.h"
 

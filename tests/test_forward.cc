@@ -1,6 +1,7 @@
 // Forward pass vs the float64 CPU reference, over awkward shapes, both dtypes, causal and not,
 // and the portability knobs.
 #include <catch2/catch.hpp>
+#include <vkflash/diagnostics.hpp>
 
 #include <cmath>
 #include <string>
@@ -180,9 +181,9 @@ TEST_CASE("the naive three-pass baseline agrees with the reference and with the 
     auto scores = context.CreateBuffer(NaiveScoresBytes(s));
     REQUIRE(scores.ok());
     // MeasureGpuTime doubles as "record, submit, wait" for a Record* call.
-    const Status status = context.MeasureGpuTime(
+    const Status status = MeasureGpuTime(context, 
         [&](VkCommandBuffer cmd) {
-          return context.RecordNaiveForward(cmd, params, {qb.view(), kb.view(), vb.view(), ob.view()}, scores->view());
+          return RecordNaiveForward(context, cmd, params, {qb.view(), kb.view(), vb.view(), ob.view()}, scores->view());
         },
         1).status();
     INFO(status.ToString());

@@ -1,6 +1,7 @@
 // The instrumented forward (for the tile viewer): its per-tile statistics follow the online
 // softmax replayed on the CPU, and instrumenting changes no output bit.
 #include <catch2/catch.hpp>
+#include <vkflash/diagnostics.hpp>
 
 #include <cmath>
 #include <limits>

@@ -5,7 +5,8 @@
 // at D=64. Each case here is past such a threshold; on devices without a budget they run unsplit.
 #include <catch2/catch.hpp>
 
-#include "attention/tile_config.h"
+#include "attention/chunk_plan.h"
+#include "attention/kernel_choice.h"
 #include "support/attention_case.h"
 #include "support/validated_context.h"
 

@@ -5,7 +5,10 @@
 
 #include "attention/buffer_checks.h"
 #include "attention/kernel_constants.h"
-#include "attention/tile_config.h"
+#include "attention/backends/kernel_backend.h"
+#include "attention/backends/scalar_backend.h"
+#include "attention/chunk_plan.h"
+#include "attention/kernel_choice.h"
 #include "attention/workspace_layout.h"
 #include "util/status_macros.h"
 #include "vulkan/barriers.h"
@@ -80,7 +83,7 @@ Result<VkPipeline> BackwardOperator::Pipeline(const KernelChoice& choice, const 
   const vk::ShaderBlob* shader = vk::FindShader(choice.kernel);
   if (shader == nullptr) return Status::Error(ErrorCode::kUnsupported, "kernel '" + choice.kernel + "' is not built");
   SpecConstants spec = MakeSpecConstants(choice, params, /*write_lse=*/false, /*instrument=*/false, chunked);
-  SetCoopmatConstants(choice, coopmat_layout_, &spec);
+  BackendOf(choice).SetSpecConstants(choice, coopmat_layout_, &spec);
   return pipelines_.Get(*shader, layout_->pipeline_layout(), spec);
 }
 

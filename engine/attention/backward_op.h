@@ -2,12 +2,13 @@
 // barrier, and the dK/dV and dQ dispatches (see Context::RecordBackward for the contract).
 #pragma once
 
-#include <vkflash/vkflash.hpp>
+#include <vkflash/device_info.hpp>
 
 #include <memory>
 
 #include "attention/coopmat_layout.h"
-#include "attention/tile_config.h"
+#include "attention/chunk_plan.h"
+#include "attention/kernel_choice.h"
 #include "common/shader_interface.h"
 #include "vulkan/device.h"
 #include "vulkan/kernel_layout.h"

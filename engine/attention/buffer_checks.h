@@ -2,7 +2,7 @@
 // view is an error message rather than a device fault or a silent wrong answer.
 #pragma once
 
-#include <vkflash/vkflash.hpp>
+#include <vkflash/device_info.hpp>
 
 #include <initializer_list>
 #include <vector>

@@ -1,6 +1,6 @@
 // How a device spreads a 16x16 float32 cooperative-matrix accumulator over a subgroup's lanes,
-// learned at start-up by shaders/coopmat_layout_probe.comp. The tensor-core kernels run their
-// softmax on accumulators in registers and need its structure (see shaders/common/coopmat.glsl):
+// learned at start-up by shaders/coopmat/coopmat_layout_probe.comp. The tensor-core kernels run their
+// softmax on accumulators in registers and need its structure (see shaders/coopmat/coopmat.glsl):
 //   - every lane holds the same number of elements, E <= 16, covering R distinct rows;
 //   - element i of every lane belongs to the lane's row number slot(i) (the same function of i
 //     for all lanes);
@@ -9,7 +9,7 @@
 // A device whose layout breaks this runs the scalar kernels.
 #pragma once
 
-#include <vkflash/vkflash.hpp>
+#include <vkflash/device_info.hpp>
 
 #include <vector>
 

@@ -1,3 +1,5 @@
+#include <vkflash/diagnostics.hpp>
+
 #include "attention/forward_op.h"
 
 #include <algorithm>
@@ -5,7 +7,10 @@
 
 #include "attention/buffer_checks.h"
 #include "attention/kernel_constants.h"
-#include "attention/tile_config.h"
+#include "attention/backends/kernel_backend.h"
+#include "attention/backends/scalar_backend.h"
+#include "attention/chunk_plan.h"
+#include "attention/kernel_choice.h"
 #include "attention/workspace_layout.h"
 #include "util/status_macros.h"
 #include "vulkan/barriers.h"
@@ -112,7 +117,7 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
   if (shader == nullptr) return Status::Error(ErrorCode::kUnsupported, "kernel '" + choice.kernel + "' is not built");
   SpecConstants spec =
       MakeSpecConstants(choice, params, /*write_lse=*/!buffers.lse.empty(), instrumented, plan.chunks > 1);
-  SetCoopmatConstants(choice, coopmat_layout_, &spec);
+  BackendOf(choice).SetSpecConstants(choice, coopmat_layout_, &spec);
   VKF_ASSIGN_OR_RETURN(VkPipeline pipeline, pipelines_.Get(*shader, layout_->pipeline_layout(), spec));
 
   // Unused bindings still need a valid buffer: O stands in (never touched then).

@@ -2,12 +2,13 @@
 // dispatch. No barriers are recorded here (see Context::RecordForward for the contract).
 #pragma once
 
-#include <vkflash/vkflash.hpp>
+#include <vkflash/device_info.hpp>
 
 #include <memory>
 
 #include "attention/coopmat_layout.h"
-#include "attention/tile_config.h"
+#include "attention/chunk_plan.h"
+#include "attention/kernel_choice.h"
 #include "vulkan/device.h"
 #include "vulkan/kernel_layout.h"
 #include "vulkan/pipeline_store.h"

@@ -2,13 +2,12 @@
 // every operator (their meaning: shaders/common/shader_interface.h).
 #pragma once
 
-#include <vkflash/vkflash.hpp>
+#include <vkflash/device_info.hpp>
 
 #include <array>
 #include <cmath>
 #include <cstdint>
 
-#include "attention/coopmat_layout.h"
 #include "common/shader_interface.h"
 
 namespace vkflash::attention {
@@ -42,22 +41,6 @@ inline SpecConstants MakeSpecConstants(const KernelChoice& choice, const Attenti
   spec[VKF_SPEC_INSTRUMENT] = instrument ? 1u : 0u;
   spec[VKF_SPEC_CHUNKED] = chunked ? 1u : 0u;
   return spec;
-}
-
-// The tensor-core kernels' extra constants: their subgroup size and the accumulator layout, or
-// for the VK_NV_cooperative_matrix2 kernels (kNv2, whose reductions are the driver's) the
-// subgroup size and the granularity.
-inline void SetCoopmatConstants(const KernelChoice& choice, const CoopmatLayout& layout, SpecConstants* spec) {
-  if (choice.cooperative_matrix == CooperativeMatrixApi::kNone) return;
-  (*spec)[VKF_SPEC_SUBGROUP_SIZE] = choice.subgroup_size;
-  if (choice.cooperative_matrix == CooperativeMatrixApi::kNv2) {
-    (*spec)[VKF_SPEC_CM2_STAT_COLUMNS] = choice.matrix_granularity;
-    return;
-  }
-  (*spec)[VKF_SPEC_CM_ROWS_PER_LANE] = layout.rows_per_lane;
-  (*spec)[VKF_SPEC_CM_SLOTS_LO] = layout.slots_lo;
-  (*spec)[VKF_SPEC_CM_SLOTS_HI] = layout.slots_hi;
-  (*spec)[VKF_SPEC_CM_ROW_LANE_MASK] = layout.row_lane_mask;
 }
 
 }  // namespace vkflash::attention

@@ -1,3 +1,5 @@
+#include <vkflash/diagnostics.hpp>
+
 #include "attention/naive_op.h"
 
 #include <algorithm>

@@ -3,7 +3,7 @@
 // benchmarks (the ratio to the fused kernels) and as a second GPU reference in tests.
 #pragma once
 
-#include <vkflash/vkflash.hpp>
+#include <vkflash/device_info.hpp>
 
 #include <memory>
 

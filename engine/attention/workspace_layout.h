@@ -3,7 +3,7 @@
 // buffer may be bound at.
 #pragma once
 
-#include <vkflash/vkflash.hpp>
+#include <vkflash/device_info.hpp>
 
 #include <algorithm>
 

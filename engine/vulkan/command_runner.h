@@ -2,7 +2,7 @@
 // context's queue, wait on a fence. Engines record into their own command buffers instead.
 #pragma once
 
-#include <vkflash/vkflash.hpp>
+#include <vkflash/device_info.hpp>
 
 #include <functional>
 #include <memory>

@@ -3,7 +3,7 @@
 // VK_KHR_cooperative_matrix), plus shaderFloat16, vulkanMemoryModel and 16-bit storage.
 #pragma once
 
-#include <vkflash/vkflash.hpp>
+#include <vkflash/device_info.hpp>
 
 namespace vkflash::vk {
 

@@ -10,7 +10,8 @@
 
 namespace vkflash::vk {
 
-Result<std::unique_ptr<Device>> Device::Create(VkPhysicalDevice physical, const DeviceInfo& info) {
+Result<std::unique_ptr<Device>> Device::Create(VkPhysicalDevice physical, const DeviceInfo& info,
+                                               bool capture_pipeline_statistics) {
   auto device = std::unique_ptr<Device>(new Device());
   device->physical_ = physical;
   device->owned_ = true;
@@ -71,7 +72,7 @@ Result<std::unique_ptr<Device>> Device::Create(VkPhysicalDevice physical, const 
   // Tuning aid (vulkan/pipeline_statistics.h).
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable_info{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
-  if (PipelineStatisticsRequested() && HasDeviceExtension(physical, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
+  if (capture_pipeline_statistics && HasDeviceExtension(physical, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
     extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
     executable_info.pipelineExecutableInfo = VK_TRUE;
     executable_info.pNext = features.pNext;

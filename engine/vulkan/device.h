@@ -2,7 +2,7 @@
 // (then never destroyed here).
 #pragma once
 
-#include <vkflash/vkflash.hpp>
+#include <vkflash/device_info.hpp>
 
 #include <atomic>
 #include <memory>
@@ -13,7 +13,8 @@ class Device {
  public:
   // Creates a logical device on `physical` with one compute queue, enabling what `info` says
   // vkflash can use (16-bit storage, push descriptors).
-  static Result<std::unique_ptr<Device>> Create(VkPhysicalDevice physical, const DeviceInfo& info);
+  static Result<std::unique_ptr<Device>> Create(VkPhysicalDevice physical, const DeviceInfo& info,
+                                                bool capture_pipeline_statistics = false);
   // Wraps an engine's device. `info` must already reflect what the engine enabled.
   static Result<std::unique_ptr<Device>> Adopt(const ExternalDevice& external, const DeviceInfo& info);
   ~Device();

@@ -2,7 +2,7 @@
 // for tests.
 #pragma once
 
-#include <vkflash/vkflash.hpp>
+#include <vkflash/device_info.hpp>
 
 #include <functional>
 #include <vector>

@@ -1,7 +1,7 @@
 // VkInstance owned by vkflash (Context::Create), with optional validation + debug messenger.
 #pragma once
 
-#include <vkflash/vkflash.hpp>
+#include <vkflash/device_info.hpp>
 
 #include <memory>
 

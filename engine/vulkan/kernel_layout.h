@@ -6,7 +6,7 @@
 //     that re-records the same buffers every frame allocates nothing after the first.
 #pragma once
 
-#include <vkflash/vkflash.hpp>
+#include <vkflash/device_info.hpp>
 
 #include <map>
 #include <memory>

@@ -2,7 +2,7 @@
 // of large tensors, not thousands of small objects, so no sub-allocator).
 #pragma once
 
-#include <vkflash/vkflash.hpp>
+#include <vkflash/device_info.hpp>
 
 #include "vulkan/device.h"
 

@@ -3,7 +3,7 @@
 // is truncated or altered, is never handed to the driver.
 #pragma once
 
-#include <vkflash/vkflash.hpp>
+#include <vkflash/device_info.hpp>
 
 #include <cstdint>
 #include <string>

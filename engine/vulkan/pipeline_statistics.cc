@@ -3,11 +3,9 @@
 #include <cstdio>
 #include <vector>
 
-#include "util/environment.h"
 
 namespace vkflash::vk {
 
-bool PipelineStatisticsRequested() { return env::Flag("VKFLASH_PIPELINE_STATISTICS"); }
 
 void PrintPipelineStatistics(VkDevice device, VkPipeline pipeline, const std::string& label) {
   auto get_properties = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(

@@ -1,4 +1,4 @@
-// Kernel tuning aid: with VKFLASH_PIPELINE_STATISTICS=1 and a device that offers
+// Kernel tuning aid: with ContextOptions::pipeline_statistics and a device that offers
 // VK_KHR_pipeline_executable_properties, the driver's statistics of every pipeline vkflash
 // creates (registers, spills, shared memory: whatever the driver reports) go to stderr.
 #pragma once
@@ -8,9 +8,6 @@
 #include <string>
 
 namespace vkflash::vk {
-
-// True when the environment asks for statistics (the device must then enable the extension).
-bool PipelineStatisticsRequested();
 
 // Prints one line per statistic of `pipeline`'s executables, labelled with `label`.
 void PrintPipelineStatistics(VkDevice device, VkPipeline pipeline, const std::string& label);

@@ -2,7 +2,7 @@
 // context's lifetime, on top of a VkPipelineCache that persists to disk (pipeline_cache_file.h).
 #pragma once
 
-#include <vkflash/vkflash.hpp>
+#include <vkflash/device_info.hpp>
 
 #include <map>
 #include <memory>

@@ -6,7 +6,7 @@
 // other random weights and learns Wq, Wk, Wv by Adam on loss = mean((O - Y)^2) / 2. Attention
 // (forward and backward) runs on the Vulkan device; the small projections run on the CPU.
 #include <CLI/CLI.hpp>
-#include <vkflash/vkflash.hpp>
+#include <vkflash/device_info.hpp>
 
 #include <cmath>
 #include <cstdio>

@@ -3,7 +3,7 @@
 // canvas the panels are drawn into. Nothing is read back to the CPU.
 #pragma once
 
-#include <vkflash/vkflash.hpp>
+#include <vkflash/diagnostics.hpp>
 
 #include <memory>
 #include <string>

@@ -156,8 +156,8 @@ std::unique_ptr<ViewerDevice> ViewerDevice::Create(GLFWwindow* window, bool vali
   external.queue = d->queue_;
   external.queue_family_index = d->family_;
   external.api_version = VK_API_VERSION_1_1;
-  external.storage_buffer_16bit_access_enabled = enable16.storageBuffer16BitAccess;
-  external.push_descriptor_enabled = push;
+  external.enabled = (enable16.storageBuffer16BitAccess ? vkflash::kAdoptedStorageBuffer16Bit : 0u) |
+                     (push ? vkflash::kAdoptedPushDescriptor : 0u);
   auto flash = vkflash::Context::Adopt(external);
   if (!flash.ok()) {
     error->message = "vkflash cannot use the device: " + flash.status().ToString();

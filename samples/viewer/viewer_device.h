@@ -2,7 +2,7 @@
 // adopted onto them: the viewer records vkflash's forward into its own command buffers.
 #pragma once
 
-#include <vkflash/vkflash.hpp>
+#include <vkflash/device_info.hpp>
 
 #include <memory>
 #include <string>

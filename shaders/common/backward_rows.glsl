@@ -4,7 +4,7 @@
 #ifndef VKFLASH_BACKWARD_ROWS_GLSL
 #define VKFLASH_BACKWARD_ROWS_GLSL
 
-#define POS_INF uintBitsToFloat(0x7f800000u)
+#include "common/constants.glsl"
 
 float row_lse_log2(uint row_index, uint q_row) {
   if (q_row >= pc.q_len) return POS_INF;

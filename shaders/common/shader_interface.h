@@ -20,7 +20,7 @@ using uint = std::uint32_t;
 #define VKF_SPEC_INSTRUMENT 7  // forward: write per-tile statistics (the tile viewer)
 #define VKF_SPEC_NAIVE_PASS 8  // naive baseline: which of its three passes
 // Cooperative-matrix kernels: the subgroup size they were built for, and the accumulator layout
-// the engine's probe found (see shaders/common/coopmat.glsl).
+// the engine's probe found (see shaders/coopmat/coopmat.glsl).
 #define VKF_SPEC_SUBGROUP_SIZE 9
 #define VKF_SPEC_CM_ROWS_PER_LANE 10   // distinct rows among a lane's accumulator elements
 #define VKF_SPEC_CM_SLOTS_LO 11        // slot of elements 0..7, 4 bits each
@@ -88,13 +88,13 @@ using uint = std::uint32_t;
 #define VKF_BWD_BINDING_DV_STATE 12
 #define VKF_BWD_BINDING_COUNT 13
 
-// The cooperative-matrix layout probe (shaders/coopmat_layout_probe.comp): for every lane l and
+// The cooperative-matrix layout probe (shaders/coopmat/coopmat_layout_probe.comp): for every lane l and
 // accumulator element i, the value 16 * row + column lands at float l * VKF_PROBE_STRIDE + i;
 // the element count per lane at l * VKF_PROBE_STRIDE + VKF_PROBE_STRIDE - 1.
 #define VKF_PROBE_BINDING_OUT 0
 #define VKF_PROBE_STRIDE 64
 
-// The loop-budget probe (shaders/loop_budget_probe.comp): a uint the shader writes, then four 1s
+// The loop-budget probe (shaders/probes/loop_budget_probe.comp): a uint the shader writes, then four 1s
 // the host writes; the push constant is the iteration count to try.
 #define VKF_LOOP_PROBE_BINDING 0
 #define VKF_LOOP_PROBE_ITERATIONS (1u << 20)

@@ -10,7 +10,7 @@
 // `load_fn` reads this invocation's words of both tensors into registers and can run before the
 // barrier that waits for the previous step's matrix loads, so that its memory latency overlaps
 // that wait (the compiler may still issue the reads after the barrier: the H100 driver's does,
-// tools/gpu/sass_loop.py); `store_fn` writes them to the shared array after it. Every invocation
+// tools/lab/sass_loop.py); `store_fn` writes them to the shared array after it. Every invocation
 // of the workgroup takes part; the caller places the barriers. `words` is VKF_STAGE_WORDS(rows),
 // declared by the caller as a constant (the arrays' size): e.g.
 //   const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);

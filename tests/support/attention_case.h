@@ -2,7 +2,7 @@
 // forward, and the float64 reference to compare with.
 #pragma once
 
-#include <vkflash/vkflash.hpp>
+#include <vkflash/device_info.hpp>
 
 #include <cstdint>
 #include <string>

@@ -3,7 +3,7 @@
 // fails at exit if anything was ever recorded (tests/test_main.cc).
 #pragma once
 
-#include <vkflash/vkflash.hpp>
+#include <vkflash/device_info.hpp>
 
 #include <string>
 #include <vector>

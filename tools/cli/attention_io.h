@@ -2,7 +2,7 @@
 // forward, backward and check commands share.
 #pragma once
 
-#include <vkflash/vkflash.hpp>
+#include <vkflash/device_info.hpp>
 
 #include <optional>
 #include <string>

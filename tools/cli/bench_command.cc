@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <vkflash/diagnostics.hpp>
+
 #include "attention_io.h"
 #include "cli_error.h"
 #include "commands.h"
@@ -136,7 +138,7 @@ Status RunConfig(Context& context, const BenchConfig& c, const BenchOptions& o, 
     double warm_ms = 0;
     uint32_t done = 0, batch = 1;
     for (uint32_t i = 0; i < kMaxBatches && (done < o.warmup || warm_ms < o.warmup_ms); ++i) {
-      auto warm = context.MeasureGpuTime(record, batch);
+      auto warm = MeasureGpuTime(context, record, batch);
       if (!warm.ok()) return warm.status();
       for (double t : *warm) warm_ms += t;
       done += batch;
@@ -145,7 +147,7 @@ Status RunConfig(Context& context, const BenchConfig& c, const BenchOptions& o, 
     std::vector<double> all;
     double timed_ms = 0;
     for (uint32_t i = 0; i < kMaxBatches && (all.empty() || timed_ms < o.min_time_ms); ++i) {
-      auto times = context.MeasureGpuTime(record, runs);
+      auto times = MeasureGpuTime(context, record, runs);
       if (!times.ok()) return times.status();
       for (double t : *times) timed_ms += t;
       all.insert(all.end(), times->begin(), times->end());
@@ -169,7 +171,7 @@ Status RunConfig(Context& context, const BenchConfig& c, const BenchOptions& o, 
     if (scores.ok()) {  // where memory allows
       // At most 5 runs: at N = 16384 one naive run takes seconds.
       auto measured = time(
-          [&](VkCommandBuffer cmd) { return context.RecordNaiveForward(cmd, p, f, scores->view()); }, std::min(o.runs, 5u));
+          [&](VkCommandBuffer cmd) { return RecordNaiveForward(context, cmd, p, f, scores->view()); }, std::min(o.runs, 5u));
       // Unsupported here (a driver's loop budget shorter than its rows): no naive row.
       if (!measured.ok() && measured.status().code() != ErrorCode::kUnsupported) return measured.status();
       if (measured.ok()) add_row("fwd", "naive (S, softmax, PV)", *measured, ForwardFlops(p));

@@ -1,7 +1,7 @@
 // How the CLI fails: one line on stderr and an exit code the caller can script on.
 #pragma once
 
-#include <vkflash/vkflash.hpp>
+#include <vkflash/device_info.hpp>
 
 #include <string>
 

@@ -1,0 +1,178 @@
+#include "attention/backends/coopmat2_backend.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "attention/backends/tile_search.h"
+#include "common/shared_memory_sizes.h"
+
+namespace vkflash::attention {
+namespace {
+
+// The forward (workgroup-scope matrices): rows a workgroup owns, rows of each streamed tile,
+// workgroup size, the largest head dim the tile is for (registers grow with it), and the fewest
+// keys a query row must see on average (MeanVisibleKeys) for the tile to repay its longer prologue
+// and epilogue; preferred first. The streamed K and V tiles are staged in shared memory, so a tile
+// must also fit it (Coopmat2ForwardBytes). The order and the thresholds come from `vkflash bench`
+// on the H100 (docs/tuning-log.md, "Tile tables of the tensor-core kernels").
+struct WorkgroupTile {
+  uint32_t owned, streamed, workgroup, max_head_dim;
+  uint32_t min_mean_keys = 0;
+};
+constexpr WorkgroupTile kCoopmat2ForwardTiles[] = {
+    {128, 64, 128, 64},  {128, 64, 256, 128, 4096}, {64, 96, 128, 96, 1024}, {64, 80, 128, 128, 1024},
+    {64, 64, 128, 128},  {128, 64, 256, 128},       {64, 32, 128, 256},      {128, 32, 256, 256},
+    {32, 32, 128, 256}};
+
+// The backward kernels (subgroup-scope matrices of flexible size): subgroups per workgroup, the
+// rows each owns (16 or 32: keys in dK/dV, queries in dQ), rows of each streamed tile, and the
+// largest head dim the tile is for; preferred first (the same tuning-log entry). dK/dV keeps its V
+// rows in shared memory and stages its K rows there once (Coopmat2BackwardBytes).
+struct SubgroupTile {
+  uint32_t subgroups, rows, streamed, max_head_dim;  // rows: owned rows per subgroup, 16 or 32
+};
+constexpr SubgroupTile kCoopmat2DkdvTiles[] = {{4, 16, 128, 64}, {4, 16, 64, 64},  {4, 16, 48, 128},
+                                               {4, 16, 32, 128}, {2, 16, 32, 128}, {1, 16, 16, 128}};
+constexpr SubgroupTile kCoopmat2DqTiles[] = {{4, 32, 64, 64},  {4, 32, 32, 64},  {4, 16, 64, 128},
+                                             {4, 16, 32, 128}, {2, 16, 32, 128}, {1, 16, 16, 128}};
+
+// Accumulator registers per lane grow with the head dim: past 128, the backward's spill.
+constexpr uint32_t kBackwardMaxHeadDim = 128;
+
+// Whether every matrix of the forward at `tile` is a multiple of the granularities `listed` gives
+// for its workgroup size. Rows (Q, S, P, O, the row vectors) are M; keys are N of S and K of
+// P x V and P x ones; the head dim is K of Q x K^T and N of O; the row vectors are
+// `row_vector_columns` wide (N).
+bool ForwardMatricesFit(const DeviceInfo::Coopmat2Workgroup& listed, const WorkgroupTile& tile, uint32_t head_dim,
+                        uint32_t row_vector_columns) {
+  const auto multiple = [](uint32_t size, uint32_t granularity) { return granularity > 0 && size % granularity == 0; };
+  return listed.invocations == tile.workgroup && multiple(tile.owned, listed.m_granularity) &&
+         multiple(tile.streamed, listed.n_granularity) && multiple(tile.streamed, listed.k_granularity) &&
+         multiple(head_dim, listed.n_granularity) && multiple(head_dim, listed.k_granularity) &&
+         multiple(row_vector_columns, listed.n_granularity);
+}
+
+// Shared memory of the VK_NV_cooperative_matrix2 forward: K and V tiles of `streamed` padded rows
+// (shaders/common/stage_rows.glsl). The driver may add some of its own.
+uint32_t Coopmat2ForwardBytes(uint32_t head_dim, const WorkgroupTile& tile) {
+  return 16 * VKF_SMEM_ROW_PAIR_U4(tile.streamed, VKF_TILE_STRIDE(VKF_ROW_U4(head_dim)));
+}
+// ...and of its backward kernels. dK/dV: its V rows, a region that holds its K rows once and then
+// each step's Q and dO rows, and the step's LSE and delta. dQ: K and V rows, and the owned rows'
+// LSE and delta.
+uint32_t Coopmat2BackwardBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed, bool dkdv) {
+  const uint32_t stride = VKF_TILE_STRIDE(VKF_ROW_U4(head_dim));
+  if (dkdv) {
+    return 16 * VKF_SMEM_CM2_DKDV_TILES_U4(owned, VKF_SMEM_CM2_DKDV_STREAM_ROWS(streamed, owned), stride) +
+           4 * 2 * VKF_SMEM_ROW_FLOATS(streamed);
+  }
+  return 16 * VKF_SMEM_ROW_PAIR_U4(streamed, stride) + 4 * 2 * VKF_SMEM_ROW_FLOATS(owned);
+}
+// An OxSxW tile (owned x streamed x workgroup) of DeviceInfo::tile_overrides, if one is given.
+std::optional<WorkgroupTile> ParseWorkgroupTile(const std::string& text) {
+  WorkgroupTile t{0, 0, 0, 256};  // a forced tile is tried at every head dim and length
+  if (!text.empty() && std::sscanf(text.c_str(), "%ux%ux%u", &t.owned, &t.streamed, &t.workgroup) == 3 &&
+      t.owned > 0 && t.streamed > 0 && t.workgroup > 0) {
+    return t;
+  }
+  return std::nullopt;
+}
+
+// The kernel choice of the VK_NV_cooperative_matrix2 kernels, whose row vectors or tiles are multiples of
+// `granularity` (workgroup scope in the forward, subgroup scope in the backward).
+KernelChoice Coopmat2Choice(const DeviceInfo& device, const std::string& kernel, uint32_t block_q, uint32_t block_kv,
+                            uint32_t workgroup_size, uint32_t shared_bytes, uint32_t granularity) {
+  KernelChoice choice;
+  choice.kernel = kernel;
+  choice.block_q = block_q;
+  choice.block_kv = block_kv;
+  choice.workgroup_size = workgroup_size;
+  choice.shared_memory_bytes = shared_bytes;
+  choice.cooperative_matrix = CooperativeMatrixApi::kNv2;
+  choice.subgroup_size = device.subgroup_size;
+  choice.matrix_granularity = granularity;
+  return choice;
+}
+
+// The first tile of a backward kernel (a forced one first) the device can run: subgroup-scope
+// matrices of the listed granularity, one subgroup size (the kernels give each subgroup its rows).
+Result<KernelChoice> ChooseCoopmat2BackwardTile(const DeviceInfo& device, const AttentionParams& params, bool dkdv) {
+  const uint32_t head_dim = params.shape.head_dim, g = device.cooperative_matrix2_subgroup_granularity;
+  auto owned_rows = [](const SubgroupTile& tile) { return tile.rows * tile.subgroups; };
+  auto fits = [&](const SubgroupTile& tile) {
+    return g > 0 && (tile.rows == 16 || tile.rows == 32) && tile.rows % g == 0 && tile.streamed % g == 0 &&
+           head_dim % g == 0 && head_dim <= tile.max_head_dim && device.subgroup_size > 0 &&
+           device.min_subgroup_size == device.max_subgroup_size &&
+           tile.subgroups * device.subgroup_size <= device.max_workgroup_invocations &&
+           Coopmat2BackwardBytes(head_dim, owned_rows(tile), tile.streamed, dkdv) <= device.usable_shared_memory_bytes;
+  };
+  // A forced OxSxW tile: W / subgroup size subgroups of O / subgroups rows each.
+  std::optional<SubgroupTile> forced_tile;
+  if (auto forced = ParseWorkgroupTile(dkdv ? device.tile_overrides.coopmat2_dkdv : device.tile_overrides.coopmat2_dq);
+      forced && device.subgroup_size > 0 && forced->workgroup % device.subgroup_size == 0) {
+    const uint32_t subgroups = forced->workgroup / device.subgroup_size;
+    const SubgroupTile tile{subgroups, forced->owned / subgroups, forced->streamed, forced->max_head_dim};
+    if (owned_rows(tile) == forced->owned) forced_tile = tile;
+  }
+  const std::span<const SubgroupTile> table = dkdv ? std::span<const SubgroupTile>(kCoopmat2DkdvTiles)
+                                                   : std::span<const SubgroupTile>(kCoopmat2DqTiles);
+  const std::optional<SubgroupTile> chosen = FirstTileThatFits(forced_tile, table, fits);
+  if (!chosen) return NoTensorCoreTile(params);
+  const uint32_t owned = owned_rows(*chosen);
+  return Coopmat2Choice(device, dkdv ? "backward_dkdv_f16_coopmat2" : "backward_dq_f16_coopmat2",
+                        dkdv ? chosen->streamed : owned, dkdv ? owned : chosen->streamed,
+                        chosen->subgroups * device.subgroup_size,
+                        Coopmat2BackwardBytes(head_dim, owned, chosen->streamed, dkdv), g);
+}
+
+}  // namespace
+
+double MeanVisibleKeys(uint32_t q_len, uint32_t kv_len, bool causal) {
+  if (!causal || q_len == 0) return kv_len;
+  // Bottom-right alignment: query i sees keys j <= i + kv_len - q_len.
+  if (kv_len >= q_len) return kv_len - (q_len - 1) / 2.0;  // row i sees i + kv_len - q_len + 1 keys
+  return double(kv_len) * (kv_len + 1) / (2.0 * q_len);   // the last kv_len rows see 1..kv_len keys
+}
+
+bool Coopmat2Backend::Applies(const DeviceInfo& device, const AttentionParams& params) const {
+  const uint32_t granularity = device.cooperative_matrix2_granularity;
+  return device.use_cooperative_matrix2 && params.dtype == DataType::kFloat16 && granularity > 0 &&
+         params.shape.head_dim % granularity == 0 && params.shape.head_dim <= 256;
+}
+
+Result<KernelChoice> Coopmat2Backend::ChooseForward(const DeviceInfo& device, const AttentionParams& params) const {
+  const double mean_keys = MeanVisibleKeys(params.shape.q_len, params.shape.kv_len, params.causal);
+  auto fits = [&](const WorkgroupTile& tile) {
+    return params.shape.head_dim <= tile.max_head_dim && mean_keys >= tile.min_mean_keys &&
+           Coopmat2ForwardBytes(params.shape.head_dim, tile) <= device.usable_shared_memory_bytes &&
+           tile.workgroup <= device.max_workgroup_invocations &&
+           std::any_of(device.cooperative_matrix2_workgroups.begin(), device.cooperative_matrix2_workgroups.end(),
+                       [&](const DeviceInfo::Coopmat2Workgroup& listed) {
+                         return ForwardMatricesFit(listed, tile, params.shape.head_dim,
+                                                   device.cooperative_matrix2_granularity);
+                       });
+  };
+  const std::optional<WorkgroupTile> chosen = FirstTileThatFits(
+      ParseWorkgroupTile(device.tile_overrides.coopmat2_forward), std::span<const WorkgroupTile>(kCoopmat2ForwardTiles), fits);
+  if (!chosen) return NoTensorCoreTile(params);
+  return Coopmat2Choice(device, "forward_f16_coopmat2", chosen->owned, chosen->streamed, chosen->workgroup,
+                        Coopmat2ForwardBytes(params.shape.head_dim, *chosen), device.cooperative_matrix2_granularity);
+}
+
+Result<BackwardKernelChoice> Coopmat2Backend::ChooseBackward(const DeviceInfo& device,
+                                                            const AttentionParams& params) const {
+  if (params.shape.head_dim > kBackwardMaxHeadDim) return NoTensorCoreTile(params);
+  return BothBackwardKernels([&](bool dkdv) {
+    return ChooseCoopmat2BackwardTile(device, params, dkdv);
+  });
+}
+
+void Coopmat2Backend::SetSpecConstants(const KernelChoice& choice, const CoopmatLayout&, SpecConstants* spec) const {
+  (*spec)[VKF_SPEC_SUBGROUP_SIZE] = choice.subgroup_size;
+  (*spec)[VKF_SPEC_CM2_STAT_COLUMNS] = choice.matrix_granularity;
+}
+
+}  // namespace vkflash::attention

@@ -1,0 +1,39 @@
+// The VK_NV_cooperative_matrix2 family (shaders/coopmat2/): the forward on workgroup-scope
+// matrices, whose row reductions and softmax bookkeeping the driver does; the backward kernels on
+// subgroup-scope matrices of flexible size. Tiles are multiples of the granularities the device
+// lists (DeviceInfo::cooperative_matrix2_*).
+#pragma once
+
+#include "attention/backends/kernel_backend.h"
+
+namespace vkflash::attention {
+
+class Coopmat2Backend final : public KernelBackend {
+ public:
+  const char* name() const override { return "coopmat2"; }
+  bool Chose(const KernelChoice& choice) const override {
+    return choice.cooperative_matrix == CooperativeMatrixApi::kNv2;
+  }
+  // The Context uses it (DeviceInfo::use_cooperative_matrix2), float16 tensors, head dim a
+  // multiple of the granularity up to 256 (ChooseBackward: up to 128).
+  bool Applies(const DeviceInfo& device, const AttentionParams& params) const override;
+  // The forward: owned rows x streamed rows x workgroup size from a table, at a workgroup size the
+  // device lists for workgroup-scope matrices, whose staged K and V rows fit the usable shared
+  // memory; some tiles only for long rows (MeanVisibleKeys). DeviceInfo::tile_overrides.coopmat2_
+  // forward (OxSxW) is tried first.
+  Result<KernelChoice> ChooseForward(const DeviceInfo& device, const AttentionParams& params) const override;
+  // The backward: subgroups (16 or 32 owned rows each) x streamed rows from a table, at the
+  // granularity of the device's subgroup-scope matrices and a single subgroup size, whose shared
+  // rows fit. tile_overrides.coopmat2_dkdv / _dq (OxSxW; O / (W / subgroup size) rows per
+  // subgroup, 16 or 32) are tried first.
+  Result<BackwardKernelChoice> ChooseBackward(const DeviceInfo& device, const AttentionParams& params) const override;
+  // Their subgroup size and the columns of their row-vector matrices (the granularity).
+  void SetSpecConstants(const KernelChoice& choice, const CoopmatLayout& layout, SpecConstants* spec) const override;
+};
+
+// Keys a query row sees, on average over the rows: kv_len, or with the causal mask (bottom-right
+// aligned, docs/design.md) kv_len - (q_len - 1) / 2 where kv_len >= q_len, else kv_len (kv_len + 1) /
+// (2 q_len).
+double MeanVisibleKeys(uint32_t q_len, uint32_t kv_len, bool causal);
+
+}  // namespace vkflash::attention

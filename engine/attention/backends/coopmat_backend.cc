@@ -1,0 +1,135 @@
+#include "attention/backends/coopmat_backend.h"
+
+#include <cstdio>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "attention/backends/tile_search.h"
+#include "common/shared_memory_sizes.h"
+
+namespace vkflash::attention {
+namespace {
+
+// Forward: subgroups per workgroup, 16-row blocks per subgroup, keys per tile; preferred first
+// (measured on the H100 with `vkflash bench`: docs/tuning-log.md, "Tile tables of the tensor-core
+// kernels"). Smaller tiles are for devices with less shared memory.
+struct ForwardTile {
+  uint32_t subgroups, m_blocks, block_kv;
+};
+constexpr ForwardTile kForwardTiles[] = {{4, 1, 64}, {8, 1, 64}, {4, 2, 64}, {4, 1, 32}, {2, 1, 32}, {1, 1, 16}};
+
+// Backward: subgroups (each owns 16 rows) and rows per streamed tile; preferred first.
+struct BackwardTile {
+  uint32_t subgroups, streamed;
+};
+constexpr BackwardTile kDkdvTiles[] = {{4, 32}, {4, 16}, {2, 32}, {2, 16}, {1, 16}};
+constexpr BackwardTile kDqTiles[] = {{4, 32}, {4, 64}, {2, 32}, {1, 16}};
+
+// Accumulator registers per lane grow with (row blocks x head dim): Q fragments and O in the
+// forward; dK and dV (dkdv), or Q, dO and dQ (dq) in the backward. Past these, registers spill.
+constexpr uint32_t kForwardMaxRowBlocksTimesDim = 256;
+constexpr uint32_t kBackwardMaxHeadDim = 128;
+
+// The coordinate matrix and (KHR) the accumulator-to-operand scratch.
+uint32_t ScratchBytes(uint32_t subgroups, CooperativeMatrixApi api) {
+  return 4 * VKF_SMEM_CM_COORD_FLOATS +
+         (api == CooperativeMatrixApi::kKhr ? 2 * VKF_SMEM_CM_A_SCRATCH_HALVES(subgroups) : 0);
+}
+
+// The tile DeviceInfo::tile_overrides.coopmat_forward names (SxMxK), if any.
+std::optional<ForwardTile> ForcedForwardTile(const DeviceInfo& device) {
+  ForwardTile t{};
+  const std::string& text = device.tile_overrides.coopmat_forward;
+  if (!text.empty() && std::sscanf(text.c_str(), "%ux%ux%u", &t.subgroups, &t.m_blocks, &t.block_kv) == 3 &&
+      t.subgroups > 0 && t.m_blocks > 0 && t.block_kv > 0 && t.block_kv % 16 == 0) {
+    return t;
+  }
+  return std::nullopt;
+}
+
+// The kernel choice of the subgroup-scope (NV or KHR) kernels...
+KernelChoice Choice(const DeviceInfo& device, const std::string& base, uint32_t block_q, uint32_t block_kv,
+                    uint32_t subgroups, uint32_t shared_bytes) {
+  KernelChoice choice;
+  choice.kernel = base + (device.cooperative_matrix == CooperativeMatrixApi::kKhr ? "_coopmat_khr" : "_coopmat_nv");
+  choice.block_q = block_q;
+  choice.block_kv = block_kv;
+  choice.workgroup_size = subgroups * device.subgroup_size;
+  choice.subgroup_reductions = true;
+  choice.shared_memory_bytes = shared_bytes;
+  choice.cooperative_matrix = device.cooperative_matrix;
+  choice.subgroup_size = device.subgroup_size;
+  return choice;
+}
+
+}  // namespace
+
+bool CoopmatBackend::Applies(const DeviceInfo& device, const AttentionParams& params) const {
+  return device.cooperative_matrix != CooperativeMatrixApi::kNone && params.dtype == DataType::kFloat16 &&
+         params.shape.head_dim % 16 == 0 && params.shape.head_dim <= 256;
+}
+
+uint32_t CoopmatForwardSharedBytes(uint32_t head_dim, uint32_t block_kv, uint32_t subgroups, CooperativeMatrixApi api) {
+  return 16 * VKF_SMEM_ROW_PAIR_U4(block_kv, VKF_TILE_STRIDE(VKF_ROW_U4(head_dim))) + ScratchBytes(subgroups, api);
+}
+
+uint32_t CoopmatBackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed, uint32_t subgroups,
+                                    bool dkdv, CooperativeMatrixApi api) {
+  const uint32_t stride = VKF_TILE_STRIDE(VKF_ROW_U4(head_dim));
+  const uint32_t rows_u4 = VKF_SMEM_ROW_PAIR_U4(streamed, stride) + (dkdv ? VKF_SMEM_ROW_PAIR_U4(owned, stride) : 0);
+  const uint32_t row_floats = dkdv ? 2 * VKF_SMEM_ROW_FLOATS(streamed) : 0;  // the tile's LSE and delta
+  return 16 * rows_u4 + 4 * row_floats + ScratchBytes(subgroups, api);
+}
+
+Result<KernelChoice> CoopmatBackend::ChooseForward(const DeviceInfo& device, const AttentionParams& params) const {
+  const uint32_t head_dim = params.shape.head_dim;
+  auto bytes = [&](const ForwardTile& tile) {
+    return CoopmatForwardSharedBytes(head_dim, tile.block_kv, tile.subgroups, device.cooperative_matrix);
+  };
+  auto fits = [&](const ForwardTile& tile) {
+    return tile.m_blocks * head_dim <= kForwardMaxRowBlocksTimesDim &&
+           tile.subgroups * device.subgroup_size <= device.max_workgroup_invocations &&
+           bytes(tile) <= device.usable_shared_memory_bytes;
+  };
+  const std::optional<ForwardTile> chosen =
+      FirstTileThatFits(ForcedForwardTile(device), std::span<const ForwardTile>(kForwardTiles), fits);
+  if (!chosen) return NoTensorCoreTile(params);
+  return Choice(device, "forward_f16", 16 * chosen->m_blocks * chosen->subgroups, chosen->block_kv, chosen->subgroups,
+                bytes(*chosen));
+}
+
+Result<BackwardKernelChoice> CoopmatBackend::ChooseBackward(const DeviceInfo& device,
+                                                           const AttentionParams& params) const {
+  const uint32_t head_dim = params.shape.head_dim;
+  if (head_dim > kBackwardMaxHeadDim) return NoTensorCoreTile(params);
+  auto choose = [&](bool dkdv) -> Result<KernelChoice> {
+    auto bytes = [&](const BackwardTile& tile) {
+      return CoopmatBackwardSharedBytes(head_dim, 16 * tile.subgroups, tile.streamed, tile.subgroups, dkdv,
+                                        device.cooperative_matrix);
+    };
+    auto fits = [&](const BackwardTile& tile) {
+      return tile.subgroups * device.subgroup_size <= device.max_workgroup_invocations &&
+             bytes(tile) <= device.usable_shared_memory_bytes;
+    };
+    const std::span<const BackwardTile> table =
+        dkdv ? std::span<const BackwardTile>(kDkdvTiles) : std::span<const BackwardTile>(kDqTiles);
+    const std::optional<BackwardTile> chosen = FirstTileThatFits(std::optional<BackwardTile>(), table, fits);
+    if (!chosen) return NoTensorCoreTile(params);
+    const uint32_t owned = 16 * chosen->subgroups;  // each subgroup owns 16 rows
+    return dkdv ? Choice(device, "backward_dkdv_f16", chosen->streamed, owned, chosen->subgroups, bytes(*chosen))
+                : Choice(device, "backward_dq_f16", owned, chosen->streamed, chosen->subgroups, bytes(*chosen));
+  };
+  return BothBackwardKernels(choose);
+}
+
+void CoopmatBackend::SetSpecConstants(const KernelChoice& choice, const CoopmatLayout& layout,
+                                      SpecConstants* spec) const {
+  (*spec)[VKF_SPEC_SUBGROUP_SIZE] = choice.subgroup_size;
+  (*spec)[VKF_SPEC_CM_ROWS_PER_LANE] = layout.rows_per_lane;
+  (*spec)[VKF_SPEC_CM_SLOTS_LO] = layout.slots_lo;
+  (*spec)[VKF_SPEC_CM_SLOTS_HI] = layout.slots_hi;
+  (*spec)[VKF_SPEC_CM_ROW_LANE_MASK] = layout.row_lane_mask;
+}
+
+}  // namespace vkflash::attention

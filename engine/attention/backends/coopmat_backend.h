@@ -1,0 +1,38 @@
+// The subgroup-scope cooperative-matrix family (VK_NV_cooperative_matrix or
+// VK_KHR_cooperative_matrix; shaders/coopmat/): every tile a whole number of 16x16 blocks, a
+// subgroup owning 16-row blocks of the output with their accumulators in registers, rows reduced
+// with subgroup shuffles in the accumulator layout the Context probed (coopmat_layout.h).
+#pragma once
+
+#include "attention/backends/kernel_backend.h"
+
+namespace vkflash::attention {
+
+class CoopmatBackend final : public KernelBackend {
+ public:
+  const char* name() const override { return "coopmat"; }
+  bool Chose(const KernelChoice& choice) const override {
+    return choice.cooperative_matrix == CooperativeMatrixApi::kNv ||
+           choice.cooperative_matrix == CooperativeMatrixApi::kKhr;
+  }
+  // The Context chose NV or KHR (DeviceInfo::cooperative_matrix), float16 tensors, head dim a
+  // multiple of 16 up to 256 (ChooseBackward: up to 128).
+  bool Applies(const DeviceInfo& device, const AttentionParams& params) const override;
+  // The forward table can be replaced for tuning: DeviceInfo::tile_overrides.coopmat_forward
+  // (SxMxK: subgroups x 16-row blocks per subgroup x keys per tile) is tried first.
+  Result<KernelChoice> ChooseForward(const DeviceInfo& device, const AttentionParams& params) const override;
+  Result<BackwardKernelChoice> ChooseBackward(const DeviceInfo& device, const AttentionParams& params) const override;
+  // Their subgroup size and the accumulator layout.
+  void SetSpecConstants(const KernelChoice& choice, const CoopmatLayout& layout, SpecConstants* spec) const override;
+};
+
+// Shared memory of the forward: K and V tiles with padded rows, the coordinate matrix, and (KHR)
+// the per-subgroup accumulator-to-operand scratch.
+uint32_t CoopmatForwardSharedBytes(uint32_t head_dim, uint32_t block_kv, uint32_t subgroups, CooperativeMatrixApi api);
+
+// Shared memory of the gradient kernels: `owned` rows (dK/dV only: its K and V rows), two streamed
+// tiles of `streamed` rows, per-row LSE and delta (dK/dV).
+uint32_t CoopmatBackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed, uint32_t subgroups,
+                                    bool dkdv, CooperativeMatrixApi api);
+
+}  // namespace vkflash::attention

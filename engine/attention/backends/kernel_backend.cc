@@ -1,0 +1,28 @@
+#include "attention/backends/kernel_backend.h"
+
+#include <array>
+
+#include "attention/backends/coopmat2_backend.h"
+#include "attention/backends/coopmat_backend.h"
+#include "attention/backends/scalar_backend.h"
+
+namespace vkflash::attention {
+
+void KernelBackend::SetSpecConstants(const KernelChoice&, const CoopmatLayout&, SpecConstants*) const {}
+
+std::span<const KernelBackend* const> KernelBackends() {
+  static const Coopmat2Backend coopmat2;
+  static const CoopmatBackend coopmat;
+  static const ScalarBackend scalar;
+  static const std::array<const KernelBackend*, 3> backends = {&coopmat2, &coopmat, &scalar};
+  return backends;
+}
+
+const KernelBackend& BackendOf(const KernelChoice& choice) {
+  for (const KernelBackend* backend : KernelBackends()) {
+    if (backend->Chose(choice)) return *backend;
+  }
+  return *KernelBackends().back();
+}
+
+}  // namespace vkflash::attention

@@ -1,0 +1,37 @@
+// The scalar family: plain GLSL kernels for any Vulkan 1.1 device (shaders/scalar/). Rows are
+// shared by `threads_per_row` invocations and reduced with subgroup shuffles where the device
+// allows them, else through shared memory. On a driver with a loop budget they run in chunks
+// (chunk_plan.h), so they also say how many loop iterations they run.
+#pragma once
+
+#include "attention/backends/kernel_backend.h"
+#include "attention/chunk_plan.h"
+
+namespace vkflash::attention {
+
+class ScalarBackend final : public KernelBackend {
+ public:
+  const char* name() const override { return "scalar"; }
+  bool Chose(const KernelChoice& choice) const override {
+    return choice.cooperative_matrix == CooperativeMatrixApi::kNone;
+  }
+  bool Applies(const DeviceInfo&, const AttentionParams&) const override { return true; }
+  Result<KernelChoice> ChooseForward(const DeviceInfo& device, const AttentionParams& params) const override;
+  Result<BackwardKernelChoice> ChooseBackward(const DeviceInfo& device, const AttentionParams& params) const override;
+};
+
+// Shared memory the scalar forward kernel declares for these tiles (q and kv tiles with padded
+// rows, the P tile, the shared-memory reductions' scratch).
+uint32_t ForwardSharedBytes(uint32_t head_dim, uint32_t block_q, uint32_t block_kv, uint32_t threads_per_row,
+                            bool subgroup_reductions);
+
+// Shared memory of the scalar gradient kernels: `owned` rows stay in the workgroup, tiles of
+// `streamed` rows pass through.
+uint32_t BackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed, bool dkdv);
+
+// How many loop iterations one invocation of a scalar kernel runs, at most (chunk_plan.h).
+LoopCost ScalarForwardLoopCost(const KernelChoice& choice, uint32_t head_dim, bool instrumented);
+LoopCost ScalarDqLoopCost(const KernelChoice& choice, uint32_t head_dim);
+LoopCost ScalarDkdvLoopCost(const KernelChoice& choice, uint32_t head_dim);
+
+}  // namespace vkflash::attention

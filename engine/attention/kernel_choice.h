@@ -1,0 +1,20 @@
+// Which kernel and tiles run a call: the first kernel family (backends/kernel_backend.h) that
+// applies to the call and whose tiles fit the device's limits (shared memory, workgroup size,
+// subgroup sizes and operations), never a GPU's name.
+#pragma once
+
+#include <vkflash/device_info.hpp>
+
+namespace vkflash::attention {
+
+// scalar_only: instrumented calls and views the tensor-core kernels cannot vector-load. kUnsupported
+// when nothing fits or the device cannot store the dtype.
+Result<KernelChoice> ChooseForwardKernel(const DeviceInfo& device, const AttentionParams& params, bool scalar_only);
+Result<BackwardKernelChoice> ChooseBackwardKernels(const DeviceInfo& device, const AttentionParams& params,
+                                                   bool scalar_only);
+
+// Invocations per workgroup of the backward's preprocess (delta = rowsum(dO * O)), whole rows of
+// VKF_PREPROCESS_THREADS_PER_ROW: 256 where the device allows it, else Vulkan's minimum of 128.
+uint32_t PreprocessWorkgroupSize(const DeviceInfo& device);
+
+}  // namespace vkflash::attention

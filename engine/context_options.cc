@@ -1,0 +1,44 @@
+#include "context_options.h"
+
+#include "util/environment.h"
+
+namespace vkflash {
+namespace {
+
+Status FillNumber(const char* variable, uint32_t* value) {
+  if (*value != 0) return Status::Ok();
+  std::string error;
+  *value = env::PositiveInteger(variable, &error).value_or(0);
+  if (!error.empty()) return Status::Error(ErrorCode::kInvalidArgument, error);
+  return Status::Ok();
+}
+
+void FillText(const char* variable, std::string* value, const std::string& fallback = "") {
+  if (value->empty()) *value = env::Get(variable).value_or(fallback);
+}
+
+}  // namespace
+
+Result<ContextOptions> ResolveContextOptions(const ContextOptions& options) {
+  ContextOptions resolved = options;
+  resolved.device_selector = ResolveDeviceSelector(options.device_selector);
+  FillText("VKFLASH_KERNELS", &resolved.kernels, "auto");
+  if (Status s = FillNumber("VKFLASH_MAX_SHARED_BYTES", &resolved.max_shared_bytes); !s.ok()) return s;
+  if (Status s = FillNumber("VKFLASH_MAX_LOOP_ITERATIONS", &resolved.max_loop_iterations); !s.ok()) return s;
+  resolved.disable_subgroup_ops = options.disable_subgroup_ops || env::Flag("VKFLASH_DISABLE_SUBGROUP_OPS");
+  resolved.disable_push_descriptors = options.disable_push_descriptors || env::Flag("VKFLASH_DISABLE_PUSH_DESCRIPTORS");
+  resolved.enable_validation = options.enable_validation || env::Flag("VKFLASH_VALIDATION");
+  resolved.pipeline_statistics = options.pipeline_statistics || env::Flag("VKFLASH_PIPELINE_STATISTICS");
+  TileOverrides& tiles = resolved.tile_overrides;
+  FillText("VKFLASH_COOPMAT_FORWARD_TILE", &tiles.coopmat_forward);
+  FillText("VKFLASH_COOPMAT2_FORWARD_TILE", &tiles.coopmat2_forward);
+  FillText("VKFLASH_COOPMAT2_DKDV_TILE", &tiles.coopmat2_dkdv);
+  FillText("VKFLASH_COOPMAT2_DQ_TILE", &tiles.coopmat2_dq);
+  return resolved;
+}
+
+std::string ResolveDeviceSelector(const std::string& requested) {
+  return requested.empty() ? env::Get("VKFLASH_DEVICE").value_or("") : requested;
+}
+
+}  // namespace vkflash

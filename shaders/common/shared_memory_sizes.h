@@ -1,0 +1,66 @@
+// Shared-memory arrays of the attention kernels: element counts, from the specialization-constant
+// inputs. Shared by the GLSL (the `shared` declarations) and the C++ engine (how many bytes a tile
+// needs, to pick tiles that fit), so that the two cannot drift apart. Keep it plain C/GLSL: macros
+// only, every argument parenthesized.
+//
+// Element types (bytes in C++): vec4 and uvec4 16, float and uint 4, float16_t 2. Arguments named
+// after derived quantities (head_vec4, stride, row_u4, tile_stride) take the row-size macros below,
+// which the shaders also use for their named constants, so each formula is written once.
+#ifndef VKFLASH_SHARED_MEMORY_SIZES_H
+#define VKFLASH_SHARED_MEMORY_SIZES_H
+
+// --- Row sizes ---
+// Scalar kernels: a row in vec4 words, the head dim padded with zeros to a multiple of 4 (one
+// 128-bit shared load feeds four multiply-adds).
+#define VKF_HEAD_VEC4(head_dim) (((head_dim) + 3) / 4)
+// ...and the row stride of their streamed tiles: odd, so that lanes reading different rows of the
+// same column hit different banks.
+#define VKF_ODD_STRIDE(head_vec4) ((head_vec4) | 1u)
+// Tensor-core kernels: a float16 row in uvec4 words (8 halves; the head dim is a multiple of 16)...
+#define VKF_ROW_U4(head_dim) ((head_dim) / 8)
+// ...and the stride of a staged row: one word more, an odd count, so that the 8 rows of one matrix
+// load hit 8 different banks (common/stage_rows.glsl).
+#define VKF_TILE_STRIDE(row_u4) ((row_u4) + 1)
+
+// --- Every family ---
+// One float per query row of a tile (its LSE in base 2, its delta).
+#define VKF_SMEM_ROW_FLOATS(rows) (rows)
+
+// --- Scalar kernels (scalar/) ---
+// `owned` rows stay for the whole pass, `streamed` rows are the tile of each step: forward, owned
+// = BLOCK_Q, streamed = BLOCK_KV; dK/dV, owned = BLOCK_KV, streamed = BLOCK_Q; dQ, owned = BLOCK_Q,
+// streamed = BLOCK_KV.
+// vec4: the owned rows of one tensor (forward: Q; dK/dV: K, V; dQ: Q, dO), unpadded.
+#define VKF_SMEM_OWNED_VEC4S(owned, head_vec4) ((owned) * (head_vec4))
+// vec4: the streamed rows of one tensor (forward: K, then V; dK/dV: Q, dO; dQ: K, V), at stride
+// VKF_ODD_STRIDE.
+#define VKF_SMEM_STREAMED_VEC4S(streamed, stride) ((streamed) * (stride))
+// float: one score per (owned row, streamed row) of the step (forward: S, then P; dK/dV: P^T,
+// dS^T; dQ: dS).
+#define VKF_SMEM_SCORE_FLOATS(owned, streamed) ((owned) * (streamed))
+// float: one per invocation, where the row reductions go through shared memory
+// (scalar/row_reduce.glsl with VKF_SUBGROUP_OPS = 0: the forward's "_shared" variants, the
+// backward preprocess).
+#define VKF_SMEM_ROW_REDUCE_FLOATS(workgroup_size) (workgroup_size)
+
+// --- Tensor-core kernels (coopmat/, coopmat2/) ---
+// uvec4: the staged rows of two tensors of one tile, `rows` each (K and V; dK/dV of coopmat/: its
+// K and V rows, and each step's Q and dO rows).
+#define VKF_SMEM_ROW_PAIR_U4(rows, tile_stride) (2 * (rows) * (tile_stride))
+// uint: per row of a streamed tile, the step at which its staging last zeroed an inf or NaN
+// (common/nonfinite.glsl). The kernels also hold one uint flag (nonfinite_v / nonfinite_do).
+#define VKF_SMEM_NONFINITE_STEPS(rows) (rows)
+
+// coopmat/ (subgroup scope). float: the coordinate matrix (coopmat/coopmat_tiles.glsl, and the
+// layout probe).
+#define VKF_SMEM_CM_COORD_FLOATS 256
+// float16_t: KHR only, a 16 x 16 scratch per subgroup that turns an accumulator into an A operand.
+#define VKF_SMEM_CM_A_SCRATCH_HALVES(subgroups) ((subgroups) * 256)
+
+// coopmat2/ dK/dV: rows [0, BLOCK_KV) hold V; the region after them first K (BLOCK_KV rows), then
+// each step's Q and dO rows (2 BLOCK_Q): as many rows as the larger of the two.
+#define VKF_SMEM_CM2_DKDV_STREAM_ROWS(block_q, block_kv) ((2 * (block_q) > (block_kv)) ? 2 * (block_q) : (block_kv))
+// uvec4: the whole staging array, V rows then that region.
+#define VKF_SMEM_CM2_DKDV_TILES_U4(block_kv, stream_rows, tile_stride) (((block_kv) + (stream_rows)) * (tile_stride))
+
+#endif  // VKFLASH_SHARED_MEMORY_SIZES_H

@@ -1,0 +1,180 @@
+// FlashAttention-2 backward, dK and dV, on tensor cores (float16 tensors, head dim a multiple of
+// 16): one workgroup per (tile of BLOCK_KV keys, kv head, batch); subgroup g owns key rows
+// [16 g, 16 g + 16) of the tile and keeps their dK and dV accumulators in registers. The owned K
+// and V rows stay in shared memory; Q and dO tiles of BLOCK_Q rows stream through, for every
+// query head of the GQA group, from the causal diagonal on (as the scalar kernel does):
+//   S^T = K Q^T      P^T = exp2(scale S^T - LSE)   dV += P^T dO
+//   dP^T = V dO^T    dS^T = P^T * (dP^T - delta)   dK += dS^T Q   (times scale at the end)
+// P^T and dS^T become A operands in registers (NV) or through a per-subgroup scratch (KHR).
+// Deterministic: every key row is summed by one subgroup in a fixed order, no atomics.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "coopmat/coopmat_extensions.glsl"
+
+#include "common/shader_interface.h"
+#include "coopmat/coopmat_constants.glsl"
+
+#define VKF_DEFAULT_HEAD_DIM 128
+#define VKF_DEFAULT_BLOCK_Q 16   // query rows per streamed tile
+#define VKF_DEFAULT_BLOCK_KV 64  // key rows owned: 16 per subgroup
+#include "common/attention_preamble.glsl"
+#include "common/shared_memory_sizes.h"
+
+const uint SUBGROUPS = WORKGROUP_SIZE / VKF_CM_SUBGROUP_SIZE;  // == BLOCK_KV / 16 (engine checks)
+const uint Q_BLOCKS = BLOCK_Q / 16;
+const uint D_BLOCKS = HEAD_DIM / 16;
+const uint ROW_U4 = VKF_ROW_U4(HEAD_DIM);
+const uint TILE_STRIDE = VKF_TILE_STRIDE(ROW_U4);
+
+#include "common/constants.glsl"
+#include "common/attention_mask.glsl"
+#include "coopmat/coopmat.glsl"
+#include "coopmat/coopmat_tiles.glsl"
+#include "common/nonfinite.glsl"
+
+layout(std430, set = 0, binding = VKF_BWD_BINDING_Q) readonly buffer q_block { uvec4 q_u4[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_K) readonly buffer k_block { uvec4 k_u4[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_V) readonly buffer v_block { uvec4 v_u4[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DO) readonly buffer do_block { uvec4 do_u4[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DK) writeonly buffer dk_u4_block { uvec4 dk_u4[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DK) writeonly buffer dk_h_block { float16_t dk_h[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DV) writeonly buffer dv_u4_block { uvec4 dv_u4[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DV) writeonly buffer dv_h_block { float16_t dv_h[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_LSE) readonly buffer lse_block { float lse_data[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DELTA) readonly buffer delta_block { float delta_data[]; };
+
+#include "common/backward_rows.glsl"
+
+shared uvec4 owned_rows[VKF_SMEM_ROW_PAIR_U4(BLOCK_KV, TILE_STRIDE)];  // K rows, then V rows, of this tile
+shared uvec4 q_do_tile[VKF_SMEM_ROW_PAIR_U4(BLOCK_Q, TILE_STRIDE)];    // Q rows, then dO rows, of the streamed tile
+shared float lse_tile[VKF_SMEM_ROW_FLOATS(BLOCK_Q)];                   // base 2; +inf where P must be 0
+shared float delta_tile[VKF_SMEM_ROW_FLOATS(BLOCK_Q)];
+shared uint nonfinite_do;  // 1 once a tile that the diagonal crosses had an inf or NaN in dO
+// Step (from 1) at which the staging last zeroed an inf or NaN in this row of the query tile: in
+// tiles that the diagonal crosses, Q is zeroed for dK += dS^T Q (common/nonfinite.glsl).
+shared uint query_nonfinite_step[VKF_SMEM_NONFINITE_STEPS(BLOCK_Q)];
+
+const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
+VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, owned_rows, k_u4, v_u4, BLOCK_KV, KV_WORDS)
+VKF_DEFINE_STAGE_ROW_PAIR(stage_kv, load_kv, store_kv, KV_WORDS)
+const uint Q_DO_WORDS = VKF_STAGE_WORDS(BLOCK_Q);  // uvec4 words per tensor each invocation copies
+VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_q_do, store_q_do, q_do_tile, q_u4, do_u4, BLOCK_Q, Q_DO_WORDS)
+
+void main() {
+  const uint kv_head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
+  const uint kv_begin = gl_WorkGroupID.x * BLOCK_KV;
+  const uint own_row = 16 * gl_SubgroupID;  // this subgroup's first row inside the tile
+  const uint kv_head_row = (batch * pc.kv_heads + kv_head) * pc.kv_len;
+
+  if (gl_LocalInvocationIndex == 0) nonfinite_do = 0;  // before load_coordinates' barrier
+  for (uint i = gl_LocalInvocationIndex; i < BLOCK_Q; i += WORKGROUP_SIZE) query_nonfinite_step[i] = 0;
+  const VKF_ACC coord = load_coordinates();
+  const uint kv_valid = min(BLOCK_KV, pc.kv_len - kv_begin);
+  stage_kv(kv_head_row + kv_begin, kv_valid);
+
+  VKF_ACC dk_acc[D_BLOCKS], dv_acc[D_BLOCKS];
+  [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) dk_acc[db] = dv_acc[db] = VKF_ACC(0.0);
+
+  // Query rows before q_first see none of this tile's keys (causal): their tiles are skipped.
+  uint q_first = 0;
+  if (CAUSAL) q_first = uint(clamp(int(kv_begin) - causal_shift(pc.q_len, pc.kv_len), 0, int(pc.q_len)));
+  const uint group = pc.q_heads / pc.kv_heads;
+  uint masked_q_end = 0;  // the tiles that the diagonal crosses end here, the same in every head
+  uint step = 0;
+  for (uint head = kv_head * group; head < (kv_head + 1) * group; ++head) {
+    const uint q_head_row = (batch * pc.q_heads + head) * pc.q_len;  // row index of query 0 of this head
+    for (uint q_begin = (q_first / BLOCK_Q) * BLOCK_Q; q_begin < pc.q_len; q_begin += BLOCK_Q) {
+      barrier();  // the previous step's tile is no longer read (first step: owned rows visible)
+      ++step;
+      const uint q_valid = min(BLOCK_Q, pc.q_len - q_begin);
+      // Stage Q and dO (their infinities and NaNs zeroed where the causal diagonal crosses the tile).
+      const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
+      {
+        uvec4 q_words[Q_DO_WORDS], do_words[Q_DO_WORDS];
+        load_q_do(q_words, do_words, q_head_row + q_begin, q_valid);
+        if (tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len)) {
+          masked_q_end = max(masked_q_end, q_begin + q_valid);
+          VKF_ZERO_NONFINITE_ROWS(q_words, Q_DO_WORDS, query_nonfinite_step, step);
+          bool found = false;
+          VKF_ZERO_NONFINITE(do_words, Q_DO_WORDS, found);
+          if (found) atomicOr(nonfinite_do, 1u);
+        }
+        store_q_do(q_words, do_words);
+      }
+      for (uint i = gl_LocalInvocationIndex; i < BLOCK_Q; i += WORKGROUP_SIZE) {
+        lse_tile[i] = row_lse_log2(q_head_row + q_begin + i, q_begin + i);
+        delta_tile[i] = row_delta(q_head_row + q_begin + i, q_begin + i);
+      }
+      barrier();
+
+      // S^T = K Q^T, dP^T = V dO^T
+      VKF_ACC st[Q_BLOCKS], dpt[Q_BLOCKS];
+      [[unroll]] for (uint nb = 0; nb < Q_BLOCKS; ++nb) st[nb] = dpt[nb] = VKF_ACC(0.0);
+      [[unroll]] for (uint kb = 0; kb < D_BLOCKS; ++kb) {
+        VKF_MAT_A k_frag, v_frag;
+        cm_load_rows(k_frag, owned_rows, own_row * TILE_STRIDE + 2 * kb, TILE_STRIDE);
+        cm_load_rows(v_frag, owned_rows, (BLOCK_KV + own_row) * TILE_STRIDE + 2 * kb, TILE_STRIDE);
+        [[unroll]] for (uint nb = 0; nb < Q_BLOCKS; ++nb) {
+          VKF_MAT_B qt_frag, dot_frag;
+          cm_load_cols(qt_frag, q_do_tile, 16 * nb * TILE_STRIDE + 2 * kb, TILE_STRIDE);
+          cm_load_cols(dot_frag, q_do_tile, (BLOCK_Q + 16 * nb) * TILE_STRIDE + 2 * kb, TILE_STRIDE);
+          st[nb] = cm_mul_add(k_frag, qt_frag, st[nb]);
+          dpt[nb] = cm_mul_add(v_frag, dot_frag, dpt[nb]);
+        }
+      }
+
+      // P^T = exp2(S^T scale - LSE), dS^T = P^T (dP^T - delta), in place; both 0 where masked,
+      // whatever dP^T holds there; dS^T NaN where a query whose Q the staging zeroed sees the key
+      // (common/nonfinite.glsl).
+      [[unroll]] for (uint nb = 0; nb < Q_BLOCKS; ++nb) {
+        [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
+          const uint c = 16 * nb + cm_col(coord, i);
+          const float p = exp2(st[nb][i] * pc.scale_log2 - lse_tile[c]);
+          const float ds = p * (dpt[nb][i] - delta_tile[c]);
+          // Selects, not a branch around the stores (see the dQ kernel).
+          const bool visible =
+              !masked_tile || key_visible(q_begin + c, kv_begin + own_row + cm_row(coord, i), pc.q_len, pc.kv_len);
+          const bool zeroed_query = masked_tile && query_nonfinite_step[c] == step;
+          st[nb][i] = visible ? p : 0.0;
+          dpt[nb][i] = !visible ? 0.0 : zeroed_query ? VKF_NAN : ds;
+        }
+      }
+
+      // dV += P^T dO, dK += dS^T Q
+      [[unroll]] for (uint nb = 0; nb < Q_BLOCKS; ++nb) {
+        const VKF_MAT_A pt_frag = acc_to_a(st[nb]);
+        const VKF_MAT_A dst_frag = acc_to_a(dpt[nb]);
+        [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) {
+          VKF_MAT_B do_frag, q_frag;
+          cm_load_rows(do_frag, q_do_tile, (BLOCK_Q + 16 * nb) * TILE_STRIDE + 2 * db, TILE_STRIDE);
+          cm_load_rows(q_frag, q_do_tile, 16 * nb * TILE_STRIDE + 2 * db, TILE_STRIDE);
+          dv_acc[db] = cm_mul_add(pt_frag, do_frag, dv_acc[db]);
+          dk_acc[db] = cm_mul_add(dst_frag, q_frag, dk_acc[db]);
+        }
+      }
+    }
+  }
+
+  // Infinities and NaNs of dO that the staging zeroed, where the keys see them, read again from
+  // the buffer (rare; common/nonfinite.glsl): the tiles the diagonal crosses come first in every head.
+  if (nonfinite_do != 0) {
+    const uint first_head_row = (batch * pc.q_heads + kv_head * group) * pc.q_len;
+    [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) {
+      for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
+        const uint key = kv_begin + own_row + cm_row(coord, i), column = 16 * db + cm_col(coord, i);
+        for (uint h = 0; h < group; ++h) {
+          for (uint q = key_rows_begin(key, pc.q_len, pc.kv_len); q < masked_q_end; ++q) {
+            const float x = VKF_BUFFER_HALF(do_u4, (first_head_row + h * pc.q_len + q) * HEAD_DIM + column);
+            if (isinf(x) || isnan(x)) dv_acc[db][i] += x;
+          }
+        }
+      }
+    }
+  }
+
+  const float scale = pc.scale_log2 / LOG2E;
+  [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) dk_acc[db] = dk_acc[db] * scale;
+  const uint head_base = kv_head_row * HEAD_DIM;
+  VKF_STORE_ROW_BLOCK(dk_acc, 0, dk_u4, dk_h, coord, head_base, kv_begin + own_row, pc.kv_len);
+  VKF_STORE_ROW_BLOCK(dv_acc, 0, dv_u4, dv_h, coord, head_base, kv_begin + own_row, pc.kv_len);
+}

@@ -1,0 +1,137 @@
+// FlashAttention-2 backward, dQ, on tensor cores (float16 tensors, head dim a multiple of 16):
+// one workgroup per (tile of BLOCK_Q queries, query head, batch); subgroup g owns query rows
+// [16 g, 16 g + 16) and keeps their Q and dO fragments and dQ accumulators in registers, while
+// K and V tiles of BLOCK_KV rows stream through shared memory, up to the causal diagonal:
+//   S = Q K^T   P = exp2(scale S - LSE)   dP = dO V^T   dS = P * (dP - delta)   dQ += dS K
+// (times scale at the end). Deterministic: each row is summed by one subgroup, no atomics.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "coopmat/coopmat_extensions.glsl"
+
+#include "common/shader_interface.h"
+#include "coopmat/coopmat_constants.glsl"
+
+#define VKF_DEFAULT_HEAD_DIM 128
+#define VKF_DEFAULT_BLOCK_Q 64   // query rows owned: 16 per subgroup
+#define VKF_DEFAULT_BLOCK_KV 32  // key rows per streamed tile
+#include "common/attention_preamble.glsl"
+#include "common/shared_memory_sizes.h"
+
+const uint SUBGROUPS = WORKGROUP_SIZE / VKF_CM_SUBGROUP_SIZE;  // == BLOCK_Q / 16 (engine checks)
+const uint N_BLOCKS = BLOCK_KV / 16;
+const uint D_BLOCKS = HEAD_DIM / 16;
+const uint ROW_U4 = VKF_ROW_U4(HEAD_DIM);
+const uint TILE_STRIDE = VKF_TILE_STRIDE(ROW_U4);
+const uint ROWS_PER_LANE = VKF_CM_ROWS_PER_LANE;
+
+#include "common/constants.glsl"
+#include "common/attention_mask.glsl"
+#include "coopmat/coopmat.glsl"
+#include "coopmat/coopmat_tiles.glsl"
+#include "common/nonfinite.glsl"
+
+layout(std430, set = 0, binding = VKF_BWD_BINDING_Q) readonly buffer q_u4_block { uvec4 q_u4[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_Q) readonly buffer q_h_block { float16_t q_h[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_K) readonly buffer k_block { uvec4 k_u4[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_V) readonly buffer v_block { uvec4 v_u4[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DO) readonly buffer do_u4_block { uvec4 do_u4[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DO) readonly buffer do_h_block { float16_t do_h[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DQ) writeonly buffer dq_u4_block { uvec4 dq_u4[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DQ) writeonly buffer dq_h_block { float16_t dq_h[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_LSE) readonly buffer lse_block { float lse_data[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DELTA) readonly buffer delta_block { float delta_data[]; };
+
+#include "common/backward_rows.glsl"
+
+shared uvec4 kv_tiles[VKF_SMEM_ROW_PAIR_U4(BLOCK_KV, TILE_STRIDE)];  // K rows, then V rows, of the streamed tile
+// Step (from 1) at which the staging last zeroed an inf or NaN in this row of the key tile: in
+// tiles that the diagonal crosses, K is zeroed for dQ += dS K (common/nonfinite.glsl).
+shared uint key_nonfinite_step[VKF_SMEM_NONFINITE_STEPS(BLOCK_KV)];
+
+const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
+VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_KV, KV_WORDS)
+
+void main() {
+  const uint head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
+  const uint kv_head = head / (pc.q_heads / pc.kv_heads);
+  const uint q_begin = gl_WorkGroupID.x * BLOCK_Q;
+  const uint q_end = min(q_begin + BLOCK_Q, pc.q_len);
+  const uint row0 = q_begin + 16 * gl_SubgroupID;  // this subgroup's first query row
+  const uint q_head_row = (batch * pc.q_heads + head) * pc.q_len;
+  const uint kv_head_row = (batch * pc.kv_heads + kv_head) * pc.kv_len;
+
+  for (uint i = gl_LocalInvocationIndex; i < BLOCK_KV; i += WORKGROUP_SIZE) key_nonfinite_step[i] = 0;
+  const VKF_ACC coord = load_coordinates();  // (its barrier also publishes the zeros above)
+  VKF_MAT_A q_frag[D_BLOCKS], do_frag[D_BLOCKS];
+  VKF_LOAD_ROW_BLOCK(q_frag, 0, q_u4, q_h, coord, q_head_row * HEAD_DIM, row0, pc.q_len);
+  VKF_LOAD_ROW_BLOCK(do_frag, 0, do_u4, do_h, coord, q_head_row * HEAD_DIM, row0, pc.q_len);
+
+  // LSE (base 2, +inf where P must be 0) and delta of the lane's rows, per slot.
+  float lse_row[ROWS_PER_LANE], delta_row[ROWS_PER_LANE];
+  [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
+    const uint r = row0 + cm_row(coord, i);
+    lse_row[cm_slot(i)] = row_lse_log2(q_head_row + r, r);
+    delta_row[cm_slot(i)] = row_delta(q_head_row + r, r);
+  }
+
+  VKF_ACC dq_acc[D_BLOCKS];
+  [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) dq_acc[db] = VKF_ACC(0.0);
+
+  const uint kv_end = visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);
+  for (uint kv_begin = 0, step = 1; kv_begin < kv_end; kv_begin += BLOCK_KV, ++step) {
+    const uint kv_valid = min(BLOCK_KV, pc.kv_len - kv_begin);
+    // Stage K and V (K's infinities and NaNs zeroed where the causal diagonal crosses the tile).
+    const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
+    {
+      uvec4 k_words[KV_WORDS], v_words[KV_WORDS];
+      load_kv(k_words, v_words, kv_head_row + kv_begin, kv_valid);
+      if (tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len)) {
+        VKF_ZERO_NONFINITE_ROWS(k_words, KV_WORDS, key_nonfinite_step, step);
+      }
+      store_kv(k_words, v_words);
+    }
+    barrier();  // K and V tiles visible
+
+    // S = Q K^T, dP = dO V^T
+    VKF_ACC s[N_BLOCKS], dp[N_BLOCKS];
+    [[unroll]] for (uint nb = 0; nb < N_BLOCKS; ++nb) s[nb] = dp[nb] = VKF_ACC(0.0);
+    [[unroll]] for (uint nb = 0; nb < N_BLOCKS; ++nb) {
+      [[unroll]] for (uint kb = 0; kb < D_BLOCKS; ++kb) {
+        VKF_MAT_B kt_frag, vt_frag;
+        cm_load_cols(kt_frag, kv_tiles, 16 * nb * TILE_STRIDE + 2 * kb, TILE_STRIDE);
+        cm_load_cols(vt_frag, kv_tiles, (BLOCK_KV + 16 * nb) * TILE_STRIDE + 2 * kb, TILE_STRIDE);
+        s[nb] = cm_mul_add(q_frag[kb], kt_frag, s[nb]);
+        dp[nb] = cm_mul_add(do_frag[kb], vt_frag, dp[nb]);
+      }
+    }
+
+    // dS = P (dP - delta), P = exp2(S scale - LSE); 0 where masked, whatever dP holds there; NaN
+    // where the row sees a key whose K the staging zeroed (common/nonfinite.glsl).
+    [[unroll]] for (uint nb = 0; nb < N_BLOCKS; ++nb) {
+      [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
+        const uint t = cm_slot(i), c = 16 * nb + cm_col(coord, i);
+        const float ds = exp2(s[nb][i] * pc.scale_log2 - lse_row[t]) * (dp[nb][i] - delta_row[t]);
+        // Selects, not a branch around the store: a matrix element written in one branch only made
+        // the NV and KHR backward less than half as fast on the H100 (docs/tuning-log.md).
+        const bool visible = !masked_tile || key_visible(row0 + cm_row(coord, i), kv_begin + c, pc.q_len, pc.kv_len);
+        const bool zeroed_key = masked_tile && key_nonfinite_step[c] == step;
+        s[nb][i] = !visible ? 0.0 : zeroed_key ? VKF_NAN : ds;
+      }
+    }
+
+    // dQ += dS K
+    [[unroll]] for (uint nb = 0; nb < N_BLOCKS; ++nb) {
+      const VKF_MAT_A ds_frag = acc_to_a(s[nb]);
+      [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) {
+        VKF_MAT_B k_frag;
+        cm_load_rows(k_frag, kv_tiles, 16 * nb * TILE_STRIDE + 2 * db, TILE_STRIDE);
+        dq_acc[db] = cm_mul_add(ds_frag, k_frag, dq_acc[db]);
+      }
+    }
+    barrier();  // every subgroup is done with K and V before the next tile overwrites them
+  }
+
+  const float scale = pc.scale_log2 / LOG2E;
+  [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) dq_acc[db] = dq_acc[db] * scale;
+  VKF_STORE_ROW_BLOCK(dq_acc, 0, dq_u4, dq_h, coord, q_head_row * HEAD_DIM, row0, pc.q_len);
+}

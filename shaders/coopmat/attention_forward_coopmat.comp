@@ -1,0 +1,200 @@
+// FlashAttention-2 forward on tensor cores (cooperative matrices), float16 tensors, head dim a
+// multiple of 16. One workgroup per (Q tile, head, batch); each subgroup owns M_BLOCKS blocks of
+// 16 query rows and keeps their Q fragments and O accumulators in registers for the whole pass.
+// K and V tiles (BLOCK_KV rows) are staged together in shared memory once per step.
+//
+// S = Q K^T and O += P V are 16x16x16 matrix multiply-adds. The online softmax runs on the S
+// accumulators in registers: the engine's layout probe tells which elements of a lane share a
+// row (slots) and which lanes share a row (a shuffle mask), so row max and row sum are a few
+// shuffles, and P goes from the float32 S accumulator to the float16 A operand of P V without
+// leaving registers (NV) or through a 16x16 per-subgroup scratch (KHR, whose types carry a use).
+//
+// Variants by define: VKF_COOPMAT_KHR (0: GL_NV_cooperative_matrix, 1: GL_KHR_cooperative_matrix).
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "coopmat/coopmat_extensions.glsl"
+
+#include "common/shader_interface.h"
+#include "coopmat/coopmat_constants.glsl"
+
+#define VKF_DEFAULT_HEAD_DIM 128
+#define VKF_DEFAULT_BLOCK_Q 64
+#define VKF_DEFAULT_BLOCK_KV 64
+#include "common/attention_preamble.glsl"
+#include "common/shared_memory_sizes.h"
+layout(constant_id = VKF_SPEC_WRITE_LSE) const bool WRITE_LSE = true;
+
+const uint SUBGROUPS = WORKGROUP_SIZE / VKF_CM_SUBGROUP_SIZE;
+const uint M_BLOCKS = BLOCK_Q / (16 * SUBGROUPS);  // 16-row blocks per subgroup (engine checks)
+const uint N_BLOCKS = BLOCK_KV / 16;                // 16-key blocks per tile
+const uint D_BLOCKS = HEAD_DIM / 16;
+const uint ROW_U4 = VKF_ROW_U4(HEAD_DIM);           // a row of float16 as uvec4 (8 halves)
+const uint TILE_STRIDE = VKF_TILE_STRIDE(ROW_U4);   // odd: 8 rows of one load hit 8 different banks
+const uint ROWS_PER_LANE = VKF_CM_ROWS_PER_LANE;
+
+#include "common/constants.glsl"
+#include "common/attention_mask.glsl"
+#include "coopmat/coopmat.glsl"
+#include "coopmat/coopmat_tiles.glsl"
+#include "common/nonfinite.glsl"
+
+layout(std430, set = 0, binding = VKF_FWD_BINDING_Q) readonly buffer q_u4_block { uvec4 q_u4[]; };
+layout(std430, set = 0, binding = VKF_FWD_BINDING_Q) readonly buffer q_h_block { float16_t q_h[]; };
+layout(std430, set = 0, binding = VKF_FWD_BINDING_K) readonly buffer k_u4_block { uvec4 k_u4[]; };
+layout(std430, set = 0, binding = VKF_FWD_BINDING_V) readonly buffer v_u4_block { uvec4 v_u4[]; };
+layout(std430, set = 0, binding = VKF_FWD_BINDING_O) writeonly buffer o_u4_block { uvec4 o_u4[]; };
+layout(std430, set = 0, binding = VKF_FWD_BINDING_O) writeonly buffer o_h_block { float16_t o_h[]; };
+layout(std430, set = 0, binding = VKF_FWD_BINDING_LSE) writeonly buffer lse_block { float lse_data[]; };
+
+shared uvec4 kv_tiles[VKF_SMEM_ROW_PAIR_U4(BLOCK_KV, TILE_STRIDE)];  // K rows [0, BLOCK_KV), then V rows
+shared uint nonfinite_v;  // 1 once a tile that the diagonal crosses had an inf or NaN in V
+
+const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
+VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_KV, KV_WORDS)
+
+void main() {
+  const uint lane = gl_SubgroupInvocationID;
+  const uint head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
+  const uint kv_head = head / (pc.q_heads / pc.kv_heads);  // GQA / MQA
+  const uint q_begin = gl_WorkGroupID.x * BLOCK_Q;
+  const uint q_end = min(q_begin + BLOCK_Q, pc.q_len);
+  const uint rows_begin = q_begin + gl_SubgroupID * 16 * M_BLOCKS;  // this subgroup's first row
+  const uint q_head = (batch * pc.q_heads + head) * pc.q_len * HEAD_DIM;  // in halves
+  const uint kv_head_row = (batch * pc.kv_heads + kv_head) * pc.kv_len;  // row index of key 0
+
+  if (gl_LocalInvocationIndex == 0) nonfinite_v = 0;  // before load_coordinates' barrier
+  const VKF_ACC coord = load_coordinates();  // coordinates of every accumulator element
+
+  // Q fragments (the scale is applied to S, so Q stays exactly as stored)
+  VKF_MAT_A q_frag[M_BLOCKS * D_BLOCKS];
+  [[unroll]] for (uint mb = 0; mb < M_BLOCKS; ++mb) {
+    VKF_LOAD_ROW_BLOCK(q_frag, mb * D_BLOCKS, q_u4, q_h, coord, q_head, rows_begin + 16 * mb, pc.q_len);
+  }
+
+  float m_run[M_BLOCKS * ROWS_PER_LANE];  // running row max of S (base 2), per (block, slot)
+  float l_part[M_BLOCKS * ROWS_PER_LANE]; // this lane's share of the running row sum of P
+  VKF_ACC o_acc[M_BLOCKS * D_BLOCKS];
+  [[unroll]] for (uint j = 0; j < M_BLOCKS * ROWS_PER_LANE; ++j) { m_run[j] = NEG_INF; l_part[j] = 0.0; }
+  [[unroll]] for (uint j = 0; j < M_BLOCKS * D_BLOCKS; ++j) o_acc[j] = VKF_ACC(0.0);
+
+  uint masked_begin = pc.kv_len;  // the first tile the diagonal crosses: they are the last ones
+  const uint kv_end = visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);  // later tiles are wholly masked
+  for (uint kv_begin = 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
+    const uint kv_valid = min(BLOCK_KV, pc.kv_len - kv_begin);  // rows past kv_len: zeros
+    // Stage K and V (V's infinities and NaNs zeroed where the causal diagonal crosses the tile).
+    const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
+    {
+      uvec4 k_words[KV_WORDS], v_words[KV_WORDS];
+      load_kv(k_words, v_words, kv_head_row + kv_begin, kv_valid);
+      if (tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len)) {
+        masked_begin = min(masked_begin, kv_begin);
+        bool found = false;
+        VKF_ZERO_NONFINITE(v_words, KV_WORDS, found);
+        if (found) atomicOr(nonfinite_v, 1u);
+      }
+      store_kv(k_words, v_words);
+    }
+    barrier();  // K and V tiles visible
+
+    // S = Q K^T (each K fragment, loaded once, serves every row block of the subgroup)
+    VKF_ACC s[M_BLOCKS * N_BLOCKS];
+    [[unroll]] for (uint j = 0; j < M_BLOCKS * N_BLOCKS; ++j) s[j] = VKF_ACC(0.0);
+    [[unroll]] for (uint nb = 0; nb < N_BLOCKS; ++nb) {
+      [[unroll]] for (uint kb = 0; kb < D_BLOCKS; ++kb) {
+        VKF_MAT_B k_frag;  // K^T block: column-major view of the K rows
+        cm_load_cols(k_frag, kv_tiles, 16 * nb * TILE_STRIDE + 2 * kb, TILE_STRIDE);
+        [[unroll]] for (uint mb = 0; mb < M_BLOCKS; ++mb)
+          s[mb * N_BLOCKS + nb] = cm_mul_add(q_frag[mb * D_BLOCKS + kb], k_frag, s[mb * N_BLOCKS + nb]);
+      }
+    }
+
+    // Online softmax on the accumulators: mask, row max, P = exp2(S - m_new), rescale O and l.
+    [[unroll]] for (uint mb = 0; mb < M_BLOCKS; ++mb) {
+      float tile_max[ROWS_PER_LANE];
+      [[unroll]] for (uint t = 0; t < ROWS_PER_LANE; ++t) tile_max[t] = NEG_INF;
+      [[unroll]] for (uint nb = 0; nb < N_BLOCKS; ++nb) {
+        [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
+          float x = s[mb * N_BLOCKS + nb][i] * pc.scale_log2;
+          if (masked_tile) {
+            const uint q_row = rows_begin + 16 * mb + cm_row(coord, i);
+            if (!key_visible(q_row, kv_begin + 16 * nb + cm_col(coord, i), pc.q_len, pc.kv_len)) x = NEG_INF;
+          }
+          s[mb * N_BLOCKS + nb][i] = x;
+          tile_max[cm_slot(i)] = max(tile_max[cm_slot(i)], x);
+        }
+      }
+      float m_ref[ROWS_PER_LANE], alpha[ROWS_PER_LANE], tile_sum[ROWS_PER_LANE];
+      [[unroll]] for (uint t = 0; t < ROWS_PER_LANE; ++t) {
+        const float m_new = max(m_run[mb * ROWS_PER_LANE + t], cm_row_max(tile_max[t]));
+        m_ref[t] = m_new == NEG_INF ? 0.0 : m_new;  // row saw no key yet: keeps exp2 off NaN
+        alpha[t] = exp2(m_run[mb * ROWS_PER_LANE + t] - m_ref[t]);
+        m_run[mb * ROWS_PER_LANE + t] = m_new;
+        tile_sum[t] = 0.0;
+      }
+      [[unroll]] for (uint nb = 0; nb < N_BLOCKS; ++nb) {
+        [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
+          const float p = exp2(s[mb * N_BLOCKS + nb][i] - m_ref[cm_slot(i)]);
+          s[mb * N_BLOCKS + nb][i] = p;
+          tile_sum[cm_slot(i)] += p;
+        }
+      }
+      [[unroll]] for (uint t = 0; t < ROWS_PER_LANE; ++t)
+        l_part[mb * ROWS_PER_LANE + t] = l_part[mb * ROWS_PER_LANE + t] * alpha[t] + tile_sum[t];
+      // rescale O
+      [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db)
+        [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) o_acc[mb * D_BLOCKS + db][i] *= alpha[cm_slot(i)];
+    }
+
+    // O += P V
+    [[unroll]] for (uint nb = 0; nb < N_BLOCKS; ++nb) {
+      VKF_MAT_A p_frag[M_BLOCKS];
+      [[unroll]] for (uint mb = 0; mb < M_BLOCKS; ++mb) p_frag[mb] = acc_to_a(s[mb * N_BLOCKS + nb]);
+      [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) {
+        VKF_MAT_B v_frag;
+        cm_load_rows(v_frag, kv_tiles, (BLOCK_KV + 16 * nb) * TILE_STRIDE + 2 * db, TILE_STRIDE);
+        [[unroll]] for (uint mb = 0; mb < M_BLOCKS; ++mb)
+          o_acc[mb * D_BLOCKS + db] = cm_mul_add(p_frag[mb], v_frag, o_acc[mb * D_BLOCKS + db]);
+      }
+    }
+    barrier();  // every subgroup is done with K and V before the next tile overwrites them
+  }
+
+  // Infinities and NaNs of V that the staging zeroed, where the rows see them, read again from the
+  // buffer (rare: the flag was raised before the last step's barriers; common/nonfinite.glsl).
+  if (kv_end > 0 && nonfinite_v != 0) {
+    [[unroll]] for (uint mb = 0; mb < M_BLOCKS; ++mb) {
+      [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) {
+        for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
+          const uint q_row = rows_begin + 16 * mb + cm_row(coord, i), column = 16 * db + cm_col(coord, i);
+          for (uint key = masked_begin; key < row_keys_end(q_row, pc.q_len, pc.kv_len); ++key) {
+            const float x = VKF_BUFFER_HALF(v_u4, (kv_head_row + key) * HEAD_DIM + column);
+            if (isinf(x) || isnan(x)) o_acc[mb * D_BLOCKS + db][i] += x;
+          }
+        }
+      }
+    }
+  }
+
+  // Epilogue: O = acc / l, LSE = ln(l) + m. A row that saw no key: O = 0, LSE = -inf; a row whose
+  // scores held NaN: l is NaN, and so are O and LSE.
+  [[unroll]] for (uint mb = 0; mb < M_BLOCKS; ++mb) {
+    const uint row0 = rows_begin + 16 * mb;
+    float l_row[ROWS_PER_LANE], inv_l[ROWS_PER_LANE];
+    [[unroll]] for (uint t = 0; t < ROWS_PER_LANE; ++t) {
+      l_row[t] = cm_row_sum(l_part[mb * ROWS_PER_LANE + t]);
+      inv_l[t] = l_row[t] == 0.0 ? 0.0 : 1.0 / l_row[t];
+    }
+    [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db)
+      [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) o_acc[mb * D_BLOCKS + db][i] *= inv_l[cm_slot(i)];
+    VKF_STORE_ROW_BLOCK(o_acc, mb * D_BLOCKS, o_u4, o_h, coord, q_head, row0, pc.q_len);
+    if (WRITE_LSE && (lane & VKF_CM_ROW_LANE_MASK) == 0) {
+      for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
+        const uint r = row0 + cm_row(coord, i), t = cm_slot(i);
+        if (cm_first_of_slot(i) && r < pc.q_len) {
+          lse_data[(batch * pc.q_heads + head) * pc.q_len + r] =
+              l_row[t] == 0.0 ? NEG_INF : (m_run[mb * ROWS_PER_LANE + t] + log2(l_row[t])) * LN2;
+        }
+      }
+    }
+  }
+}

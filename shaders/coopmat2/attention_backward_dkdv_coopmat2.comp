@@ -1,0 +1,239 @@
+// FlashAttention-2 backward, dK and dV, on tensor cores with GL_NV_cooperative_matrix2's
+// per-element operations and conversions, float16 tensors. One workgroup per (tile of BLOCK_KV
+// keys, kv head, batch); subgroup g owns keys [R g, R g + R) of the tile (R = SUBGROUP_ROWS, 16 or
+// 32) and keeps their dK and dV as accumulators, and Q and dO tiles of BLOCK_Q rows stream
+// through for every query head of the GQA group, from the causal diagonal on:
+//   S^T = K Q^T      P^T = exp2(scale S^T - LSE)   dV += P^T dO
+//   dP^T = V dO^T    dS^T = P^T (dP^T - delta)     dK += dS^T Q   (times scale at the end)
+// Deterministic: every key row is summed by one subgroup in a fixed order, no atomics.
+// The matrices have subgroup scope (of flexible size), so that each subgroup's P^T and dS^T are
+// already laid out as the A operands of its own dV and dK products. With workgroup-scope matrices
+// the driver split the 32 x 64 S^T tile of the earlier kernel over its four subgroups two by two
+// (its disassembly, tools/lab/dump_sass.py), and every step handed P^T and dS^T between subgroups
+// through shared memory behind eight barriers, which was slower (docs/tuning-log.md).
+// Shared memory: the tile's V rows for the whole loop (reloaded as operands every step: holding
+// them too leaves no registers at D=128), then a region that first holds its K rows (loaded once
+// into each subgroup's A operand) and then each step's Q and dO rows, staged by the whole
+// workgroup, with the step's LSE (base 2) and delta. Each step's buffer reads are issued before
+// the barrier that waits for the previous step's matrix loads, the shared-memory stores after it
+// (attention_forward_coopmat2.comp says why).
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_NV_cooperative_matrix2 : require
+
+#define VKF_DEFAULT_HEAD_DIM 128
+#define VKF_DEFAULT_BLOCK_Q 32   // query rows per streamed tile
+#define VKF_DEFAULT_BLOCK_KV 64   // key rows owned: SUBGROUP_ROWS per subgroup
+#include "common/attention_preamble.glsl"
+#include "common/shared_memory_sizes.h"
+layout(constant_id = VKF_SPEC_SUBGROUP_SIZE) const uint SUBGROUP_SIZE = 32;
+
+#include "common/attention_mask.glsl"
+
+layout(std430, set = 0, binding = VKF_BWD_BINDING_Q) readonly buffer q_block { uvec4 q_u4[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_K) readonly buffer k_block { uvec4 k_u4[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_V) readonly buffer v_block { uvec4 v_u4[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DO) readonly buffer do_block { uvec4 do_u4[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DK) writeonly buffer dk_block { float16_t dk_h[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DV) writeonly buffer dv_block { float16_t dv_h[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_LSE) readonly buffer lse_block { float lse_data[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DELTA) readonly buffer delta_block { float delta_data[]; };
+
+#include "coopmat2/coopmat2_backward.glsl"
+
+const uint SUBGROUP_ROWS = BLOCK_KV / (WORKGROUP_SIZE / SUBGROUP_SIZE);  // rows each subgroup owns (16 or 32)
+const uint ROW_U4 = VKF_ROW_U4(HEAD_DIM);          // a row of float16 as uvec4 words
+const uint TILE_STRIDE = VKF_TILE_STRIDE(ROW_U4);  // padded shared row (see stage_rows.glsl)
+// Rows [0, BLOCK_KV): V. From STREAM_ROW0: K once, then each step's Q rows and dO rows.
+const uint STREAM_ROW0 = BLOCK_KV;
+const uint STREAM_ROWS = VKF_SMEM_CM2_DKDV_STREAM_ROWS(BLOCK_Q, BLOCK_KV);
+shared uvec4 tiles[VKF_SMEM_CM2_DKDV_TILES_U4(BLOCK_KV, STREAM_ROWS, TILE_STRIDE)];
+shared float lse_tile[VKF_SMEM_ROW_FLOATS(BLOCK_Q)];    // row_lse_log2 of the step's queries
+shared float delta_tile[VKF_SMEM_ROW_FLOATS(BLOCK_Q)];  // row_delta
+shared uint nonfinite_do;  // 1 once a tile that the diagonal crosses had an inf or NaN in dO
+// Step (from 1) at which the staging last zeroed an inf or NaN in this row of the query tile: in
+// tiles that the diagonal crosses, Q is zeroed for dK += dS^T Q (common/nonfinite.glsl).
+shared uint query_nonfinite_step[VKF_SMEM_NONFINITE_STEPS(BLOCK_Q)];
+const uint Q_TILE = STREAM_ROW0 * TILE_STRIDE;               // where the Q rows start
+const uint DO_TILE = (STREAM_ROW0 + BLOCK_Q) * TILE_STRIDE;  // where the dO rows start
+#include "common/nonfinite.glsl"
+#include "common/stage_rows.glsl"
+const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
+VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_vk, store_vk, tiles, v_u4, k_u4, BLOCK_KV, KV_WORDS)
+VKF_DEFINE_STAGE_ROW_PAIR(stage_vk, load_vk, store_vk, KV_WORDS)
+const uint Q_DO_WORDS = VKF_STAGE_WORDS(BLOCK_Q);  // uvec4 words per tensor each invocation copies
+const uint STAT_WORDS = (BLOCK_Q + WORKGROUP_SIZE - 1) / WORKGROUP_SIZE;  // LSE / delta values each copies
+VKF_DEFINE_STAGE_ROW_PAIR_SPLIT_AT(load_q_do, store_q_do, tiles, STREAM_ROW0, q_u4, do_u4, BLOCK_Q, Q_DO_WORDS)
+
+#define KEYS_X_DIM(T, USE) coopmat<T, gl_ScopeSubgroup, SUBGROUP_ROWS, HEAD_DIM, USE>
+#define KEYS_X_QUERIES(T, USE) coopmat<T, gl_ScopeSubgroup, SUBGROUP_ROWS, BLOCK_Q, USE>
+#define QUERIES_X_DIM_B coopmat<float16_t, gl_ScopeSubgroup, BLOCK_Q, HEAD_DIM, gl_MatrixUseB>
+#define DIM_X_QUERIES_B coopmat<float16_t, gl_ScopeSubgroup, HEAD_DIM, BLOCK_Q, gl_MatrixUseB>
+
+// Callbacks: row is a key of the subgroup's rows (the first at k0), col a query of the step's tile
+// (the first at q0).
+float p_of_st(const uint row, const uint col, const float st) { return p_of_score(st, lse_tile[col]); }
+float masked_p_of_st(const uint row, const uint col, const float st, const uint q0, const uint k0) {
+  return masked_p(q0 + col, k0 + row, st, lse_tile[col]);
+}
+// dS^T = P^T (dP^T - delta)
+float ds_of_dpt(const uint row, const uint col, const float dpt, const float p) {
+  return ds_of(p, dpt, delta_tile[col]);
+}
+// In a tile that crosses the mask, also NaN where a query whose Q the staging zeroed at this step
+// sees the key (common/nonfinite.glsl).
+float masked_ds_of_dpt(const uint row, const uint col, const float dpt, const float p, const uint q0, const uint k0,
+                       const uint step) {
+  const float ds = masked_ds(q0 + col, k0 + row, p, dpt, delta_tile[col]);
+  return query_nonfinite_step[col] == step && key_visible(q0 + col, k0 + row, pc.q_len, pc.kv_len) ? VKF_NAN : ds;
+}
+// dV plus the infinities and NaNs of dO (column `col`, read from the buffer) of the queries below
+// `masked_q_end` of every head of the group that see the key: those the staging zeroed (the tiles
+// that the diagonal crosses are the first of each head's loop; common/nonfinite.glsl).
+float add_seen_nonfinite_do(const uint row, const uint col, const float dv, const uint k0, const uint masked_q_end,
+                            const uint first_head_row) {
+  float sum = dv;
+  for (uint h = 0; h < pc.q_heads / pc.kv_heads; ++h) {
+    for (uint q = key_rows_begin(k0 + row, pc.q_len, pc.kv_len); q < masked_q_end; ++q) {
+      const float x = VKF_BUFFER_HALF(do_u4, (first_head_row + h * pc.q_len + q) * HEAD_DIM + col);
+      if (isinf(x) || isnan(x)) sum += x;
+    }
+  }
+  return sum;
+}
+
+// One step of a head's query loop: stage the query tile at q_begin with its LSE and delta, recompute
+// P^T, dV += P^T dO, dS^T = P^T (dP^T - delta), dK += dS^T Q. `masked` steps (query tiles that
+// cross the causal diagonal, the first of the loop, or every tile where the key tile crosses
+// kv_len) also mask P^T and dS^T; main() runs them in a loop of their own (as
+// attention_backward_dq_coopmat2.comp does, which says why). In `crossing` steps (the diagonal
+// crosses the tile) the staging also zeroes Q's and dO's infinities and NaNs.
+void dkdv_step(const bool masked, const bool crossing, const uint step, const uint q_begin, const uint head_row,
+               const uint kv_begin, const uint own_row, const KEYS_X_DIM(float16_t, gl_MatrixUseA) k_frag,
+               inout KEYS_X_DIM(float, gl_MatrixUseAccumulator) dk_acc,
+               inout KEYS_X_DIM(float, gl_MatrixUseAccumulator) dv_acc) {
+  // This step's rows, LSE and delta, read from the buffers while waiting for every matrix
+  // load of the previous step (the first step: for the K loads); then stored.
+  const uint q_valid = min(BLOCK_Q, pc.q_len - q_begin);
+  uvec4 q_words[Q_DO_WORDS], do_words[Q_DO_WORDS];
+  load_q_do(q_words, do_words, head_row + q_begin, q_valid);
+  float lse[STAT_WORDS], delta[STAT_WORDS];
+  [[unroll]] for (uint j = 0; j < STAT_WORDS; ++j) {
+    const uint r = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;
+    lse[j] = row_lse_log2(head_row + q_begin + r, q_begin + r);
+    delta[j] = row_delta(head_row + q_begin + r, q_begin + r);
+  }
+  barrier();
+  if (masked && crossing) {
+    VKF_ZERO_NONFINITE_ROWS(q_words, Q_DO_WORDS, query_nonfinite_step, step);
+    bool found = false;
+    VKF_ZERO_NONFINITE(do_words, Q_DO_WORDS, found);
+    if (found) atomicOr(nonfinite_do, 1u);
+  }
+  store_q_do(q_words, do_words);
+  [[unroll]] for (uint j = 0; j < STAT_WORDS; ++j) {
+    const uint r = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;
+    if (r < BLOCK_Q) {
+      lse_tile[r] = lse[j];
+      delta_tile[r] = delta[j];
+    }
+  }
+  barrier();
+
+  // S^T = K Q^T, P^T = exp2(scale S^T - LSE)
+  DIM_X_QUERIES_B q_t;
+  coopMatLoad(q_t, tiles, Q_TILE, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
+  KEYS_X_QUERIES(float, gl_MatrixUseAccumulator) p_t =
+      coopMatMulAdd(k_frag, q_t, KEYS_X_QUERIES(float, gl_MatrixUseAccumulator)(0.0));
+  if (masked) {
+    coopMatPerElementNV(p_t, p_t, masked_p_of_st, q_begin, kv_begin + own_row);
+  } else {
+    coopMatPerElementNV(p_t, p_t, p_of_st);
+  }
+
+  // dV += P^T dO
+  QUERIES_X_DIM_B do_tile;
+  coopMatLoad(do_tile, tiles, DO_TILE, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
+  dv_acc = coopMatMulAdd(KEYS_X_QUERIES(float16_t, gl_MatrixUseA)(p_t), do_tile, dv_acc);
+
+  // dP^T = V dO^T, dS^T = P^T (dP^T - delta)
+  KEYS_X_DIM(float16_t, gl_MatrixUseA) v_frag;
+  coopMatLoad(v_frag, tiles, own_row * TILE_STRIDE, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
+  DIM_X_QUERIES_B do_t;
+  coopMatLoad(do_t, tiles, DO_TILE, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
+  KEYS_X_QUERIES(float, gl_MatrixUseAccumulator) ds_t =
+      coopMatMulAdd(v_frag, do_t, KEYS_X_QUERIES(float, gl_MatrixUseAccumulator)(0.0));
+  if (masked) {  // 0 for masked pairs whatever dP^T holds (an inf in dO)
+    coopMatPerElementNV(ds_t, ds_t, masked_ds_of_dpt, p_t, q_begin, kv_begin + own_row, step);
+  } else {
+    coopMatPerElementNV(ds_t, ds_t, ds_of_dpt, p_t);
+  }
+
+  // dK += dS^T Q
+  QUERIES_X_DIM_B q_tile;
+  coopMatLoad(q_tile, tiles, Q_TILE, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
+  dk_acc = coopMatMulAdd(KEYS_X_QUERIES(float16_t, gl_MatrixUseA)(ds_t), q_tile, dk_acc);
+}
+
+void main() {
+  const uint kv_head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
+  const uint kv_begin = gl_WorkGroupID.x * BLOCK_KV;
+  const uint own_row = SUBGROUP_ROWS * gl_SubgroupID;  // this subgroup's first key inside the tile
+  const uint kv_head_row = (batch * pc.kv_heads + kv_head) * pc.kv_len;  // row index of key 0 of this head
+
+  if (gl_LocalInvocationIndex == 0) nonfinite_do = 0;  // before the first barrier
+  for (uint i = gl_LocalInvocationIndex; i < BLOCK_Q; i += WORKGROUP_SIZE) query_nonfinite_step[i] = 0;
+  // The tile's V rows (kept) and K rows (loaded once as this subgroup's A operand).
+  stage_vk(kv_head_row + kv_begin, min(BLOCK_KV, pc.kv_len - kv_begin));
+  barrier();
+  KEYS_X_DIM(float16_t, gl_MatrixUseA) k_frag;
+  coopMatLoad(k_frag, tiles, (STREAM_ROW0 + own_row) * TILE_STRIDE, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
+
+  KEYS_X_DIM(float, gl_MatrixUseAccumulator) dk_acc = KEYS_X_DIM(float, gl_MatrixUseAccumulator)(0.0);
+  KEYS_X_DIM(float, gl_MatrixUseAccumulator) dv_acc = KEYS_X_DIM(float, gl_MatrixUseAccumulator)(0.0);
+
+  // Query rows before q_first see none of this tile's keys (causal): their tiles are skipped.
+  uint q_first = 0;
+  if (CAUSAL) q_first = uint(clamp(int(kv_begin) - causal_shift(pc.q_len, pc.kv_len), 0, int(pc.q_len)));
+  const uint group = pc.q_heads / pc.kv_heads;
+  uint masked_q_end = 0;  // the tiles that the diagonal crosses end here, the same in every head
+  uint step = 0;
+  for (uint head = kv_head * group; head < (kv_head + 1) * group; ++head) {
+    const uint head_row = (batch * pc.q_heads + head) * pc.q_len;  // row index of query 0 of this head
+    // The tiles that cross the mask come first.
+    uint q_begin = (q_first / BLOCK_Q) * BLOCK_Q;
+    [[dont_unroll]] for (; q_begin < pc.q_len && tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
+                         q_begin += BLOCK_Q) {
+      const bool crossing = tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
+      if (crossing) masked_q_end = max(masked_q_end, min(q_begin + BLOCK_Q, pc.q_len));
+      dkdv_step(true, crossing, ++step, q_begin, head_row, kv_begin, own_row, k_frag, dk_acc, dv_acc);
+    }
+    [[dont_unroll]] for (; q_begin < pc.q_len; q_begin += BLOCK_Q) {
+      dkdv_step(false, false, ++step, q_begin, head_row, kv_begin, own_row, k_frag, dk_acc, dv_acc);
+    }
+  }
+
+  // Infinities and NaNs of dO that the staging zeroed, where the keys see them (rare: the flag was
+  // raised before the last step's second barrier).
+  if (nonfinite_do != 0) {
+    coopMatPerElementNV(dv_acc, dv_acc, add_seen_nonfinite_do, kv_begin + own_row, masked_q_end,
+                        (batch * pc.q_heads + kv_head * group) * pc.q_len);
+  }
+
+  // [kv_len, HEAD_DIM] row-major: rows past kv_len are dropped.
+  tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> kv_layout =
+      createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+  kv_layout = setTensorLayoutDimensionNV(kv_layout, pc.kv_len, HEAD_DIM);
+  const uint kv_offset = kv_head_row * HEAD_DIM;  // in halves
+  dk_acc *= pc.scale_log2 / LOG2E;
+  coopMatStoreTensorNV(KEYS_X_DIM(float16_t, gl_MatrixUseAccumulator)(dk_acc), dk_h, kv_offset,
+                       sliceTensorLayoutNV(kv_layout, kv_begin + own_row, SUBGROUP_ROWS, 0, HEAD_DIM));
+  coopMatStoreTensorNV(KEYS_X_DIM(float16_t, gl_MatrixUseAccumulator)(dv_acc), dv_h, kv_offset,
+                       sliceTensorLayoutNV(kv_layout, kv_begin + own_row, SUBGROUP_ROWS, 0, HEAD_DIM));
+}

@@ -1,0 +1,170 @@
+// FlashAttention-2 backward, dQ, on tensor cores with GL_NV_cooperative_matrix2's per-element
+// operations and conversions, float16 tensors. One workgroup per (tile of BLOCK_Q queries, head,
+// batch); subgroup g owns queries [R g, R g + R) of the tile (R = SUBGROUP_ROWS, 16 or 32), keeps
+// their Q and dO as operands and dQ as accumulator, and K and V tiles of BLOCK_KV rows stream
+// through up to the causal diagonal:
+//   S = Q K^T    P = exp2(scale S - LSE)    dP = dO V^T    dS = P (dP - delta)
+//   dQ += dS K   (times scale at the end)
+// Subgroup-scope matrices, as in attention_backward_dkdv_coopmat2.comp (which says why): each
+// subgroup's dS is already laid out as the A operand of its dQ product, where the workgroup-scope
+// kernel before it exchanged dS between subgroups through shared memory every step (64 x 32 S
+// split two by two), which was slower; 32 rows per subgroup, where registers allow it (D=64), are
+// faster again (docs/tuning-log.md). Each step's K and V rows are staged in shared memory by the
+// whole workgroup and K^T, V^T and K loaded from there (attention_forward_coopmat2.comp says why
+// staging pays); the owned rows' LSE and delta sit in shared memory for the per-element callbacks.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_NV_cooperative_matrix2 : require
+
+#define VKF_DEFAULT_HEAD_DIM 128
+#define VKF_DEFAULT_BLOCK_Q 64   // query rows owned: SUBGROUP_ROWS per subgroup
+#define VKF_DEFAULT_BLOCK_KV 32   // key rows per streamed tile
+#include "common/attention_preamble.glsl"
+#include "common/shared_memory_sizes.h"
+layout(constant_id = VKF_SPEC_SUBGROUP_SIZE) const uint SUBGROUP_SIZE = 32;
+
+#include "common/attention_mask.glsl"
+
+layout(std430, set = 0, binding = VKF_BWD_BINDING_Q) readonly buffer q_block { float16_t q_h[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_K) readonly buffer k_block { uvec4 k_u4[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_V) readonly buffer v_block { uvec4 v_u4[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DO) readonly buffer do_block { float16_t do_h[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DQ) writeonly buffer dq_block { float16_t dq_h[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_LSE) readonly buffer lse_block { float lse_data[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DELTA) readonly buffer delta_block { float delta_data[]; };
+
+#include "coopmat2/coopmat2_backward.glsl"
+
+const uint SUBGROUP_ROWS = BLOCK_Q / (WORKGROUP_SIZE / SUBGROUP_SIZE);  // rows each subgroup owns (16 or 32)
+const uint ROW_U4 = VKF_ROW_U4(HEAD_DIM);          // a row of float16 as uvec4 words
+const uint TILE_STRIDE = VKF_TILE_STRIDE(ROW_U4);  // padded shared row (see stage_rows.glsl)
+shared uvec4 kv_tiles[VKF_SMEM_ROW_PAIR_U4(BLOCK_KV, TILE_STRIDE)];  // K rows [0, BLOCK_KV), then V rows
+shared float lse_rows[VKF_SMEM_ROW_FLOATS(BLOCK_Q)];    // row_lse_log2 of the owned queries
+shared float delta_rows[VKF_SMEM_ROW_FLOATS(BLOCK_Q)];  // row_delta
+// Step (from 1) at which the staging last zeroed an inf or NaN in this row of the key tile: in
+// tiles that the diagonal crosses, K is zeroed for dQ += dS K (common/nonfinite.glsl).
+shared uint key_nonfinite_step[VKF_SMEM_NONFINITE_STEPS(BLOCK_KV)];
+#include "common/nonfinite.glsl"
+#include "common/stage_rows.glsl"
+const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
+VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_KV, KV_WORDS)
+
+#define QUERIES_X_DIM(T, USE) coopmat<T, gl_ScopeSubgroup, SUBGROUP_ROWS, HEAD_DIM, USE>
+#define QUERIES_X_KEYS(T, USE) coopmat<T, gl_ScopeSubgroup, SUBGROUP_ROWS, BLOCK_KV, USE>
+#define DIM_X_KEYS_B coopmat<float16_t, gl_ScopeSubgroup, HEAD_DIM, BLOCK_KV, gl_MatrixUseB>
+
+// Callbacks: row is a query of the subgroup's rows (tile row q_row0 + row, the first at q0), col
+// a key of the step's tile (the first at k0).
+float p_of_s(const uint row, const uint col, const float s, const uint q_row0) {
+  return p_of_score(s, lse_rows[q_row0 + row]);
+}
+float masked_p_of_s(const uint row, const uint col, const float s, const uint q_row0, const uint q0, const uint k0) {
+  return masked_p(q0 + row, k0 + col, s, lse_rows[q_row0 + row]);
+}
+// dS = P (dP - delta)
+float ds_of_dp(const uint row, const uint col, const float dp, const float p, const uint q_row0) {
+  return ds_of(p, dp, delta_rows[q_row0 + row]);
+}
+// In a tile that crosses the mask, also NaN where the row sees a key whose K the staging zeroed at
+// this step (common/nonfinite.glsl).
+float masked_ds_of_dp(const uint row, const uint col, const float dp, const float p, const uint q_row0, const uint q0,
+                      const uint k0, const uint step) {
+  const float ds = masked_ds(q0 + row, k0 + col, p, dp, delta_rows[q_row0 + row]);
+  return key_nonfinite_step[col] == step && key_visible(q0 + row, k0 + col, pc.q_len, pc.kv_len) ? VKF_NAN : ds;
+}
+
+// One step of the key loop: stage the key tile at kv_begin, recompute P, dS = P (dP - delta),
+// dQ += dS K. `masked` steps (tiles that cross the causal diagonal or kv_len: the last of the loop)
+// also mask P and dS, and where the diagonal crosses them zero K's infinities and NaNs; main() runs
+// them in a loop of their own, so that the loop over the other tiles carries none of that code (on
+// the H100 that is 2-4% faster at D=64 than one loop that tests each tile: docs/tuning-log.md).
+void dq_step(const bool masked, const uint kv_begin, const uint step, const uint q_begin, const uint own_row,
+             const uint kv_head_row, const QUERIES_X_DIM(float16_t, gl_MatrixUseA) q_frag,
+             const QUERIES_X_DIM(float16_t, gl_MatrixUseA) do_frag,
+             inout QUERIES_X_DIM(float, gl_MatrixUseAccumulator) dq_acc) {
+  // stage this step's K and V rows (read before the barrier, as in the forward), zeroing K's
+  // infinities and NaNs where the causal diagonal crosses the tile
+  uvec4 k_words[KV_WORDS], v_words[KV_WORDS];
+  load_kv(k_words, v_words, kv_head_row + kv_begin, min(BLOCK_KV, pc.kv_len - kv_begin));
+  barrier();
+  if (masked && tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len)) {
+    VKF_ZERO_NONFINITE_ROWS(k_words, KV_WORDS, key_nonfinite_step, step);
+  }
+  store_kv(k_words, v_words);
+  barrier();
+
+  // S = Q K^T, P = exp2(scale S - LSE)
+  DIM_X_KEYS_B k_t;
+  coopMatLoad(k_t, kv_tiles, 0, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
+  QUERIES_X_KEYS(float, gl_MatrixUseAccumulator) p =
+      coopMatMulAdd(q_frag, k_t, QUERIES_X_KEYS(float, gl_MatrixUseAccumulator)(0.0));
+  if (masked) {
+    coopMatPerElementNV(p, p, masked_p_of_s, own_row, q_begin + own_row, kv_begin);
+  } else {
+    coopMatPerElementNV(p, p, p_of_s, own_row);
+  }
+
+  // dP = dO V^T, dS = P (dP - delta)
+  DIM_X_KEYS_B v_t;
+  coopMatLoad(v_t, kv_tiles, BLOCK_KV * TILE_STRIDE, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
+  QUERIES_X_KEYS(float, gl_MatrixUseAccumulator) ds =
+      coopMatMulAdd(do_frag, v_t, QUERIES_X_KEYS(float, gl_MatrixUseAccumulator)(0.0));
+  if (masked) {  // 0 for masked pairs whatever dP holds (an inf in V)
+    coopMatPerElementNV(ds, ds, masked_ds_of_dp, p, own_row, q_begin + own_row, kv_begin, step);
+  } else {
+    coopMatPerElementNV(ds, ds, ds_of_dp, p, own_row);
+  }
+
+  // dQ += dS K
+  coopmat<float16_t, gl_ScopeSubgroup, BLOCK_KV, HEAD_DIM, gl_MatrixUseB> k_tile;
+  coopMatLoad(k_tile, kv_tiles, 0, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
+  dq_acc = coopMatMulAdd(QUERIES_X_KEYS(float16_t, gl_MatrixUseA)(ds), k_tile, dq_acc);
+}
+
+void main() {
+  const uint head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
+  const uint kv_head = head / (pc.q_heads / pc.kv_heads);  // GQA / MQA
+  const uint q_begin = gl_WorkGroupID.x * BLOCK_Q;
+  const uint q_end = min(q_begin + BLOCK_Q, pc.q_len);
+  const uint own_row = SUBGROUP_ROWS * gl_SubgroupID;  // this subgroup's first query inside the tile
+  const uint head_row = (batch * pc.q_heads + head) * pc.q_len;  // row index of query 0 of this head
+  const uint q_offset = head_row * HEAD_DIM;                       // in halves
+  const uint kv_head_row = (batch * pc.kv_heads + kv_head) * pc.kv_len;  // row index of key 0 of this head
+
+  // [q_len, HEAD_DIM] row-major; reads past the last row give 0, writes there are dropped.
+  tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> q_layout =
+      createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+  q_layout = setTensorLayoutDimensionNV(q_layout, pc.q_len, HEAD_DIM);
+  QUERIES_X_DIM(float16_t, gl_MatrixUseA) q_frag, do_frag;
+  coopMatLoadTensorNV(q_frag, q_h, q_offset, sliceTensorLayoutNV(q_layout, q_begin + own_row, SUBGROUP_ROWS, 0, HEAD_DIM));
+  coopMatLoadTensorNV(do_frag, do_h, q_offset, sliceTensorLayoutNV(q_layout, q_begin + own_row, SUBGROUP_ROWS, 0, HEAD_DIM));
+  QUERIES_X_DIM(float, gl_MatrixUseAccumulator) dq_acc = QUERIES_X_DIM(float, gl_MatrixUseAccumulator)(0.0);
+
+  // LSE and delta of the owned rows (the first step's barriers make them visible).
+  for (uint i = gl_LocalInvocationIndex; i < BLOCK_Q; i += WORKGROUP_SIZE) {
+    lse_rows[i] = row_lse_log2(head_row + q_begin + i, q_begin + i);
+    delta_rows[i] = row_delta(head_row + q_begin + i, q_begin + i);
+  }
+  for (uint i = gl_LocalInvocationIndex; i < BLOCK_KV; i += WORKGROUP_SIZE) key_nonfinite_step[i] = 0;
+
+  // Tiles from kv_end on are wholly masked: never visited. Those that cross the mask come last.
+  const uint kv_end = visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);
+  uint kv_begin = 0, step = 1;
+  [[dont_unroll]] for (; kv_begin < kv_end && !tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
+                       kv_begin += BLOCK_KV, ++step) {
+    dq_step(false, kv_begin, step, q_begin, own_row, kv_head_row, q_frag, do_frag, dq_acc);
+  }
+  [[dont_unroll]] for (; kv_begin < kv_end; kv_begin += BLOCK_KV, ++step) {
+    dq_step(true, kv_begin, step, q_begin, own_row, kv_head_row, q_frag, do_frag, dq_acc);
+  }
+
+  dq_acc *= pc.scale_log2 / LOG2E;
+  coopMatStoreTensorNV(QUERIES_X_DIM(float16_t, gl_MatrixUseAccumulator)(dq_acc), dq_h, q_offset,
+                       sliceTensorLayoutNV(q_layout, q_begin + own_row, SUBGROUP_ROWS, 0, HEAD_DIM));
+}

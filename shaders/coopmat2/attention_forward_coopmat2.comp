@@ -1,0 +1,200 @@
+// FlashAttention-2 forward on workgroup-scope tensor cores (GL_NV_cooperative_matrix2), float16
+// tensors, head dim a multiple of the device's granularity. One workgroup per (Q tile, head, batch).
+// Every matrix here belongs to the whole workgroup: the driver splits it over the subgroups.
+// Why it is built as it is (the measurements behind each choice: docs/tuning-log.md):
+// - Q and O go straight between the buffers and the matrices through tensor layouts, which also
+//   clamp: rows past q_len read as zero and are never stored.
+// - K and V rows are staged in shared memory by the whole workgroup (16-byte copies, rows past
+//   kv_len zeroed) and the matrices loaded from there: loaded through tensor layouts, the driver
+//   staged them in far more shared memory of its own, at more registers, and fewer workgroups fit
+//   on an SM.
+// - A step's buffer reads are issued before the barrier that waits for the previous step's matrix
+//   loads, its shared-memory stores after it, so that the reads' latency can overlap the wait (the
+//   driver may still issue them after it: common/stage_rows.glsl). Reading a whole step ahead was
+//   slower.
+// - No layout probe (unlike coopmat/attention_forward_coopmat.comp): the row max of the online
+//   softmax is coopMatReduceNV, the row sum a product P x ones, and per-element work (masking, the
+//   LSE store) is coopMatPerElementNV, which hands each element its row and column.
+// - Row vectors (max, sum, rescale factor) are BLOCK_Q x STAT_COLUMNS matrices whose columns repeat
+//   the row's value, STAT_COLUMNS being the device's narrowest matrix (its granularity), widened by
+//   a "smear" reduction where a wider operand needs them: far fewer registers than row vectors as
+//   wide as S, which also lets larger tiles fit.
+// - O and l are rescaled at every step: FlashAttention-4's lazy rescale (only when some row's max
+//   grows by more than 2^8) needs a workgroup-wide vote, a barrier per step, and was slower; the
+//   exponentials it saves are not the limit.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_NV_cooperative_matrix2 : require
+
+#define VKF_DEFAULT_HEAD_DIM 128
+#define VKF_DEFAULT_BLOCK_Q 64
+#define VKF_DEFAULT_BLOCK_KV 64
+#include "common/attention_preamble.glsl"
+#include "common/shared_memory_sizes.h"
+layout(constant_id = VKF_SPEC_WRITE_LSE) const bool WRITE_LSE = true;
+layout(constant_id = VKF_SPEC_CM2_STAT_COLUMNS) const uint STAT_COLUMNS = 32;
+
+#include "common/constants.glsl"
+// The running max starts finite so that m_old - m_new never becomes -inf - -inf (NaN) for a row
+// that has seen only masked keys so far.
+#define NEG_HALF_FLT_MAX uintBitsToFloat(0xfeffffffu)
+
+#include "common/attention_mask.glsl"
+
+layout(std430, set = 0, binding = VKF_FWD_BINDING_Q) readonly buffer q_block { float16_t q_h[]; };
+layout(std430, set = 0, binding = VKF_FWD_BINDING_K) readonly buffer k_block { uvec4 k_u4[]; };
+layout(std430, set = 0, binding = VKF_FWD_BINDING_V) readonly buffer v_block { uvec4 v_u4[]; };
+// Read too, by the rare correction of non-finite values after the store (below), which reads
+// elements other invocations stored: workgroupcoherent, and a barrier that makes them visible.
+layout(std430, set = 0, binding = VKF_FWD_BINDING_O) workgroupcoherent buffer o_block { float16_t o_h[]; };
+layout(std430, set = 0, binding = VKF_FWD_BINDING_LSE) writeonly buffer lse_block { float lse_data[]; };
+
+const uint ROW_U4 = VKF_ROW_U4(HEAD_DIM);          // a row of float16 as uvec4 words
+const uint TILE_STRIDE = VKF_TILE_STRIDE(ROW_U4);  // padded shared row (see stage_rows.glsl)
+shared uvec4 kv_tiles[VKF_SMEM_ROW_PAIR_U4(BLOCK_KV, TILE_STRIDE)];  // K rows [0, BLOCK_KV), then V rows
+shared uint nonfinite_v;  // 1 once a tile that the diagonal crosses had an inf or NaN in V
+#include "common/nonfinite.glsl"
+#include "common/stage_rows.glsl"
+const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
+VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_KV, KV_WORDS)
+
+#define ROWS_X_KEYS(T) coopmat<T, gl_ScopeWorkgroup, BLOCK_Q, BLOCK_KV, gl_MatrixUseAccumulator>
+#define ROWS_X_DIM(T) coopmat<T, gl_ScopeWorkgroup, BLOCK_Q, HEAD_DIM, gl_MatrixUseAccumulator>
+#define ROW_VECTOR(T) coopmat<T, gl_ScopeWorkgroup, BLOCK_Q, STAT_COLUMNS, gl_MatrixUseAccumulator>
+
+float row_max(const float a, const float b) { return max(a, b); }
+float smear(const float a, const float b) { return a; }  // widens a row-reduced matrix
+float exp2_element(const uint row, const uint col, const float x) { return exp2(x); }
+
+// Causal and kv_len masking of a tile's scores (row / col are tile-relative).
+float mask_element(const uint row, const uint col, const float s, const uint q_begin, const uint kv_begin) {
+  return key_visible(q_begin + row, kv_begin + col, pc.q_len, pc.kv_len) ? s : NEG_INF;
+}
+
+// Column 0 of the LSE matrix holds each row's LSE; rows past q_len are not stored.
+float store_lse(const uint row, const uint col, const float lse, const uint lse_row0, const uint rows_valid) {
+  if (col == 0 && row < rows_valid) lse_data[lse_row0 + row] = lse;
+  return lse;
+}
+
+void main() {
+  const uint head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
+  const uint kv_head = head / (pc.q_heads / pc.kv_heads);  // GQA / MQA
+  const uint q_begin = gl_WorkGroupID.x * BLOCK_Q;
+  const uint q_end = min(q_begin + BLOCK_Q, pc.q_len);
+  const uint q_offset = (batch * pc.q_heads + head) * pc.q_len * HEAD_DIM;       // in halves
+  const uint kv_head_row = (batch * pc.kv_heads + kv_head) * pc.kv_len;  // row index of key 0 of this head
+
+  // [q_len, HEAD_DIM] row-major; reads past the last row give 0, writes there are dropped.
+  tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> q_layout =
+      createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+  q_layout = setTensorLayoutDimensionNV(q_layout, pc.q_len, HEAD_DIM);
+
+  // Q stays exactly as stored; the softmax scale is applied to S.
+  coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_Q, HEAD_DIM, gl_MatrixUseA> q_tile;
+  coopMatLoadTensorNV(q_tile, q_h, q_offset, sliceTensorLayoutNV(q_layout, q_begin, BLOCK_Q, 0, HEAD_DIM));
+
+  ROWS_X_DIM(float) o_acc = ROWS_X_DIM(float)(0.0);
+  ROW_VECTOR(float) m_run = ROW_VECTOR(float)(NEG_HALF_FLT_MAX);  // every column holds the row's value
+  ROW_VECTOR(float) l_run = ROW_VECTOR(float)(0.0);
+
+  const coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_KV, STAT_COLUMNS, gl_MatrixUseB> ones =
+      coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_KV, STAT_COLUMNS, gl_MatrixUseB>(1.0);
+  if (gl_LocalInvocationIndex == 0) nonfinite_v = 0;  // before the first step's barriers
+  uint masked_begin = pc.kv_len;  // the first tile the diagonal crosses: they are the last ones
+  const uint kv_end = visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);  // later tiles are wholly masked
+  [[dont_unroll]] for (uint kv_begin = 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
+    // stage this step's K and V rows: read them while waiting for every matrix load of the
+    // previous step, then store (zeroing V's infinities and NaNs where the tile crosses the
+    // causal diagonal)
+    const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
+    uvec4 k_words[KV_WORDS], v_words[KV_WORDS];
+    load_kv(k_words, v_words, kv_head_row + kv_begin, min(BLOCK_KV, pc.kv_len - kv_begin));
+    barrier();
+    if (tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len)) {
+      masked_begin = min(masked_begin, kv_begin);
+      bool found = false;
+      VKF_ZERO_NONFINITE(v_words, KV_WORDS, found);
+      if (found) atomicOr(nonfinite_v, 1u);
+    }
+    store_kv(k_words, v_words);
+    barrier();
+
+    // S = Q K^T, in base-2 units (K^T: the staged K rows read column-major)
+    coopmat<float16_t, gl_ScopeWorkgroup, HEAD_DIM, BLOCK_KV, gl_MatrixUseB> k_t;
+    coopMatLoad(k_t, kv_tiles, 0, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
+    ROWS_X_KEYS(float) s = coopMatMulAdd(q_tile, k_t, ROWS_X_KEYS(float)(0.0));
+    s *= pc.scale_log2;
+    if (masked_tile) coopMatPerElementNV(s, s, mask_element, q_begin, kv_begin);
+
+    // online softmax: m_new = max(m_run, rowmax(S)), P = exp2(S - m_new), alpha = exp2(m_run - m_new)
+    ROW_VECTOR(float) tile_max;
+    coopMatReduceNV(tile_max, s, gl_CooperativeMatrixReduceRowNV, row_max);
+    ROW_VECTOR(float) m_new;
+    [[unroll]] for (uint i = 0; i < m_new.length(); ++i) m_new[i] = max(m_run[i], tile_max[i]);
+    ROWS_X_KEYS(float) m_new_wide;
+    coopMatReduceNV(m_new_wide, m_new, gl_CooperativeMatrixReduceRowNV, smear);
+    ROWS_X_KEYS(float) p;
+    coopMatPerElementNV(p, s - m_new_wide, exp2_element);
+    ROW_VECTOR(float) alpha;
+    coopMatPerElementNV(alpha, m_run - m_new, exp2_element);
+    m_run = m_new;
+
+    const coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_Q, BLOCK_KV, gl_MatrixUseA> p_a =
+        coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_Q, BLOCK_KV, gl_MatrixUseA>(p);
+    // Row sums on the tensor cores, P x ones (l sums the same float16 P that multiplies V): faster
+    // than coopMatReduceNV (docs/tuning-log.md).
+    const ROW_VECTOR(float) tile_sum = coopMatMulAdd(p_a, ones, ROW_VECTOR(float)(0.0));
+    l_run = alpha * l_run + tile_sum;
+
+    // rescale O (alpha widened to HEAD_DIM columns), then O += P V
+    ROWS_X_DIM(float) alpha_wide;
+    coopMatReduceNV(alpha_wide, alpha, gl_CooperativeMatrixReduceRowNV, smear);
+    o_acc *= alpha_wide;
+    coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_KV, HEAD_DIM, gl_MatrixUseB> v_tile;
+    coopMatLoad(v_tile, kv_tiles, BLOCK_KV * TILE_STRIDE, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
+    o_acc = coopMatMulAdd(p_a, v_tile, o_acc);
+  }
+
+  // Epilogue: O = acc / l, LSE = ln(l) + m. A row that saw no key: O = 0, LSE = -inf; a row whose
+  // scores held NaN: l is NaN, and so are O and LSE.
+  ROW_VECTOR(float) inv_l;
+  [[unroll]] for (uint i = 0; i < inv_l.length(); ++i) inv_l[i] = l_run[i] == 0.0 ? 0.0 : 1.0 / l_run[i];
+  ROWS_X_DIM(float) inv_l_wide;
+  coopMatReduceNV(inv_l_wide, inv_l, gl_CooperativeMatrixReduceRowNV, smear);
+  const ROWS_X_DIM(float16_t) o_out = ROWS_X_DIM(float16_t)(o_acc * inv_l_wide);
+  coopMatStoreTensorNV(o_out, o_h, q_offset, sliceTensorLayoutNV(q_layout, q_begin, BLOCK_Q, 0, HEAD_DIM));
+
+  // Infinities and NaNs of V that the staging zeroed, added where the rows see them (rare: the
+  // flag was raised before the last step's second barrier; common/nonfinite.glsl). The whole
+  // workgroup does it on the stored O, element by element: any per-element operation on an O-shaped
+  // matrix, even after the loop, cost the H100 3.5% at D=128 (docs/tuning-log.md). inf / l is inf.
+  if (kv_end > 0 && nonfinite_v != 0) {
+    controlBarrier(gl_ScopeWorkgroup, gl_ScopeWorkgroup, gl_StorageSemanticsBuffer,
+                   gl_SemanticsAcquireRelease | gl_SemanticsMakeAvailable | gl_SemanticsMakeVisible);
+    for (uint e = gl_LocalInvocationIndex; e < BLOCK_Q * HEAD_DIM; e += WORKGROUP_SIZE) {
+      const uint q_row = q_begin + e / HEAD_DIM, column = e % HEAD_DIM;
+      if (q_row >= pc.q_len) continue;
+      const uint at = q_offset + q_row * HEAD_DIM + column;
+      float o = float(o_h[at]);
+      for (uint key = masked_begin; key < row_keys_end(q_row, pc.q_len, pc.kv_len); ++key) {
+        const float x = VKF_BUFFER_HALF(v_u4, (kv_head_row + key) * HEAD_DIM + column);
+        if (isinf(x) || isnan(x)) o += x;
+      }
+      o_h[at] = float16_t(o);
+    }
+  }
+
+  if (WRITE_LSE) {
+    ROW_VECTOR(float) lse;
+    [[unroll]] for (uint i = 0; i < lse.length(); ++i) {
+      lse[i] = l_run[i] == 0.0 ? NEG_INF : (m_run[i] + log2(l_run[i])) * LN2;
+    }
+    coopMatPerElementNV(lse, lse, store_lse, (batch * pc.q_heads + head) * pc.q_len + q_begin, q_end - q_begin);
+  }
+}

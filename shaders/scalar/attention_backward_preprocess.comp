@@ -1,0 +1,36 @@
+// FlashAttention-2 backward, step 1: delta = rowsum(dO * O) per query row (float32 workspace),
+// the D of the paper, used by both gradient kernels: dS = P * (dP - delta).
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "scalar/variant_extensions.glsl"
+
+#define VKF_DEFAULT_HEAD_DIM 64
+#include "common/attention_preamble.glsl"
+
+#include "scalar/tensor_io.glsl"
+
+VKF_TENSOR_IN(VKF_BWD_BINDING_O, o_data);
+VKF_TENSOR_IN(VKF_BWD_BINDING_DO, do_data);
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DELTA) writeonly buffer delta_block { float delta_data[]; };
+
+const uint THREADS_PER_ROW = VKF_PREPROCESS_THREADS_PER_ROW;
+#include "scalar/row_reduce.glsl"  // built with VKF_SUBGROUP_OPS = 0: through shared memory
+
+// Dispatch: (ceil(q_len / rows per workgroup), q_heads, batch). THREADS_PER_ROW consecutive
+// invocations share a query row, each summing every THREADS_PER_ROW-th column, so that a row's
+// loads are contiguous (one invocation per row, reading its whole row alone, used a small part of
+// the memory bandwidth: docs/tuning-log.md). Partial sums meet in shared memory (row_sum),
+// which every device has; its barriers are in uniform control flow.
+void main() {
+  const uint rows_per_group = WORKGROUP_SIZE / THREADS_PER_ROW;
+  const uint lane = gl_LocalInvocationIndex % THREADS_PER_ROW;
+  const uint q_row = gl_WorkGroupID.x * rows_per_group + gl_LocalInvocationIndex / THREADS_PER_ROW;
+  const uint row_index = (gl_WorkGroupID.z * pc.q_heads + gl_WorkGroupID.y) * pc.q_len + q_row;
+  const uint base = row_index * HEAD_DIM;
+  float sum = 0.0;
+  if (q_row < pc.q_len) {
+    for (uint d = lane; d < HEAD_DIM; d += THREADS_PER_ROW) sum += float(o_data[base + d]) * float(do_data[base + d]);
+  }
+  const float total = row_sum(sum);
+  if (lane == 0 && q_row < pc.q_len) delta_data[row_index] = total;
+}
