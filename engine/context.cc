@@ -17,7 +17,6 @@
 #include "attention/family_choice.h"
 #include "attention/kernel_choice.h"
 #include "device_selection.h"
-#include "util/environment.h"
 #include "util/status_macros.h"
 #include "vulkan/barriers.h"
 #include "vulkan/command_runner.h"
@@ -50,8 +49,10 @@ struct Context::Impl {
     VKF_ASSIGN_OR_RETURN(pipelines, vk::PipelineStore::Create(*device, info, options.pipeline_cache_path));
     VKF_RETURN_IF_ERROR(ProbeLoopBudget());
     VKF_RETURN_IF_ERROR(ProbeCooperativeMatrixLayout());
-    VKF_ASSIGN_OR_RETURN(forward, attention::ForwardOperator::Create(*device, info, coopmat_layout, *pipelines));
-    VKF_ASSIGN_OR_RETURN(backward, attention::BackwardOperator::Create(*device, info, coopmat_layout, *pipelines));
+    VKF_ASSIGN_OR_RETURN(forward, attention::ForwardOperator::Create(*device, info, options.tile_overrides,
+                                                                     coopmat_layout, *pipelines));
+    VKF_ASSIGN_OR_RETURN(backward, attention::BackwardOperator::Create(*device, info, options.tile_overrides,
+                                                                       coopmat_layout, *pipelines));
     VKF_ASSIGN_OR_RETURN(naive, attention::NaiveOperator::Create(*device, info, *pipelines));
     return Status::Ok();
   }
@@ -97,6 +98,9 @@ struct Context::Impl {
   }
 
   Status Transfer(const BufferView& view, size_t bytes, bool upload, void* host);
+  // Forward() and InstrumentedForward(): a workspace where needed and none is given, then wait.
+  Status RunForward(Context& context, const AttentionParams& params, const ForwardBuffers& buffers,
+                    const BufferView& stats);
 };
 
 Context::Context(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -214,9 +218,10 @@ Status Context::Download(const BufferView& src, void* dst, size_t bytes) {
   return impl_->Transfer(src, bytes, false, dst);
 }
 
-Result<KernelChoice> Context::ChooseForwardKernel(const AttentionParams& params, bool with_stats) const {
+Result<KernelChoice> Context::ChooseForwardKernel(const AttentionParams& params) const {
   VKF_RETURN_IF_ERROR(ValidateAttentionParams(params));
-  return attention::ChooseForwardKernel(impl_->info, params, with_stats);
+  return attention::ChooseForwardKernel(impl_->info, params, /*scalar_only=*/false,
+                                       impl_->options.tile_overrides);
 }
 
 Status Context::RecordForward(VkCommandBuffer cmd, const AttentionParams& params, const ForwardBuffers& buffers) {
@@ -224,23 +229,28 @@ Status Context::RecordForward(VkCommandBuffer cmd, const AttentionParams& params
   return impl_->forward->Record(cmd, params, buffers);
 }
 
-Result<uint64_t> Context::ForwardWorkspaceBytes(const AttentionParams& params, bool with_stats) const {
-  return impl_->forward->WorkspaceBytes(params, with_stats);
+Result<uint64_t> Context::ForwardWorkspaceBytes(const AttentionParams& params) const {
+  return impl_->forward->WorkspaceBytes(params, /*with_stats=*/false);
 }
 
 Status Context::Forward(const AttentionParams& params, const ForwardBuffers& buffers) {
+  return impl_->RunForward(*this, params, buffers, /*stats=*/{});
+}
+
+Status Context::Impl::RunForward(Context& context, const AttentionParams& params, const ForwardBuffers& buffers,
+                                 const BufferView& stats) {
   ForwardBuffers with_workspace = buffers;
   Buffer workspace;  // freed (and forgotten by the descriptor cache) when this call returns
   if (buffers.workspace.empty() && params.shape.q_elements() > 0) {
-    VKF_ASSIGN_OR_RETURN(const uint64_t bytes, ForwardWorkspaceBytes(params, !buffers.stats.empty()));
+    VKF_ASSIGN_OR_RETURN(const uint64_t bytes, forward->WorkspaceBytes(params, /*with_stats=*/!stats.empty()));
     if (bytes > 0) {
-      VKF_ASSIGN_OR_RETURN(workspace, CreateBuffer(bytes));
+      VKF_ASSIGN_OR_RETURN(workspace, context.CreateBuffer(bytes));
       with_workspace.workspace = workspace.view();
     }
   }
-  return impl_->runner->Run([&](VkCommandBuffer cmd) {
+  return runner->Run([&](VkCommandBuffer cmd) {
     vk::FullBarrier(cmd);
-    VKF_RETURN_IF_ERROR(impl_->forward->Record(cmd, params, with_workspace));
+    VKF_RETURN_IF_ERROR(forward->Record(cmd, params, with_workspace, stats));
     vk::FullBarrier(cmd);
     return Status::Ok();
   });
@@ -248,7 +258,8 @@ Status Context::Forward(const AttentionParams& params, const ForwardBuffers& buf
 
 Result<BackwardKernelChoice> Context::ChooseBackwardKernels(const AttentionParams& params) const {
   VKF_RETURN_IF_ERROR(ValidateAttentionParams(params));
-  return attention::ChooseBackwardKernels(impl_->info, params, /*scalar_only=*/false);
+  return attention::ChooseBackwardKernels(impl_->info, params, /*scalar_only=*/false,
+                                         impl_->options.tile_overrides);
 }
 
 Status Context::RecordBackward(VkCommandBuffer cmd, const AttentionParams& params, const BackwardBuffers& buffers) {
@@ -324,26 +335,42 @@ void Buffer::Release() {
 // diagnostics.hpp: free functions that reach the Context's operators through this friend.
 class ContextInternals {
  public:
-  static Status RecordNaiveForward(Context& context, VkCommandBuffer cmd, const AttentionParams& params,
-                                   const ForwardBuffers& buffers, const BufferView& scores) {
-    return context.impl_->naive->Record(cmd, params, buffers, scores);
-  }
-  static Result<std::vector<double>> MeasureGpuTime(Context& context,
-                                                    const std::function<Status(VkCommandBuffer)>& record, uint32_t runs) {
-    const Context::Impl& impl = *context.impl_;
-    return vk::TimeOnGpu(*impl.device, impl.info, *impl.runner, record, runs);
-  }
+  static const Context::Impl& Of(const Context& context) { return *context.impl_; }
+  static Context::Impl& Of(Context& context) { return *context.impl_; }
 };
 
 Status RecordNaiveForward(Context& context, VkCommandBuffer cmd, const AttentionParams& params,
                           const ForwardBuffers& buffers, const BufferView& scores) {
   if (cmd == VK_NULL_HANDLE) return Status::Error(ErrorCode::kInvalidArgument, "command buffer is VK_NULL_HANDLE");
-  return ContextInternals::RecordNaiveForward(context, cmd, params, buffers, scores);
+  return ContextInternals::Of(context).naive->Record(cmd, params, buffers, scores);
 }
 
 Result<std::vector<double>> MeasureGpuTime(Context& context, const std::function<Status(VkCommandBuffer)>& record,
                                            uint32_t runs) {
-  return ContextInternals::MeasureGpuTime(context, record, runs);
+  const auto& impl = ContextInternals::Of(context);
+  return vk::TimeOnGpu(*impl.device, impl.info, *impl.runner, record, runs);
+}
+
+Result<KernelChoice> ChooseInstrumentedForwardKernel(const Context& context, const AttentionParams& params) {
+  VKF_RETURN_IF_ERROR(ValidateAttentionParams(params));
+  return attention::ChooseForwardKernel(context.device_info(), params, /*scalar_only=*/true);
+}
+
+Result<uint64_t> InstrumentedForwardWorkspaceBytes(const Context& context, const AttentionParams& params) {
+  return ContextInternals::Of(context).forward->WorkspaceBytes(params, /*with_stats=*/true);
+}
+
+Status RecordInstrumentedForward(Context& context, VkCommandBuffer cmd, const AttentionParams& params,
+                                 const ForwardBuffers& buffers, const BufferView& stats) {
+  if (cmd == VK_NULL_HANDLE) return Status::Error(ErrorCode::kInvalidArgument, "command buffer is VK_NULL_HANDLE");
+  if (stats.empty()) return Status::Error(ErrorCode::kInvalidArgument, "the instrumented forward needs a stats buffer");
+  return ContextInternals::Of(context).forward->Record(cmd, params, buffers, stats);
+}
+
+Status InstrumentedForward(Context& context, const AttentionParams& params, const ForwardBuffers& buffers,
+                           const BufferView& stats) {
+  if (stats.empty()) return Status::Error(ErrorCode::kInvalidArgument, "the instrumented forward needs a stats buffer");
+  return ContextInternals::Of(context).RunForward(context, params, buffers, stats);
 }
 
 }  // namespace vkflash

@@ -3,6 +3,7 @@
 // cooperative-matrix-2 tile choice on a synthetic device.
 // The kernels themselves run in the forward/backward tests on devices that have them.
 #include <catch2/catch.hpp>
+#include <vkflash/diagnostics.hpp>
 
 #include <functional>
 #include <vector>
@@ -124,7 +125,7 @@ TEST_CASE("kernel family: scalar always works, coopmat only where the device has
     REQUIRE(choice.ok());
     CHECK(choice->cooperative_matrix != vkflash::CooperativeMatrixApi::kNone);
     // Instrumented calls and float32 run the scalar kernel.
-    CHECK((*coopmat)->ChooseForwardKernel(params, /*with_stats=*/true)->cooperative_matrix ==
+    CHECK(vkflash::ChooseInstrumentedForwardKernel(**coopmat, params)->cooperative_matrix ==
           vkflash::CooperativeMatrixApi::kNone);
     params.dtype = vkflash::DataType::kFloat32;
     CHECK((*coopmat)->ChooseForwardKernel(params)->cooperative_matrix == vkflash::CooperativeMatrixApi::kNone);

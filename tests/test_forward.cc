@@ -181,7 +181,7 @@ TEST_CASE("the naive three-pass baseline agrees with the reference and with the 
     auto scores = context.CreateBuffer(NaiveScoresBytes(s));
     REQUIRE(scores.ok());
     // MeasureGpuTime doubles as "record, submit, wait" for a Record* call.
-    const Status status = MeasureGpuTime(context, 
+    const Status status = MeasureGpuTime(context,
         [&](VkCommandBuffer cmd) {
           return RecordNaiveForward(context, cmd, params, {qb.view(), kb.view(), vb.view(), ob.view()}, scores->view());
         },

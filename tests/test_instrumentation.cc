@@ -31,7 +31,7 @@ TEST_CASE("instrumented forward: tile statistics match the online softmax, outpu
     params.causal = true;
     params.scale = 0.7f;
     const auto& s = params.shape;
-    auto choice = context.ChooseForwardKernel(params, /*with_stats=*/true);
+    auto choice = ChooseInstrumentedForwardKernel(context, params);
     REQUIRE(choice.ok());
     const uint32_t br = choice->block_q, bc = choice->block_kv;
     const uint32_t tiles = (s.kv_len + bc - 1) / bc;
@@ -47,8 +47,9 @@ TEST_CASE("instrumented forward: tile statistics match the online softmax, outpu
     REQUIRE(stats_floats == s.lse_elements() * tiles * 5);
     Buffer stats = Upload(context, std::vector<float>(stats_floats, NAN), stats_floats * 4);
 
-    REQUIRE(context.Forward(params, {qb.view(), kb.view(), vb.view(), o_plain.view(), {}, {}}).ok());
-    REQUIRE(context.Forward(params, {qb.view(), kb.view(), vb.view(), o_instr.view(), lse.view(), stats.view()}).ok());
+    REQUIRE(context.Forward(params, {qb.view(), kb.view(), vb.view(), o_plain.view(), {}}).ok());
+    REQUIRE(InstrumentedForward(context, params, {qb.view(), kb.view(), vb.view(), o_instr.view(), lse.view()},
+                                stats.view()).ok());
     std::vector<float> plain(q.size()), instrumented(q.size()), got(stats_floats);
     REQUIRE(context.Download(o_plain.view(), plain.data(), plain.size() * 4).ok());
     REQUIRE(context.Download(o_instr.view(), instrumented.data(), instrumented.size() * 4).ok());
@@ -100,4 +101,20 @@ TEST_CASE("instrumented forward: tile statistics match the online softmax, outpu
     }
     RequireNoValidationMessages();
   }
+}
+
+TEST_CASE("instrumented forward: a missing stats buffer is an error, not a plain forward", "[forward][instrument]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  AttentionParams params;
+  params.shape = {1, 1, 1, 8, 8, 16};
+  const auto& s = params.shape;
+  Buffer qb = Upload(context, {}, s.q_elements() * 4), kb = Upload(context, {}, s.kv_elements() * 4);
+  Buffer vb = Upload(context, {}, s.kv_elements() * 4), ob = Upload(context, {}, s.q_elements() * 4);
+  const ForwardBuffers buffers{qb.view(), kb.view(), vb.view(), ob.view()};
+  CHECK(InstrumentedForward(context, params, buffers, {}).code() == ErrorCode::kInvalidArgument);
+  const Status recorded = MeasureGpuTime(context, [&](VkCommandBuffer cmd) {
+    return RecordInstrumentedForward(context, cmd, params, buffers, {});
+  }, 1).status();
+  CHECK(recorded.code() == ErrorCode::kInvalidArgument);
+  RequireNoValidationMessages();
 }

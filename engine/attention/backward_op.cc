@@ -47,9 +47,9 @@ WorkspaceParts BackwardWorkspaceParts(const DeviceInfo& device, const AttentionS
 }  // namespace
 
 Result<std::unique_ptr<BackwardOperator>> BackwardOperator::Create(const vk::Device& device, const DeviceInfo& info,
-                                                                   const CoopmatLayout& layout,
+                                                                   const TileOverrides& overrides, const CoopmatLayout& layout,
                                                                    vk::PipelineStore& pipelines) {
-  auto op = std::unique_ptr<BackwardOperator>(new BackwardOperator(info, layout, pipelines));
+  auto op = std::unique_ptr<BackwardOperator>(new BackwardOperator(info, overrides, layout, pipelines));
   VKF_ASSIGN_OR_RETURN(op->layout_, vk::KernelLayout::Create(device, VKF_BWD_BINDING_COUNT, sizeof(gpu::AttentionPush)));
   return op;
 }
@@ -74,7 +74,7 @@ Result<BackwardOperator::Plans> BackwardOperator::ChunkPlans(const BackwardKerne
 
 Result<uint64_t> BackwardOperator::WorkspaceBytes(const AttentionParams& params) const {
   VKF_RETURN_IF_ERROR(ValidateAttentionParams(params));
-  VKF_ASSIGN_OR_RETURN(const BackwardKernelChoice choice, ChooseBackwardKernels(info_, params, /*scalar_only=*/false));
+  VKF_ASSIGN_OR_RETURN(const BackwardKernelChoice choice, ChooseBackwardKernels(info_, params, /*scalar_only=*/false, overrides_));
   VKF_ASSIGN_OR_RETURN(const Plans plans, ChunkPlans(choice, params));
   return BackwardWorkspaceParts(info_, params.shape, plans.dq.chunks > 1, plans.dkdv.chunks > 1).total;
 }
@@ -94,7 +94,7 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   if (!has_queries && !has_keys) return Status::Ok();
 
   const bool aligned = VectorAligned({buffers.q, buffers.k, buffers.v, buffers.d_o, buffers.dq, buffers.dk, buffers.dv});
-  VKF_ASSIGN_OR_RETURN(const BackwardKernelChoice choice, ChooseBackwardKernels(info_, params, /*scalar_only=*/!aligned));
+  VKF_ASSIGN_OR_RETURN(const BackwardKernelChoice choice, ChooseBackwardKernels(info_, params, /*scalar_only=*/!aligned, overrides_));
   VKF_ASSIGN_OR_RETURN(const Plans plans, ChunkPlans(choice, params));
   const WorkspaceParts parts = BackwardWorkspaceParts(info_, shape, plans.dq.chunks > 1, plans.dkdv.chunks > 1);
 

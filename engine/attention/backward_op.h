@@ -18,8 +18,10 @@ namespace vkflash::attention {
 
 class BackwardOperator {
  public:
+  // `overrides`: the tuning tiles its kernel choice tries first (the context owns them).
   static Result<std::unique_ptr<BackwardOperator>> Create(const vk::Device& device, const DeviceInfo& info,
-                                                          const CoopmatLayout& layout, vk::PipelineStore& pipelines);
+                                                          const TileOverrides& overrides, const CoopmatLayout& layout,
+                                                          vk::PipelineStore& pipelines);
 
   // buffers.workspace must be set (WorkspaceBytes).
   Status Record(VkCommandBuffer cmd, const AttentionParams& params, const BackwardBuffers& buffers);
@@ -33,8 +35,9 @@ class BackwardOperator {
     ChunkPlan dkdv, dq;
   };
 
-  BackwardOperator(const DeviceInfo& info, const CoopmatLayout& layout, vk::PipelineStore& pipelines)
-      : info_(info), coopmat_layout_(layout), pipelines_(pipelines) {}
+  BackwardOperator(const DeviceInfo& info, const TileOverrides& overrides, const CoopmatLayout& layout,
+                   vk::PipelineStore& pipelines)
+      : info_(info), overrides_(overrides), coopmat_layout_(layout), pipelines_(pipelines) {}
   Result<Plans> ChunkPlans(const BackwardKernelChoice& choice, const AttentionParams& params) const;
   Result<VkPipeline> Pipeline(const KernelChoice& choice, const AttentionParams& params, bool chunked);
   // One dispatch per chunk of `plan` (a loop of `loop_end` keys or steps), with barriers between.
@@ -42,6 +45,7 @@ class BackwardOperator {
                       uint32_t groups_x, uint32_t groups_y, uint32_t groups_z);
 
   const DeviceInfo& info_;
+  const TileOverrides& overrides_;
   const CoopmatLayout& coopmat_layout_;
   vk::PipelineStore& pipelines_;
   std::unique_ptr<vk::KernelLayout> layout_;

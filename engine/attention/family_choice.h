@@ -10,7 +10,8 @@
 
 namespace vkflash::attention {
 
-// kUnsupported when the family asked for cannot run here; kInvalidArgument for an unknown name.
-Status ChooseKernelFamily(const std::string& kernels, DeviceInfo* info);
+// `family`: the resolved ContextOptions::kernels. kUnsupported when the family asked for cannot
+// run here; kInvalidArgument for an unknown name.
+Status ChooseKernelFamily(const std::string& family, DeviceInfo* info);
 
 }  // namespace vkflash::attention

@@ -37,9 +37,9 @@ StateParts ForwardStateParts(const DeviceInfo& device, const AttentionShape& sha
 }  // namespace
 
 Result<std::unique_ptr<ForwardOperator>> ForwardOperator::Create(const vk::Device& device, const DeviceInfo& info,
-                                                                 const CoopmatLayout& layout,
+                                                                 const TileOverrides& overrides, const CoopmatLayout& layout,
                                                                  vk::PipelineStore& pipelines) {
-  auto op = std::unique_ptr<ForwardOperator>(new ForwardOperator(info, layout, pipelines));
+  auto op = std::unique_ptr<ForwardOperator>(new ForwardOperator(info, overrides, layout, pipelines));
   VKF_ASSIGN_OR_RETURN(op->layout_, vk::KernelLayout::Create(device, VKF_FWD_BINDING_COUNT, sizeof(gpu::AttentionPush)));
   return op;
 }
@@ -53,12 +53,13 @@ Result<ChunkPlan> ForwardOperator::Chunks(const KernelChoice& choice, const Atte
 
 Result<uint64_t> ForwardOperator::WorkspaceBytes(const AttentionParams& params, bool with_stats) const {
   VKF_RETURN_IF_ERROR(ValidateAttentionParams(params));
-  VKF_ASSIGN_OR_RETURN(const KernelChoice choice, ChooseForwardKernel(info_, params, with_stats));
+  VKF_ASSIGN_OR_RETURN(const KernelChoice choice, ChooseForwardKernel(info_, params, with_stats, overrides_));
   VKF_ASSIGN_OR_RETURN(const ChunkPlan plan, Chunks(choice, params, with_stats));
   return plan.chunks > 1 ? ForwardStateParts(info_, params.shape, choice).total : 0;
 }
 
-Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& params, const ForwardBuffers& buffers) {
+Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& params, const ForwardBuffers& buffers,
+                               const BufferView& stats_view) {
   VKF_RETURN_IF_ERROR(ValidateAttentionParams(params));
   const AttentionShape& shape = params.shape;
   if (shape.q_elements() == 0) return Status::Ok();  // nothing to compute (batch or q_len is 0)
@@ -70,10 +71,10 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
   VKF_RETURN_IF_ERROR(CheckViews(info_, {q, o}));
   if (!buffers.lse.empty()) VKF_RETURN_IF_ERROR(CheckViews(info_, {lse}));
   // Instrumented calls and views the tensor-core kernel cannot vector-load run the scalar kernel.
-  const bool instrumented = !buffers.stats.empty();
+  const bool instrumented = !stats_view.empty();
   const bool aligned = VectorAligned({buffers.q, buffers.k, buffers.v, buffers.o});
-  VKF_ASSIGN_OR_RETURN(const KernelChoice choice, ChooseForwardKernel(info_, params, /*scalar_only=*/instrumented || !aligned));
-  const NamedView stats{"stats", buffers.stats, ForwardStatsBytes(params.shape, choice)};
+  VKF_ASSIGN_OR_RETURN(const KernelChoice choice, ChooseForwardKernel(info_, params, /*scalar_only=*/instrumented || !aligned, overrides_));
+  const NamedView stats{"stats", stats_view, ForwardStatsBytes(params.shape, choice)};
   if (instrumented) VKF_RETURN_IF_ERROR(CheckViews(info_, {stats}));
 
   // With kv_len == 0 no key tile is visited: K and V are never read, and every row gets O = 0,
@@ -127,7 +128,7 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
   bindings[VKF_FWD_BINDING_K] = k.view;
   bindings[VKF_FWD_BINDING_V] = v.view;
   if (!buffers.lse.empty()) bindings[VKF_FWD_BINDING_LSE] = buffers.lse;
-  if (instrumented) bindings[VKF_FWD_BINDING_STATS] = buffers.stats;
+  if (instrumented) bindings[VKF_FWD_BINDING_STATS] = stats_view;
   if (plan.chunks > 1) {
     bindings[VKF_FWD_BINDING_O_STATE] = WorkspacePart(buffers.workspace, state.o_offset, state.o_bytes);
     bindings[VKF_FWD_BINDING_ROW_STATE] = WorkspacePart(buffers.workspace, state.row_offset, state.row_bytes);

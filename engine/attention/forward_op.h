@@ -18,21 +18,27 @@ namespace vkflash::attention {
 class ForwardOperator {
  public:
   // `layout` is read at every Record (the context owns it; valid when the device runs tensor cores).
+  // `overrides`: the tuning tiles its kernel choice tries first (the context owns them).
   static Result<std::unique_ptr<ForwardOperator>> Create(const vk::Device& device, const DeviceInfo& info,
-                                                         const CoopmatLayout& layout, vk::PipelineStore& pipelines);
+                                                         const TileOverrides& overrides, const CoopmatLayout& layout,
+                                                         vk::PipelineStore& pipelines);
 
-  Status Record(VkCommandBuffer cmd, const AttentionParams& params, const ForwardBuffers& buffers);
+  // A non-empty `stats` runs the instrumented scalar kernel (diagnostics.hpp).
+  Status Record(VkCommandBuffer cmd, const AttentionParams& params, const ForwardBuffers& buffers,
+                const BufferView& stats = {});
   void Forget(VkBuffer buffer) { layout_->Forget(buffer); }
-  // Bytes of ForwardBuffers::workspace that Record needs for `params` (0: none).
+  // Bytes of ForwardBuffers::workspace that Record needs for `params` (0: none), with or without stats.
   Result<uint64_t> WorkspaceBytes(const AttentionParams& params, bool with_stats) const;
 
  private:
-  ForwardOperator(const DeviceInfo& info, const CoopmatLayout& layout, vk::PipelineStore& pipelines)
-      : info_(info), coopmat_layout_(layout), pipelines_(pipelines) {}
+  ForwardOperator(const DeviceInfo& info, const TileOverrides& overrides, const CoopmatLayout& layout,
+                  vk::PipelineStore& pipelines)
+      : info_(info), overrides_(overrides), coopmat_layout_(layout), pipelines_(pipelines) {}
   // How the key loop is split into dispatches (one chunk unless the driver has a loop budget).
   Result<ChunkPlan> Chunks(const KernelChoice& choice, const AttentionParams& params, bool instrumented) const;
 
   const DeviceInfo& info_;
+  const TileOverrides& overrides_;
   const CoopmatLayout& coopmat_layout_;
   vk::PipelineStore& pipelines_;
   std::unique_ptr<vk::KernelLayout> layout_;

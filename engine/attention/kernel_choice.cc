@@ -3,7 +3,6 @@
 #include <string>
 
 #include "attention/backends/kernel_backend.h"
-#include "attention/backends/tile_search.h"
 #include "common/shader_interface.h"
 
 namespace vkflash::attention {
@@ -34,28 +33,22 @@ Result<Choice> FirstThatFits(const DeviceInfo& device, const AttentionParams& pa
 
 }  // namespace
 
-Result<KernelChoice> ChooseForwardKernel(const DeviceInfo& device, const AttentionParams& params, bool scalar_only) {
+Result<KernelChoice> ChooseForwardKernel(const DeviceInfo& device, const AttentionParams& params, bool scalar_only,
+                                         const TileOverrides& overrides) {
   return FirstThatFits<KernelChoice>(device, params, scalar_only, [&](const KernelBackend& backend) {
-    return backend.ChooseForward(device, params);
+    return backend.ChooseForward(device, params, overrides);
   });
 }
 
 Result<BackwardKernelChoice> ChooseBackwardKernels(const DeviceInfo& device, const AttentionParams& params,
-                                                   bool scalar_only) {
+                                                   bool scalar_only, const TileOverrides& overrides) {
   return FirstThatFits<BackwardKernelChoice>(device, params, scalar_only, [&](const KernelBackend& backend) {
-    return backend.ChooseBackward(device, params);
+    return backend.ChooseBackward(device, params, overrides);
   });
 }
 
-Result<BackwardKernelChoice> BothBackwardKernels(const std::function<Result<KernelChoice>(bool dkdv)>& choose) {
-  auto dkdv = choose(true);
-  if (!dkdv.ok()) return dkdv.status();
-  auto dq = choose(false);
-  if (!dq.ok()) return dq.status();
-  return BackwardKernelChoice{*dkdv, *dq};
-}
-
-// Fewer, larger workgroups: on the H100 256 invocations ran the preprocess in 0.6x the time of 64.
+// Fewer, larger workgroups: on the H100 256 invocations ran the preprocess faster than 64 at D=64
+// (0.6x the time) and as fast at D=128.
 uint32_t PreprocessWorkgroupSize(const DeviceInfo& device) {
   static_assert(128 % VKF_PREPROCESS_THREADS_PER_ROW == 0, "whole rows per workgroup");
   return device.max_workgroup_invocations >= 256 ? 256 : 128;

@@ -9,9 +9,11 @@ namespace vkflash::attention {
 
 // scalar_only: instrumented calls and views the tensor-core kernels cannot vector-load. kUnsupported
 // when nothing fits or the device cannot store the dtype.
-Result<KernelChoice> ChooseForwardKernel(const DeviceInfo& device, const AttentionParams& params, bool scalar_only);
+// `overrides`: tiles the families try first (ContextOptions::tile_overrides).
+Result<KernelChoice> ChooseForwardKernel(const DeviceInfo& device, const AttentionParams& params, bool scalar_only,
+                                         const TileOverrides& overrides = {});
 Result<BackwardKernelChoice> ChooseBackwardKernels(const DeviceInfo& device, const AttentionParams& params,
-                                                   bool scalar_only);
+                                                   bool scalar_only, const TileOverrides& overrides = {});
 
 // Invocations per workgroup of the backward's preprocess (delta = rowsum(dO * O)), whole rows of
 // VKF_PREPROCESS_THREADS_PER_ROW: 256 where the device allows it, else Vulkan's minimum of 128.

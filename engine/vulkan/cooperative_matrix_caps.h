@@ -46,7 +46,7 @@ struct CooperativeMatrix2FeaturesNv {
 };
 inline constexpr VkStructureType kCooperativeMatrix2FeaturesNvType = VkStructureType(1000593000);
 
-// Sets the features the shaders/attention_*_coopmat2.comp kernels use.
+// Sets the features the kernels of shaders/coopmat2/ use.
 inline void RequestCooperativeMatrix2Features(CooperativeMatrix2FeaturesNv* features) {
   features->cooperativeMatrixWorkgroupScope = VK_TRUE;
   features->cooperativeMatrixFlexibleDimensions = VK_TRUE;

@@ -4,9 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "util/environment.h"
 #include "vulkan/cooperative_matrix_caps.h"
-#include "vulkan/shader_library.h"
 
 namespace vkflash::vk {
 
@@ -112,7 +110,6 @@ void ApplyLimits(const ContextOptions& options, DeviceInfo* info) {
   }
   if (options.disable_subgroup_ops) info->use_subgroup_ops = false;
   if (options.disable_push_descriptors) info->use_push_descriptors = false;
-  info->tile_overrides = options.tile_overrides;
 }
 
 }  // namespace vkflash::vk

@@ -10,8 +10,7 @@ namespace vkflash::vk {
 // fields start equal to what the device offers; ApplyLimits narrows them.
 DeviceInfo ProbeDevice(VkInstance instance, uint32_t instance_api_version, VkPhysicalDevice device, uint32_t index);
 
-// Narrows the "usable_*" / "use_*" fields to the (resolved) ContextOptions' portability limits,
-// and records its tile overrides.
+// Narrows the "usable_*" / "use_*" fields to the (resolved) ContextOptions' portability limits.
 void ApplyLimits(const ContextOptions& options, DeviceInfo* info);
 
 // True if the device has a queue family with compute; `family` receives the best one

@@ -3,9 +3,7 @@
 #include <cstdio>
 #include <vector>
 
-
 namespace vkflash::vk {
-
 
 void PrintPipelineStatistics(VkDevice device, VkPipeline pipeline, const std::string& label) {
   auto get_properties = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(

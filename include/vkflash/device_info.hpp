@@ -83,7 +83,6 @@ struct DeviceInfo {
   // the granularity, up to 256 forward and 128 backward); elsewhere the `cooperative_matrix`
   // kernels, then the scalar ones.
   bool use_cooperative_matrix2 = false;
-  TileOverrides tile_overrides;  // from ContextOptions
 };
 
 const char* DeviceTypeName(VkPhysicalDeviceType type);

@@ -10,16 +10,35 @@
 
 namespace vkflash {
 
-// Bytes of ForwardBuffers::stats for `shape` with the kernel `choice` (its block_kv): take the
-// choice from ChooseForwardKernel(params, /*with_stats=*/true).
+// The instrumented forward (the tile viewer's): besides O and LSE, the kernel writes into `stats`,
+// for every query row i and every key tile t it visits, 5 floats at float index
+// ((((b * Hq + h) * Nq + i) * T + t) * 5), T = ceil(Nk / block_kv): the running max m (natural log
+// units), the running sum l, the rescale factor exp(m_old - m_new), the row's max score in the
+// tile, and the row's sum of exp(S - m) over the tile. Tiles a row never visits (causal) are not
+// written. Only the scalar kernel is instrumented: it runs, whatever Context::ChooseForwardKernel()
+// says for the plain call.
+
+// Bytes of `stats` for `shape` with the kernel `choice` (its block_kv): take the choice from
+// ChooseInstrumentedForwardKernel().
 uint64_t ForwardStatsBytes(const AttentionShape& shape, const KernelChoice& choice);
+
+// The kernel and tiles the instrumented forward runs with here.
+Result<KernelChoice> ChooseInstrumentedForwardKernel(const Context& context, const AttentionParams& params);
+// Bytes of ForwardBuffers::workspace it needs here (as Context::ForwardWorkspaceBytes).
+Result<uint64_t> InstrumentedForwardWorkspaceBytes(const Context& context, const AttentionParams& params);
+// Records it: as Context::RecordForward, and `stats` (written, like O) as above.
+Status RecordInstrumentedForward(Context& context, VkCommandBuffer cmd, const AttentionParams& params,
+                                 const ForwardBuffers& buffers, const BufferView& stats);
+// ...on the context's queue, then waits (as Context::Forward).
+Status InstrumentedForward(Context& context, const AttentionParams& params, const ForwardBuffers& buffers,
+                           const BufferView& stats);
 
 // Bytes of the scores scratch of the naive baseline (Context::RecordNaiveForward): Nq * Nk floats.
 inline uint64_t NaiveScoresBytes(const AttentionShape& shape) { return uint64_t(shape.q_len) * shape.kv_len * 4; }
 
 // The naive baseline, not FlashAttention: S = scale Q K^T into `scores` (NaiveScoresBytes),
 // softmax in place, O = P V, one (batch, head) after another: O(N^2) memory traffic. For
-// benchmarks and cross-checks; writes O only (buffers.lse and .stats are ignored). Needs kv_len > 0.
+// benchmarks and cross-checks; writes O only (buffers.lse is ignored). Needs kv_len > 0.
 // Barriers as for Context::RecordForward; `scores` is both written and read.
 Status RecordNaiveForward(Context& context, VkCommandBuffer cmd, const AttentionParams& params,
                           const ForwardBuffers& buffers, const BufferView& scores);

@@ -24,7 +24,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <vector>
 
 namespace vkflash {
 
@@ -129,13 +128,6 @@ class Buffer {
 // The buffers of one forward call. `lse` may be left empty: the LSE is then not written.
 // Sizes: q, o: shape.q_elements() * DataTypeSize(dtype); k, v: shape.kv_elements() * size;
 // lse: shape.lse_elements() * 4 bytes.
-// `stats` (optional, for visualizing the algorithm; empty in normal use): an instrumented variant
-// of the kernel then writes, for every query row i and every key tile t it visits, 5 floats at
-// float index ((((b * Hq + h) * Nq + i) * T + t) * 5), T = ceil(Nk / block_kv): the running max m
-// (natural log units), the running sum l, the rescale factor exp(m_old - m_new), the row's max
-// score in the tile, and the row's sum of exp(S - m) over the tile. Tiles a row never visits
-// (causal) are not written. Size: ForwardStatsBytes(). Only the scalar kernel is instrumented: a
-// call with stats runs it, whatever ChooseForwardKernel() says for the plain call.
 // `workspace`: scratch of Context::ForwardWorkspaceBytes(params) bytes, where that is not 0 (it is
 // 0 on most devices; a driver that ends long shader loops early, see
 // DeviceInfo::shader_loop_budget, needs one for long sequences). RecordForward fails without it
@@ -145,7 +137,6 @@ class Buffer {
 struct ForwardBuffers {
   BufferView q, k, v, o;
   BufferView lse;
-  BufferView stats;
   BufferView workspace;
 };
 
@@ -206,8 +197,8 @@ struct ContextOptions {
   // "coopmat" (any cooperative-matrix extension), "coopmat_nv" or "coopmat_khr" (subgroup-scope
   // kernels of that extension only), or "coopmat2" (the VK_NV_cooperative_matrix2 kernels, with
   // subgroup-scope ones where they do not apply). "auto" and "coopmat" prefer coopmat2, then NV, then
-  // KHR. Create()/Adopt() fail with kUnsupported when the family asked for cannot run here. Empty: the VKFLASH_KERNELS
-  // environment variable, else "auto".
+  // KHR. Create()/Adopt() fail with kUnsupported when the family asked for cannot run here.
+  // Empty: the VKFLASH_KERNELS environment variable, else "auto".
   std::string kernels;
 
   // Enables VK_LAYER_KHRONOS_validation with synchronization validation (Create() only; fails
@@ -221,7 +212,8 @@ struct ContextOptions {
   // path fails Create()/Adopt() with kInvalidArgument.
   std::string pipeline_cache_path;
 
-  // Kernel tuning aids. pipeline_statistics (or VKFLASH_PIPELINE_STATISTICS=1): on a device with
+  // Kernel tuning aids. pipeline_statistics (or VKFLASH_PIPELINE_STATISTICS=1; Create() only: an
+  // adopted device's extensions are the engine's): on a device with
   // VK_KHR_pipeline_executable_properties, the driver's statistics of every pipeline (registers,
   // spills, shared memory) go to stderr. tile_overrides: see TileOverrides.
   bool pipeline_statistics = false;
@@ -288,13 +280,13 @@ class Context {
   Status Upload(const BufferView& dst, const void* src, size_t bytes);
   Status Download(const BufferView& src, void* dst, size_t bytes);
 
-  // Which kernel and tiles a forward call with these params runs with here (with_stats: a call
-  // that also fills ForwardBuffers::stats, which runs the instrumented scalar kernel).
-  Result<KernelChoice> ChooseForwardKernel(const AttentionParams& params, bool with_stats = false) const;
+  // Which kernel and tiles a forward call with these params runs with here (KernelChoice:
+  // device_info.hpp).
+  Result<KernelChoice> ChooseForwardKernel(const AttentionParams& params) const;
 
-  // Bytes of ForwardBuffers::workspace a forward call with these params needs here (with_stats:
-  // a call that also fills ForwardBuffers::stats); 0 where it needs none.
-  Result<uint64_t> ForwardWorkspaceBytes(const AttentionParams& params, bool with_stats = false) const;
+  // Bytes of ForwardBuffers::workspace a forward call with these params needs here; 0 where it
+  // needs none.
+  Result<uint64_t> ForwardWorkspaceBytes(const AttentionParams& params) const;
 
   // Records the forward pass into `cmd` (in the recording state, on a queue family with compute).
   // Barriers: the caller makes prior writes to q/k/v visible to COMPUTE_SHADER reads before this
@@ -306,7 +298,6 @@ class Context {
   // RecordForward on the context's queue, then waits for it (allocating the workspace, if one is
   // needed and buffers.workspace is empty).
   Status Forward(const AttentionParams& params, const ForwardBuffers& buffers);
-
 
   // Bytes of BackwardBuffers::workspace a backward call with these params needs here (at least one
   // float per query row).
@@ -322,7 +313,6 @@ class Context {
   Status RecordBackward(VkCommandBuffer cmd, const AttentionParams& params, const BackwardBuffers& buffers);
   // RecordBackward on the context's queue, then waits for it.
   Status Backward(const AttentionParams& params, const BackwardBuffers& buffers);
-
 
   // Saves the pipeline cache (to `path`, or to options.pipeline_cache_path when empty).
   Status SavePipelineCache(const std::string& path = "");

@@ -142,7 +142,7 @@ uint32_t AttentionScene::visited_tiles(uint32_t tq) const {
 bool AttentionScene::Configure(const SceneSettings& settings, std::string* error) {
   const bool same = configured_ && settings_.SameBuffers(settings);
   settings_ = settings;
-  auto choice = device_.flash().ChooseForwardKernel(params(), /*with_stats=*/true);
+  auto choice = vkflash::ChooseInstrumentedForwardKernel(device_.flash(), params());
   if (!choice.ok()) return *error = choice.status().ToString(), false;
   const bool same_tiles = choice->block_kv == choice_.block_kv;
   choice_ = *choice;
@@ -162,7 +162,7 @@ bool AttentionScene::Configure(const SceneSettings& settings, std::string* error
     *buffers[i] = std::move(made).value();
   }
   // Scratch the forward needs on some drivers (vkflash::ForwardBuffers::workspace); usually none.
-  auto workspace_bytes = flash.ForwardWorkspaceBytes(params(), /*with_stats=*/true);
+  auto workspace_bytes = vkflash::InstrumentedForwardWorkspaceBytes(flash, params());
   if (!workspace_bytes.ok()) return *error = workspace_bytes.status().ToString(), false;
   workspace_ = vkflash::Buffer();
   if (*workspace_bytes > 0) {
@@ -259,8 +259,8 @@ bool AttentionScene::Record(VkCommandBuffer cmd, float time, CanvasPush layout, 
     vkCmdResetQueryPool(cmd, timestamps_, 0, 2);
     vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, timestamps_, 0);
   }
-  const vkflash::Status forward = device_.flash().RecordForward(
-      cmd, p, {q_.view(), k_.view(), v_.view(), o_.view(), lse_.view(), stats_.view(), workspace_.view()});
+  const vkflash::Status forward = vkflash::RecordInstrumentedForward(
+      device_.flash(), cmd, p, {q_.view(), k_.view(), v_.view(), o_.view(), lse_.view(), workspace_.view()}, stats_.view());
   if (!forward.ok()) return *error = forward.ToString(), false;
   if (timed) {
     vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps_, 1);

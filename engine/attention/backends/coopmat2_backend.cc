@@ -71,7 +71,7 @@ uint32_t Coopmat2BackwardBytes(uint32_t head_dim, uint32_t owned, uint32_t strea
   }
   return 16 * VKF_SMEM_ROW_PAIR_U4(streamed, stride) + 4 * 2 * VKF_SMEM_ROW_FLOATS(owned);
 }
-// An OxSxW tile (owned x streamed x workgroup) of DeviceInfo::tile_overrides, if one is given.
+// An OxSxW tile (owned x streamed x workgroup) of ContextOptions::tile_overrides, if one is given.
 std::optional<WorkgroupTile> ParseWorkgroupTile(const std::string& text) {
   WorkgroupTile t{0, 0, 0, 256};  // a forced tile is tried at every head dim and length
   if (!text.empty() && std::sscanf(text.c_str(), "%ux%ux%u", &t.owned, &t.streamed, &t.workgroup) == 3 &&
@@ -99,7 +99,8 @@ KernelChoice Coopmat2Choice(const DeviceInfo& device, const std::string& kernel,
 
 // The first tile of a backward kernel (a forced one first) the device can run: subgroup-scope
 // matrices of the listed granularity, one subgroup size (the kernels give each subgroup its rows).
-Result<KernelChoice> ChooseCoopmat2BackwardTile(const DeviceInfo& device, const AttentionParams& params, bool dkdv) {
+Result<KernelChoice> ChooseCoopmat2BackwardTile(const DeviceInfo& device, const AttentionParams& params,
+                                                const TileOverrides& overrides, bool dkdv) {
   const uint32_t head_dim = params.shape.head_dim, g = device.cooperative_matrix2_subgroup_granularity;
   auto owned_rows = [](const SubgroupTile& tile) { return tile.rows * tile.subgroups; };
   auto fits = [&](const SubgroupTile& tile) {
@@ -111,7 +112,7 @@ Result<KernelChoice> ChooseCoopmat2BackwardTile(const DeviceInfo& device, const 
   };
   // A forced OxSxW tile: W / subgroup size subgroups of O / subgroups rows each.
   std::optional<SubgroupTile> forced_tile;
-  if (auto forced = ParseWorkgroupTile(dkdv ? device.tile_overrides.coopmat2_dkdv : device.tile_overrides.coopmat2_dq);
+  if (auto forced = ParseWorkgroupTile(dkdv ? overrides.coopmat2_dkdv : overrides.coopmat2_dq);
       forced && device.subgroup_size > 0 && forced->workgroup % device.subgroup_size == 0) {
     const uint32_t subgroups = forced->workgroup / device.subgroup_size;
     const SubgroupTile tile{subgroups, forced->owned / subgroups, forced->streamed, forced->max_head_dim};
@@ -143,7 +144,8 @@ bool Coopmat2Backend::Applies(const DeviceInfo& device, const AttentionParams& p
          params.shape.head_dim % granularity == 0 && params.shape.head_dim <= 256;
 }
 
-Result<KernelChoice> Coopmat2Backend::ChooseForward(const DeviceInfo& device, const AttentionParams& params) const {
+Result<KernelChoice> Coopmat2Backend::ChooseForward(const DeviceInfo& device, const AttentionParams& params,
+                                                    const TileOverrides& overrides) const {
   const double mean_keys = MeanVisibleKeys(params.shape.q_len, params.shape.kv_len, params.causal);
   auto fits = [&](const WorkgroupTile& tile) {
     return params.shape.head_dim <= tile.max_head_dim && mean_keys >= tile.min_mean_keys &&
@@ -156,17 +158,17 @@ Result<KernelChoice> Coopmat2Backend::ChooseForward(const DeviceInfo& device, co
                        });
   };
   const std::optional<WorkgroupTile> chosen = FirstTileThatFits(
-      ParseWorkgroupTile(device.tile_overrides.coopmat2_forward), std::span<const WorkgroupTile>(kCoopmat2ForwardTiles), fits);
+      ParseWorkgroupTile(overrides.coopmat2_forward), std::span<const WorkgroupTile>(kCoopmat2ForwardTiles), fits);
   if (!chosen) return NoTensorCoreTile(params);
   return Coopmat2Choice(device, "forward_f16_coopmat2", chosen->owned, chosen->streamed, chosen->workgroup,
                         Coopmat2ForwardBytes(params.shape.head_dim, *chosen), device.cooperative_matrix2_granularity);
 }
 
-Result<BackwardKernelChoice> Coopmat2Backend::ChooseBackward(const DeviceInfo& device,
-                                                            const AttentionParams& params) const {
+Result<BackwardKernelChoice> Coopmat2Backend::ChooseBackward(const DeviceInfo& device, const AttentionParams& params,
+                                                            const TileOverrides& overrides) const {
   if (params.shape.head_dim > kBackwardMaxHeadDim) return NoTensorCoreTile(params);
   return BothBackwardKernels([&](bool dkdv) {
-    return ChooseCoopmat2BackwardTile(device, params, dkdv);
+    return ChooseCoopmat2BackwardTile(device, params, overrides, dkdv);
   });
 }
 

@@ -19,14 +19,16 @@ class Coopmat2Backend final : public KernelBackend {
   bool Applies(const DeviceInfo& device, const AttentionParams& params) const override;
   // The forward: owned rows x streamed rows x workgroup size from a table, at a workgroup size the
   // device lists for workgroup-scope matrices, whose staged K and V rows fit the usable shared
-  // memory; some tiles only for long rows (MeanVisibleKeys). DeviceInfo::tile_overrides.coopmat2_
+  // memory; some tiles only for long rows (MeanVisibleKeys). ContextOptions::tile_overrides.coopmat2_
   // forward (OxSxW) is tried first.
-  Result<KernelChoice> ChooseForward(const DeviceInfo& device, const AttentionParams& params) const override;
+  Result<KernelChoice> ChooseForward(const DeviceInfo& device, const AttentionParams& params,
+                                     const TileOverrides& overrides) const override;
   // The backward: subgroups (16 or 32 owned rows each) x streamed rows from a table, at the
   // granularity of the device's subgroup-scope matrices and a single subgroup size, whose shared
   // rows fit. tile_overrides.coopmat2_dkdv / _dq (OxSxW; O / (W / subgroup size) rows per
   // subgroup, 16 or 32) are tried first.
-  Result<BackwardKernelChoice> ChooseBackward(const DeviceInfo& device, const AttentionParams& params) const override;
+  Result<BackwardKernelChoice> ChooseBackward(const DeviceInfo& device, const AttentionParams& params,
+                                              const TileOverrides& overrides) const override;
   // Their subgroup size and the columns of their row-vector matrices (the granularity).
   void SetSpecConstants(const KernelChoice& choice, const CoopmatLayout& layout, SpecConstants* spec) const override;
 };

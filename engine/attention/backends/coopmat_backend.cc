@@ -37,10 +37,10 @@ uint32_t ScratchBytes(uint32_t subgroups, CooperativeMatrixApi api) {
          (api == CooperativeMatrixApi::kKhr ? 2 * VKF_SMEM_CM_A_SCRATCH_HALVES(subgroups) : 0);
 }
 
-// The tile DeviceInfo::tile_overrides.coopmat_forward names (SxMxK), if any.
-std::optional<ForwardTile> ForcedForwardTile(const DeviceInfo& device) {
+// The tile overrides.coopmat_forward names (SxMxK), if any.
+std::optional<ForwardTile> ForcedForwardTile(const TileOverrides& overrides) {
   ForwardTile t{};
-  const std::string& text = device.tile_overrides.coopmat_forward;
+  const std::string& text = overrides.coopmat_forward;
   if (!text.empty() && std::sscanf(text.c_str(), "%ux%ux%u", &t.subgroups, &t.m_blocks, &t.block_kv) == 3 &&
       t.subgroups > 0 && t.m_blocks > 0 && t.block_kv > 0 && t.block_kv % 16 == 0) {
     return t;
@@ -82,7 +82,8 @@ uint32_t CoopmatBackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t 
   return 16 * rows_u4 + 4 * row_floats + ScratchBytes(subgroups, api);
 }
 
-Result<KernelChoice> CoopmatBackend::ChooseForward(const DeviceInfo& device, const AttentionParams& params) const {
+Result<KernelChoice> CoopmatBackend::ChooseForward(const DeviceInfo& device, const AttentionParams& params,
+                                                   const TileOverrides& overrides) const {
   const uint32_t head_dim = params.shape.head_dim;
   auto bytes = [&](const ForwardTile& tile) {
     return CoopmatForwardSharedBytes(head_dim, tile.block_kv, tile.subgroups, device.cooperative_matrix);
@@ -93,14 +94,14 @@ Result<KernelChoice> CoopmatBackend::ChooseForward(const DeviceInfo& device, con
            bytes(tile) <= device.usable_shared_memory_bytes;
   };
   const std::optional<ForwardTile> chosen =
-      FirstTileThatFits(ForcedForwardTile(device), std::span<const ForwardTile>(kForwardTiles), fits);
+      FirstTileThatFits(ForcedForwardTile(overrides), std::span<const ForwardTile>(kForwardTiles), fits);
   if (!chosen) return NoTensorCoreTile(params);
   return Choice(device, "forward_f16", 16 * chosen->m_blocks * chosen->subgroups, chosen->block_kv, chosen->subgroups,
                 bytes(*chosen));
 }
 
-Result<BackwardKernelChoice> CoopmatBackend::ChooseBackward(const DeviceInfo& device,
-                                                           const AttentionParams& params) const {
+Result<BackwardKernelChoice> CoopmatBackend::ChooseBackward(const DeviceInfo& device, const AttentionParams& params,
+                                                           const TileOverrides&) const {
   const uint32_t head_dim = params.shape.head_dim;
   if (head_dim > kBackwardMaxHeadDim) return NoTensorCoreTile(params);
   auto choose = [&](bool dkdv) -> Result<KernelChoice> {

@@ -31,9 +31,11 @@ class KernelBackend {
   virtual bool Applies(const DeviceInfo& device, const AttentionParams& params) const = 0;
 
   // The first tile of the family's tables that the device's limits allow; kUnsupported if none.
-  virtual Result<KernelChoice> ChooseForward(const DeviceInfo& device, const AttentionParams& params) const = 0;
-  virtual Result<BackwardKernelChoice> ChooseBackward(const DeviceInfo& device,
-                                                      const AttentionParams& params) const = 0;
+  // `overrides`: tiles to try first (ContextOptions::tile_overrides, for tuning).
+  virtual Result<KernelChoice> ChooseForward(const DeviceInfo& device, const AttentionParams& params,
+                                             const TileOverrides& overrides) const = 0;
+  virtual Result<BackwardKernelChoice> ChooseBackward(const DeviceInfo& device, const AttentionParams& params,
+                                                      const TileOverrides& overrides) const = 0;
 
   // The family's specialization constants beyond those every kernel takes (MakeSpecConstants).
   virtual void SetSpecConstants(const KernelChoice& choice, const CoopmatLayout& layout, SpecConstants* spec) const;

@@ -50,7 +50,8 @@ uint32_t ForwardSharedBytes(uint32_t head_dim, uint32_t block_q, uint32_t block_
          4 * VKF_SMEM_SCORE_FLOATS(block_q, block_kv) + reduce;
 }
 
-Result<KernelChoice> ScalarBackend::ChooseForward(const DeviceInfo& device, const AttentionParams& params) const {
+Result<KernelChoice> ScalarBackend::ChooseForward(const DeviceInfo& device, const AttentionParams& params,
+                                                  const TileOverrides&) const {
   const uint32_t head_dim = params.shape.head_dim;
   for (bool subgroup : {true, false}) {
     if (subgroup && !device.use_subgroup_ops) continue;
@@ -81,8 +82,8 @@ uint32_t BackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streame
   return 16 * vec4s + 4 * floats;
 }
 
-Result<BackwardKernelChoice> ScalarBackend::ChooseBackward(const DeviceInfo& device,
-                                                          const AttentionParams& params) const {
+Result<BackwardKernelChoice> ScalarBackend::ChooseBackward(const DeviceInfo& device, const AttentionParams& params,
+                                                          const TileOverrides&) const {
   const uint32_t head_dim = params.shape.head_dim;
   // Both gradient kernels hold two owned row blocks and two streamed tiles: the forward's list
   // of (owned, streamed) shapes serves them too.

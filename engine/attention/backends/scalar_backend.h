@@ -16,8 +16,10 @@ class ScalarBackend final : public KernelBackend {
     return choice.cooperative_matrix == CooperativeMatrixApi::kNone;
   }
   bool Applies(const DeviceInfo&, const AttentionParams&) const override { return true; }
-  Result<KernelChoice> ChooseForward(const DeviceInfo& device, const AttentionParams& params) const override;
-  Result<BackwardKernelChoice> ChooseBackward(const DeviceInfo& device, const AttentionParams& params) const override;
+  Result<KernelChoice> ChooseForward(const DeviceInfo& device, const AttentionParams& params,
+                                     const TileOverrides& overrides) const override;
+  Result<BackwardKernelChoice> ChooseBackward(const DeviceInfo& device, const AttentionParams& params,
+                                              const TileOverrides& overrides) const override;
 };
 
 // Shared memory the scalar forward kernel declares for these tiles (q and kv tiles with padded

@@ -28,6 +28,12 @@ inline Status NoTensorCoreTile(const AttentionParams& params) {
 }
 
 // Both gradient kernels' choices from `choose(dkdv)`, or the first error.
-Result<BackwardKernelChoice> BothBackwardKernels(const std::function<Result<KernelChoice>(bool dkdv)>& choose);
+inline Result<BackwardKernelChoice> BothBackwardKernels(const std::function<Result<KernelChoice>(bool dkdv)>& choose) {
+  auto dkdv = choose(true);
+  if (!dkdv.ok()) return dkdv.status();
+  auto dq = choose(false);
+  if (!dq.ok()) return dq.status();
+  return BackwardKernelChoice{*dkdv, *dq};
+}
 
 }  // namespace vkflash::attention

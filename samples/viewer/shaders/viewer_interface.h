@@ -8,7 +8,7 @@ namespace viewer {
 using uint = std::uint32_t;
 #endif
 
-// Fields of vkflash's instrumentation stats (ForwardBuffers::stats in include/vkflash/vkflash.hpp).
+// Fields of vkflash's instrumentation stats (the stats of vkflash::RecordInstrumentedForward, include/vkflash/diagnostics.hpp).
 #define VKF_STATS_RUNNING_MAX_V 0
 #define VKF_STATS_RUNNING_SUM_V 1
 #define VKF_STATS_RESCALE_V 2
