@@ -47,6 +47,11 @@ void SetRow(std::vector<float>* tensor, const AttentionShape& s, uint32_t heads,
       if (column == kAllColumns || d == column) (*tensor)[(uint64_t(bh) * len + row) * s.head_dim + d] = value;
 }
 
+// Where a poison goes: in V (forward) or dO (backward), else in K or Q; and in which columns. One
+// element alone only in V or dO: in K or Q it gives a score of +-inf or NaN by the sign of the
+// other operand's element.
+const std::pair<bool, uint32_t> kPlacements[] = {{true, kAllColumns}, {true, 5u}, {false, kAllColumns}};
+
 // Whether column d of a row that sees the poison must show it.
 bool Poisoned(uint32_t column, uint32_t d) { return column == kAllColumns || d == column; }
 
@@ -61,8 +66,7 @@ TEST_CASE("a key a row cannot see has no effect on that row's O and LSE", "[nonf
     // A key in the middle and the last one: each is masked for some rows of its diagonal tiles.
     for (uint32_t key : {s.kv_len / 2 + 1, s.kv_len - 1}) {
       for (float poison : kPoisons) {
-        // K: the whole row (one element alone gives a score of +-inf or NaN by the sign of Q's).
-        for (auto [in_v, column] : {std::pair{true, kAllColumns}, std::pair{true, 5u}, std::pair{false, kAllColumns}}) {
+        for (auto [in_v, column] : kPlacements) {
           INFO(Describe(p) << ", key " << key << (in_v ? " of V" : " of K") << " = " << poison
                            << (column == kAllColumns ? "" : " in column 5 only"));
           std::vector<float> k = base.k, v = base.v;
@@ -149,7 +153,7 @@ TEST_CASE("a row a key cannot reach has no effect on the key's gradients, whatev
     const uint32_t first = s.q_len > s.kv_len ? s.q_len - s.kv_len : 0;
     for (uint32_t row : {first, first + 3}) {
       for (float poison : kPoisons) {
-        for (auto [in_do, column] : {std::pair{true, kAllColumns}, std::pair{true, 5u}, std::pair{false, kAllColumns}}) {
+        for (auto [in_do, column] : kPlacements) {
           INFO(Describe(p) << ", row " << row << (in_do ? " of dO" : " of Q") << " = " << poison
                            << (column == kAllColumns ? "" : " in column 5 only"));
           std::vector<float> q = base.q, d_o = base.d_o;

@@ -1,9 +1,10 @@
 #include "util/regular_file.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <filesystem>
 #include <system_error>
 #include <utility>
@@ -85,14 +86,13 @@ Status WriteFileAtomically(const std::string& path, const std::vector<uint8_t>& 
   if (KindOfPath(path) == PathKind::kDirectory) {
     return Status::Error(ErrorCode::kInvalidArgument, "'" + path + "' is a directory");
   }
-  // Writers of the same path (threads, processes) each create their own temporary file: "x" fails
-  // where the name exists, and the next name is tried.
+  // Writers of the same path each create their own temporary file, named by process and call; "x"
+  // fails where the name exists (one left by a crashed process of the same id), and the next is tried.
   static std::atomic<uint64_t> counter{0};
   std::string temporary;
   std::FILE* file = nullptr;
   for (int attempt = 0; attempt < 16 && file == nullptr; ++attempt) {
-    const uint64_t tick = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
-    temporary = path + ".tmp" + std::to_string((tick ^ (counter.fetch_add(1) << 40)) % 1000000007u);
+    temporary = path + ".tmp" + std::to_string(getpid()) + "." + std::to_string(counter.fetch_add(1));
     errno = 0;
     file = std::fopen(temporary.c_str(), "wbx");
     if (file == nullptr && errno != EEXIST) break;

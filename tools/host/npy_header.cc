@@ -215,8 +215,9 @@ class Parser {
       int64_t value = 0;
       for (size_t i = 0; i < count; ++i) {
         const char h = s_[pos_ + i];
-        if (!std::isxdigit(static_cast<unsigned char>(h))) return -1;
-        value = value * 16 + (std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : (std::tolower(h) - 'a' + 10));
+        const int digit = DigitValue(h);
+        if (digit < 0) return -1;
+        value = value * 16 + digit;
       }
       pos_ += count;
       return value;
@@ -250,6 +251,12 @@ class Parser {
         }
         return Status::Ok();
     }
+  }
+
+  // The value of a hexadecimal (or lower-base) digit, -1 for any other character.
+  static int DigitValue(char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return std::isdigit(u) ? u - '0' : std::isxdigit(u) ? std::tolower(u) - 'a' + 10 : -1;
   }
 
   static void AppendUtf8(std::string& text, uint32_t code) {
@@ -294,7 +301,7 @@ class Parser {
     bool last_was_digit = false;
     while (pos_ < s_.size()) {
       const auto c = static_cast<unsigned char>(s_[pos_]);
-      const int digit = std::isdigit(c) ? c - '0' : std::isxdigit(c) ? std::tolower(c) - 'a' + 10 : -1;
+      const int digit = DigitValue(char(c));
       if (digit >= 0 && uint64_t(digit) < base) {
         if (v.magnitude > (std::numeric_limits<uint64_t>::max() - uint64_t(digit)) / base) v.too_large = true;
         v.magnitude = v.magnitude * base + uint64_t(digit);
