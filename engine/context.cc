@@ -63,15 +63,11 @@ struct Context::Impl {
     VKF_ASSIGN_OR_RETURN(info.shader_loop_budget, attention::ProbeLoopBudget(*device, *runner, *pipelines));
     const uint32_t cap = options.max_loop_iterations;
     if (cap != 0) info.shader_loop_budget = info.shader_loop_budget == 0 ? cap : std::min(info.shader_loop_budget, cap);
-    if (info.shader_loop_budget == 0 ||
-        (info.cooperative_matrix == CooperativeMatrixApi::kNone && !info.use_cooperative_matrix2)) {
-      return Status::Ok();
-    }
+    if (info.shader_loop_budget == 0 || !attention::UsesAcceleratedFamily(info)) return Status::Ok();
     const std::string why = "this driver ends shader loops after " + std::to_string(info.shader_loop_budget) +
                             " iterations; only the scalar kernels run in chunks within that";
     if (options.kernels != "auto") return Status::Error(ErrorCode::kUnsupported, why);
-    info.cooperative_matrix = CooperativeMatrixApi::kNone;
-    info.use_cooperative_matrix2 = false;
+    attention::UsePortableFamilyOnly(&info);
     info.cooperative_matrix_note = why;
     return Status::Ok();
   }

@@ -10,9 +10,11 @@
 
 #include "attention/coopmat_layout.h"
 #include "attention/backends/coopmat2_backend.h"
+#include "attention/family_choice.h"
 #include "attention/kernel_choice.h"
 #include "common/shader_interface.h"
 #include "support/validated_context.h"
+#include "vulkan/shader_library.h"
 
 using vkflash::attention::AnalyzeCoopmatProbe;
 
@@ -144,6 +146,72 @@ TEST_CASE("kernel family: scalar always works, coopmat only where the device has
     CHECK(backward->dq.kernel == "backward_dq_f16_coopmat2");
   }
   vkflash::testing::RequireNoValidationMessages();
+}
+
+TEST_CASE("kernel family choice on a synthetic device: what each `kernels` value uses, or why it cannot") {
+  using vkflash::CooperativeMatrixApi;
+  using vkflash::attention::ChooseKernelFamily;
+  // Which of the tensor-core kernels this build has (glslang 12 builds only the NV ones).
+  const bool nv_built = vkflash::vk::FindShader("coopmat_probe_nv") != nullptr;
+  const bool khr_built = vkflash::vk::FindShader("coopmat_probe_khr") != nullptr;
+  const bool nv2_built = vkflash::vk::FindShader("forward_f16_coopmat2") != nullptr;
+  vkflash::DeviceInfo device;
+  device.name = "synthetic";
+  device.use_cooperative_matrix2 = true;  // left over: every choice starts afresh
+  device.cooperative_matrix = CooperativeMatrixApi::kKhr;
+  auto uses = [&](CooperativeMatrixApi subgroup_scope, bool coopmat2) {
+    return device.cooperative_matrix == subgroup_scope && device.use_cooperative_matrix2 == coopmat2;
+  };
+  auto refusal = [&](const char* kernels) { return ChooseKernelFamily(kernels, &device).message(); };
+
+  REQUIRE(ChooseKernelFamily("auto", &device).ok());
+  CHECK(uses(CooperativeMatrixApi::kNone, false));
+  CHECK(device.cooperative_matrix_note == "no cooperative-matrix extension");
+  CHECK(refusal("coopmat") == "kernels 'coopmat': no usable cooperative-matrix extension on 'synthetic'");
+  CHECK(refusal("coopmat_nv") == "kernels 'coopmat_nv': VK_NV_cooperative_matrix kernels cannot run on 'synthetic'");
+  CHECK(refusal("coopmat_khr") == "kernels 'coopmat_khr': VK_KHR_cooperative_matrix kernels cannot run on 'synthetic'");
+  CHECK(refusal("coopmat2") == "kernels 'coopmat2': VK_NV_cooperative_matrix2 kernels cannot run on 'synthetic'");
+  const vkflash::Status unknown = ChooseKernelFamily("tensor", &device);
+  CHECK(unknown.code() == vkflash::ErrorCode::kInvalidArgument);
+  CHECK(unknown.message() == "kernels 'tensor': expected auto, coopmat, coopmat2, coopmat_nv, coopmat_khr or scalar");
+
+  // Offered and able, but the portability knobs took subgroup operations away.
+  device.nv_cooperative_matrix = device.nv_cooperative_matrix_f16 = true;
+  device.khr_cooperative_matrix = device.khr_cooperative_matrix_f16 = true;
+  REQUIRE(ChooseKernelFamily("auto", &device).ok());
+  CHECK(uses(CooperativeMatrixApi::kNone, false));
+  CHECK(device.cooperative_matrix_note == "the device lacks a feature the kernels need (or this build lacks them)");
+  CHECK(refusal("coopmat_nv") == "kernels 'coopmat_nv': VK_NV_cooperative_matrix kernels need subgroup operations on 'synthetic'");
+  CHECK(refusal("coopmat_khr") == "kernels 'coopmat_khr': VK_KHR_cooperative_matrix kernels need subgroup operations on 'synthetic'");
+
+  device.use_subgroup_ops = true;
+  device.nv_cooperative_matrix2 = device.nv_cooperative_matrix2_f16 = true;
+  const CooperativeMatrixApi subgroup_scope =
+      nv_built ? CooperativeMatrixApi::kNv : khr_built ? CooperativeMatrixApi::kKhr : CooperativeMatrixApi::kNone;
+  REQUIRE(ChooseKernelFamily("auto", &device).ok());
+  CHECK(uses(subgroup_scope, nv2_built));
+  CHECK(ChooseKernelFamily("coopmat", &device).ok() == (nv_built || khr_built || nv2_built));
+  REQUIRE(ChooseKernelFamily("scalar", &device).ok());
+  CHECK(uses(CooperativeMatrixApi::kNone, false));
+  CHECK(device.cooperative_matrix_note == "scalar kernels asked for");
+  if (nv_built) {
+    REQUIRE(ChooseKernelFamily("coopmat_nv", &device).ok());  // only that family, then scalar
+    CHECK(uses(CooperativeMatrixApi::kNv, false));
+  }
+  if (khr_built) {
+    REQUIRE(ChooseKernelFamily("coopmat_khr", &device).ok());
+    CHECK(uses(CooperativeMatrixApi::kKhr, false));
+  } else {
+    CHECK(refusal("coopmat_khr") ==
+          "kernels 'coopmat_khr': this build has no VK_KHR_cooperative_matrix kernels (glslang >= 13 needed) on 'synthetic'");
+  }
+  if (nv2_built) {
+    REQUIRE(ChooseKernelFamily("coopmat2", &device).ok());  // the subgroup-scope kernels take what it does not
+    CHECK(uses(subgroup_scope, true));
+  } else {
+    CHECK(refusal("coopmat2") ==
+          "kernels 'coopmat2': this build has no VK_NV_cooperative_matrix2 kernel (glslang >= 14 needed) on 'synthetic'");
+  }
 }
 
 TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and granularity") {
@@ -340,7 +408,7 @@ TEST_CASE("subgroup-scope tensor-core tiles follow shared memory and workgroup l
 
   auto f = vkflash::attention::ChooseForwardKernel(device, params, false);
   REQUIRE(f.ok());
-  CHECK(f->kernel == "forward_f16_coopmat_nv");
+  CHECK((f->kernel == "forward_f16_coopmat_nv" && f->family == "coopmat"));
   CHECK((f->block_q == 64 && f->block_kv == 64 && f->workgroup_size == 128));  // 4 subgroups x 16 rows
   CHECK(f->shared_memory_bytes == 2 * 64 * row_bytes + coordinates);
   auto b = vkflash::attention::ChooseBackwardKernels(device, params, false);
@@ -349,6 +417,7 @@ TEST_CASE("subgroup-scope tensor-core tiles follow shared memory and workgroup l
   CHECK((b->dkdv.kernel == "backward_dkdv_f16_coopmat_nv" && b->dkdv.block_kv == 64 && b->dkdv.block_q == 16));
   CHECK(b->dkdv.shared_memory_bytes == (2 * 16 + 2 * 64) * row_bytes + 2 * 16 * 4 + coordinates);
   CHECK((b->dq.kernel == "backward_dq_f16_coopmat_nv" && b->dq.block_q == 64 && b->dq.block_kv == 32));
+  CHECK((b->dkdv.family == "coopmat" && b->dq.family == "coopmat"));
 
   SECTION("KHR kernels add a scratch tile per subgroup") {
     device.cooperative_matrix = vkflash::CooperativeMatrixApi::kKhr;

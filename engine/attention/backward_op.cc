@@ -83,7 +83,10 @@ Result<VkPipeline> BackwardOperator::Pipeline(const KernelChoice& choice, const 
   const vk::ShaderBlob* shader = vk::FindShader(choice.kernel);
   if (shader == nullptr) return Status::Error(ErrorCode::kUnsupported, "kernel '" + choice.kernel + "' is not built");
   SpecConstants spec = MakeSpecConstants(choice, params, /*write_lse=*/false, /*instrument=*/false, chunked);
-  BackendOf(choice).SetSpecConstants(choice, coopmat_layout_, &spec);
+  if (!choice.family.empty()) {  // the preprocess is every family's
+    VKF_ASSIGN_OR_RETURN(const KernelBackend* family, BackendOf(choice));
+    family->SetSpecConstants(choice, coopmat_layout_, &spec);
+  }
   return pipelines_.Get(*shader, layout_->pipeline_layout(), spec);
 }
 

@@ -1,60 +1,83 @@
 #include "attention/family_choice.h"
 
-#include "vulkan/shader_library.h"
+#include <algorithm>
+#include <string_view>
+#include <vector>
+
+#include "attention/backends/kernel_backend.h"
 
 namespace vkflash::attention {
+namespace {
 
-Status ChooseKernelFamily(const std::string& family, DeviceInfo* info) {
-  // The tensor-core kernels reduce rows with subgroup shuffles.
-  const bool nv = info->use_subgroup_ops && info->nv_cooperative_matrix_f16 && vk::FindShader("coopmat_probe_nv") != nullptr;
-  const bool khr = info->use_subgroup_ops && info->khr_cooperative_matrix_f16 && vk::FindShader("coopmat_probe_khr") != nullptr;
+// Every family but the last, portable one.
+std::span<const KernelBackend* const> AcceleratedFamilies() {
+  const auto families = KernelBackends();
+  return families.first(families.size() - 1);
+}
+
+// "auto, coopmat, coopmat2, coopmat_nv, coopmat_khr or scalar": what ContextOptions::kernels takes.
+std::string KernelsValues() {
+  std::vector<std::string_view> values = {"auto", "coopmat"};
+  for (const KernelBackend* family : KernelBackends()) {
+    for (std::string_view variant : family->variants()) values.push_back(variant);
+  }
+  std::string text;
+  for (size_t i = 0; i < values.size(); ++i) {
+    text += (i == 0 ? "" : i + 1 == values.size() ? " or " : ", ") + std::string(values[i]);
+  }
+  return text;
+}
+
+}  // namespace
+
+Status ChooseKernelFamily(const std::string& kernels, DeviceInfo* info) {
+  const auto families = KernelBackends();
+  for (const KernelBackend* family : families) family->Unuse(info);
   auto unsupported = [&](const std::string& what) {
-    return Status::Error(ErrorCode::kUnsupported, "kernels '" + family + "': " + what + " on '" + info->name + "'");
+    return Status::Error(ErrorCode::kUnsupported, "kernels '" + kernels + "': " + what + " on '" + info->name + "'");
   };
-  // The workgroup-scope kernels need neither shuffles nor a fixed subgroup size.
-  const bool nv2 = info->nv_cooperative_matrix2_f16 && vk::FindShader("forward_f16_coopmat2") != nullptr;
-  const CooperativeMatrixApi subgroup_api =
-      nv ? CooperativeMatrixApi::kNv : khr ? CooperativeMatrixApi::kKhr : CooperativeMatrixApi::kNone;
-  info->cooperative_matrix = CooperativeMatrixApi::kNone;
-  info->use_cooperative_matrix2 = false;
-  if (family == "scalar") {
-    info->cooperative_matrix_note = "scalar kernels asked for";
-  } else if (family == "coopmat2") {
-    if (!nv2) {
-      return unsupported(info->nv_cooperative_matrix2_f16
-                             ? "this build has no VK_NV_cooperative_matrix2 kernel (glslang >= 14 needed)"
-                             : "VK_NV_cooperative_matrix2 kernels cannot run");
+
+  // "auto": every family that can run here. "coopmat": the same, but at least one beyond the
+  // portable family.
+  if (kernels == "auto" || kernels == "coopmat") {
+    bool accelerated = false;
+    for (const KernelBackend* family : AcceleratedFamilies()) {
+      if (!family->WhyUnusable(*info, "").empty()) continue;
+      family->Use(info, "");
+      accelerated = true;
     }
-    info->use_cooperative_matrix2 = true;
-    info->cooperative_matrix = subgroup_api;  // where the workgroup-scope kernels do not apply
-  } else if (family == "auto" || family == "coopmat") {
-    info->cooperative_matrix = subgroup_api;
-    info->use_cooperative_matrix2 = nv2;
-    if (!nv && !khr && !nv2) {
-      if (family == "coopmat") return unsupported("no usable cooperative-matrix extension");
+    if (!accelerated) {
+      if (kernels == "coopmat") return unsupported("no usable cooperative-matrix extension");
       info->cooperative_matrix_note = info->nv_cooperative_matrix || info->khr_cooperative_matrix
                                           ? "the device lacks a feature the kernels need (or this build lacks them)"
                                           : "no cooperative-matrix extension";
     }
-  } else if (family == "coopmat_nv") {
-    if (!nv) {
-      return unsupported(info->nv_cooperative_matrix_f16 && !info->use_subgroup_ops
-                             ? "VK_NV_cooperative_matrix kernels need subgroup operations"
-                             : "VK_NV_cooperative_matrix kernels cannot run");
-    }
-    info->cooperative_matrix = CooperativeMatrixApi::kNv;
-  } else if (family == "coopmat_khr") {
-    if (!khr) {
-      return unsupported(!info->khr_cooperative_matrix_f16 ? "VK_KHR_cooperative_matrix kernels cannot run"
-                         : !info->use_subgroup_ops ? "VK_KHR_cooperative_matrix kernels need subgroup operations"
-                                                   : "this build has no VK_KHR_cooperative_matrix kernels (glslang >= 13 needed)");
-    }
-    info->cooperative_matrix = CooperativeMatrixApi::kKhr;
-  } else {
-    return Status::Error(ErrorCode::kInvalidArgument,
-                         "kernels '" + family + "': expected auto, scalar, coopmat, coopmat_nv, coopmat_khr or coopmat2");
+    return Status::Ok();
   }
-  return Status::Ok();
+
+  // One family (a variant of it) by name: it must be usable; it runs what it applies to, and the
+  // families after it in KernelBackends() run the rest.
+  for (size_t i = 0; i < families.size(); ++i) {
+    const auto variants = families[i]->variants();
+    if (std::find(variants.begin(), variants.end(), kernels) == variants.end()) continue;
+    if (std::string why = families[i]->WhyUnusable(*info, kernels); !why.empty()) return unsupported(why);
+    families[i]->Use(info, kernels);
+    for (const KernelBackend* fallback : families.subspan(i + 1)) {
+      if (fallback->WhyUnusable(*info, "").empty()) fallback->Use(info, "");
+    }
+    if (i + 1 == families.size()) info->cooperative_matrix_note = kernels + " kernels asked for";
+    return Status::Ok();
+  }
+  return Status::Error(ErrorCode::kInvalidArgument, "kernels '" + kernels + "': expected " + KernelsValues());
+}
+
+bool UsesAcceleratedFamily(const DeviceInfo& info) {
+  const auto accelerated = AcceleratedFamilies();
+  return std::any_of(accelerated.begin(), accelerated.end(), [&](const KernelBackend* f) { return f->Used(info); });
+}
+
+void UsePortableFamilyOnly(DeviceInfo* info) {
+  for (const KernelBackend* family : AcceleratedFamilies()) family->Unuse(info);
 }
 
 }  // namespace vkflash::attention

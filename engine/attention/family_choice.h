@@ -1,7 +1,8 @@
 // Which kernel families a Context may use, decided once when it starts: from the resolved
 // ContextOptions::kernels, what the device offers (DeviceInfo, after the portability limits) and
-// which kernels this build has. Sets DeviceInfo::cooperative_matrix, use_cooperative_matrix2 and
-// cooperative_matrix_note; the families' Applies() read them per call.
+// which kernels this build has. Each family in KernelBackends() says whether it can run
+// (WhyUnusable) and records its use in DeviceInfo (cooperative_matrix, use_cooperative_matrix2),
+// which its Applies() reads per call. Adding a family adds no code here.
 #pragma once
 
 #include <vkflash/device_info.hpp>
@@ -10,8 +11,16 @@
 
 namespace vkflash::attention {
 
-// `family`: the resolved ContextOptions::kernels. kUnsupported when the family asked for cannot
-// run here; kInvalidArgument for an unknown name.
-Status ChooseKernelFamily(const std::string& family, DeviceInfo* info);
+// `kernels`: the resolved ContextOptions::kernels. "auto": every family that can run here;
+// "coopmat": the same, at least one beyond the portable scalar family; a family's name (or one of
+// its variants, e.g. "coopmat_nv"): that family, which must be able to run, then the families after
+// it in KernelBackends() for the calls it does not take. kUnsupported when the family asked for
+// cannot run here; kInvalidArgument for an unknown name.
+Status ChooseKernelFamily(const std::string& kernels, DeviceInfo* info);
+
+// Whether the Context uses a family other than the portable one.
+bool UsesAcceleratedFamily(const DeviceInfo& info);
+// Leaves only the portable family in use (e.g. on a driver whose loop budget only it can respect).
+void UsePortableFamilyOnly(DeviceInfo* info);
 
 }  // namespace vkflash::attention

@@ -118,7 +118,8 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
   if (shader == nullptr) return Status::Error(ErrorCode::kUnsupported, "kernel '" + choice.kernel + "' is not built");
   SpecConstants spec =
       MakeSpecConstants(choice, params, /*write_lse=*/!buffers.lse.empty(), instrumented, plan.chunks > 1);
-  BackendOf(choice).SetSpecConstants(choice, coopmat_layout_, &spec);
+  VKF_ASSIGN_OR_RETURN(const KernelBackend* family, BackendOf(choice));
+  family->SetSpecConstants(choice, coopmat_layout_, &spec);
   VKF_ASSIGN_OR_RETURN(VkPipeline pipeline, pipelines_.Get(*shader, layout_->pipeline_layout(), spec));
 
   // Unused bindings still need a valid buffer: O stands in (never touched then).

@@ -16,6 +16,12 @@ Status CheckDtype(const DeviceInfo& device, DataType dtype) {
   return Status::Ok();
 }
 
+void NameFamily(const KernelBackend& backend, KernelChoice* choice) { choice->family = backend.name(); }
+void NameFamily(const KernelBackend& backend, BackwardKernelChoice* choice) {
+  NameFamily(backend, &choice->dkdv);
+  NameFamily(backend, &choice->dq);
+}
+
 // The first family that applies and fits; a tensor-core family whose tiles do not fit (e.g. too
 // little shared memory) gives way to the next, and the last one's error is the answer.
 template <typename Choice, typename Choose>
@@ -23,12 +29,14 @@ Result<Choice> FirstThatFits(const DeviceInfo& device, const AttentionParams& pa
                              const Choose& choose) {
   if (Status s = CheckDtype(device, params.dtype); !s.ok()) return s;
   const auto backends = KernelBackends();
-  for (size_t i = 0; i + 1 < backends.size(); ++i) {
-    if (scalar_only || !backends[i]->Applies(device, params)) continue;
-    auto choice = choose(*backends[i]);
-    if (choice.ok()) return choice;
+  for (size_t i = 0; i < backends.size(); ++i) {
+    const bool last = i + 1 == backends.size();
+    if (!last && (scalar_only || !backends[i]->Applies(device, params))) continue;
+    Result<Choice> choice = choose(*backends[i]);
+    if (choice.ok()) NameFamily(*backends[i], &*choice);
+    if (choice.ok() || last) return choice;
   }
-  return choose(*backends.back());
+  return Status::Error(ErrorCode::kUnsupported, "no kernel family");  // KernelBackends() is never empty
 }
 
 }  // namespace

@@ -91,6 +91,7 @@ const char* CooperativeMatrixApiName(CooperativeMatrixApi api);
 // The kernel and tiles chosen for a AttentionParams on this context's device.
 struct KernelChoice {
   std::string kernel;              // e.g. "forward_f16_subgroup", "forward_f16_coopmat_nv"
+  std::string family;              // the kernel family that chose it: "coopmat2", "coopmat" or "scalar"
   uint32_t block_q = 0;            // Br: query rows per workgroup
   uint32_t block_kv = 0;           // Bc: key/value rows per shared-memory tile
   uint32_t threads_per_row = 0;    // invocations sharing one query row

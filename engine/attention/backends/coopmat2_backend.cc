@@ -8,6 +8,7 @@
 
 #include "attention/backends/tile_search.h"
 #include "common/shared_memory_sizes.h"
+#include "vulkan/shader_library.h"
 
 namespace vkflash::attention {
 namespace {
@@ -129,7 +130,20 @@ Result<KernelChoice> ChooseCoopmat2BackwardTile(const DeviceInfo& device, const 
                         Coopmat2BackwardBytes(head_dim, owned, chosen->streamed, dkdv), g);
 }
 
+constexpr std::string_view kVariants[] = {"coopmat2"};
+
 }  // namespace
+
+std::span<const std::string_view> Coopmat2Backend::variants() const { return kVariants; }
+
+// The workgroup-scope kernels need neither subgroup shuffles nor a fixed subgroup size.
+std::string Coopmat2Backend::WhyUnusable(const DeviceInfo& device, std::string_view) const {
+  if (!device.nv_cooperative_matrix2_f16) return "VK_NV_cooperative_matrix2 kernels cannot run";
+  if (vk::FindShader("forward_f16_coopmat2") == nullptr) {
+    return "this build has no VK_NV_cooperative_matrix2 kernel (glslang >= 14 needed)";
+  }
+  return "";
+}
 
 double MeanVisibleKeys(uint32_t q_len, uint32_t kv_len, bool causal) {
   if (!causal || q_len == 0) return kv_len;

@@ -11,9 +11,12 @@ namespace vkflash::attention {
 class Coopmat2Backend final : public KernelBackend {
  public:
   const char* name() const override { return "coopmat2"; }
-  bool Chose(const KernelChoice& choice) const override {
-    return choice.cooperative_matrix == CooperativeMatrixApi::kNv2;
-  }
+  std::span<const std::string_view> variants() const override;
+  std::string WhyUnusable(const DeviceInfo& device, std::string_view variant) const override;
+  // DeviceInfo::use_cooperative_matrix2.
+  void Use(DeviceInfo* device, std::string_view) const override { device->use_cooperative_matrix2 = true; }
+  void Unuse(DeviceInfo* device) const override { device->use_cooperative_matrix2 = false; }
+  bool Used(const DeviceInfo& device) const override { return device.use_cooperative_matrix2; }
   // The Context uses it (DeviceInfo::use_cooperative_matrix2), float16 tensors, head dim a
   // multiple of the granularity up to 256 (ChooseBackward: up to 128).
   bool Applies(const DeviceInfo& device, const AttentionParams& params) const override;

@@ -7,6 +7,7 @@
 
 #include "attention/backends/tile_search.h"
 #include "common/shared_memory_sizes.h"
+#include "vulkan/shader_library.h"
 
 namespace vkflash::attention {
 namespace {
@@ -63,7 +64,41 @@ KernelChoice Choice(const DeviceInfo& device, const std::string& base, uint32_t 
   return choice;
 }
 
+constexpr std::string_view kNvVariant = "coopmat_nv", kKhrVariant = "coopmat_khr";
+constexpr std::string_view kVariants[] = {kNvVariant, kKhrVariant};
+
+// The kernels reduce rows with subgroup shuffles; the layout probe is built with them.
+bool Runs(const DeviceInfo& device, CooperativeMatrixApi api) {
+  if (!device.use_subgroup_ops) return false;
+  return api == CooperativeMatrixApi::kNv ? device.nv_cooperative_matrix_f16 && vk::FindShader("coopmat_probe_nv")
+                                          : device.khr_cooperative_matrix_f16 && vk::FindShader("coopmat_probe_khr");
+}
+
 }  // namespace
+
+std::span<const std::string_view> CoopmatBackend::variants() const { return kVariants; }
+
+std::string CoopmatBackend::WhyUnusable(const DeviceInfo& device, std::string_view variant) const {
+  if (variant == kNvVariant) {
+    if (Runs(device, CooperativeMatrixApi::kNv)) return "";
+    return device.nv_cooperative_matrix_f16 && !device.use_subgroup_ops
+               ? "VK_NV_cooperative_matrix kernels need subgroup operations"
+               : "VK_NV_cooperative_matrix kernels cannot run";
+  }
+  if (variant == kKhrVariant) {
+    if (Runs(device, CooperativeMatrixApi::kKhr)) return "";
+    return !device.khr_cooperative_matrix_f16 ? "VK_KHR_cooperative_matrix kernels cannot run"
+           : !device.use_subgroup_ops         ? "VK_KHR_cooperative_matrix kernels need subgroup operations"
+                                              : "this build has no VK_KHR_cooperative_matrix kernels (glslang >= 13 needed)";
+  }
+  if (Runs(device, CooperativeMatrixApi::kNv) || Runs(device, CooperativeMatrixApi::kKhr)) return "";
+  return "neither VK_NV_ nor VK_KHR_cooperative_matrix kernels can run";
+}
+
+void CoopmatBackend::Use(DeviceInfo* device, std::string_view variant) const {
+  const bool khr = variant == kKhrVariant || (variant.empty() && !Runs(*device, CooperativeMatrixApi::kNv));
+  device->cooperative_matrix = khr ? CooperativeMatrixApi::kKhr : CooperativeMatrixApi::kNv;
+}
 
 bool CoopmatBackend::Applies(const DeviceInfo& device, const AttentionParams& params) const {
   return device.cooperative_matrix != CooperativeMatrixApi::kNone && params.dtype == DataType::kFloat16 &&

@@ -11,9 +11,14 @@ namespace vkflash::attention {
 class CoopmatBackend final : public KernelBackend {
  public:
   const char* name() const override { return "coopmat"; }
-  bool Chose(const KernelChoice& choice) const override {
-    return choice.cooperative_matrix == CooperativeMatrixApi::kNv ||
-           choice.cooperative_matrix == CooperativeMatrixApi::kKhr;
+  // "coopmat_nv", "coopmat_khr": the extension its kernels are built for; NV first where both run.
+  std::span<const std::string_view> variants() const override;
+  std::string WhyUnusable(const DeviceInfo& device, std::string_view variant) const override;
+  // DeviceInfo::cooperative_matrix.
+  void Use(DeviceInfo* device, std::string_view variant) const override;
+  void Unuse(DeviceInfo* device) const override { device->cooperative_matrix = CooperativeMatrixApi::kNone; }
+  bool Used(const DeviceInfo& device) const override {
+    return device.cooperative_matrix != CooperativeMatrixApi::kNone;
   }
   // The Context chose NV or KHR (DeviceInfo::cooperative_matrix), float16 tensors, head dim a
   // multiple of 16 up to 256 (ChooseBackward: up to 128).

@@ -18,11 +18,11 @@ std::span<const KernelBackend* const> KernelBackends() {
   return backends;
 }
 
-const KernelBackend& BackendOf(const KernelChoice& choice) {
+Result<const KernelBackend*> BackendOf(const KernelChoice& choice) {
   for (const KernelBackend* backend : KernelBackends()) {
-    if (backend->Chose(choice)) return *backend;
+    if (choice.family == backend->name()) return backend;
   }
-  return *KernelBackends().back();
+  return Status::Error(ErrorCode::kUnsupported, "kernel '" + choice.kernel + "' names no kernel family");
 }
 
 }  // namespace vkflash::attention

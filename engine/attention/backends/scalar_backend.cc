@@ -40,7 +40,11 @@ Status NothingFits(const DeviceInfo& device, uint32_t head_dim) {
                            std::to_string(device.usable_shared_memory_bytes) + " bytes of shared memory");
 }
 
+constexpr std::string_view kVariants[] = {"scalar"};
+
 }  // namespace
+
+std::span<const std::string_view> ScalarBackend::variants() const { return kVariants; }
 
 uint32_t ForwardSharedBytes(uint32_t head_dim, uint32_t block_q, uint32_t block_kv, uint32_t threads_per_row,
                             bool subgroup_reductions) {

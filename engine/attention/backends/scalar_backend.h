@@ -12,9 +12,12 @@ namespace vkflash::attention {
 class ScalarBackend final : public KernelBackend {
  public:
   const char* name() const override { return "scalar"; }
-  bool Chose(const KernelChoice& choice) const override {
-    return choice.cooperative_matrix == CooperativeMatrixApi::kNone;
-  }
+  // Usable everywhere: nothing to record.
+  std::span<const std::string_view> variants() const override;
+  std::string WhyUnusable(const DeviceInfo&, std::string_view) const override { return ""; }
+  void Use(DeviceInfo*, std::string_view) const override {}
+  void Unuse(DeviceInfo*) const override {}
+  bool Used(const DeviceInfo&) const override { return true; }
   bool Applies(const DeviceInfo&, const AttentionParams&) const override { return true; }
   Result<KernelChoice> ChooseForward(const DeviceInfo& device, const AttentionParams& params,
                                      const TileOverrides& overrides) const override;
