@@ -237,16 +237,18 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
   CHECK(forward->cooperative_matrix == vkflash::CooperativeMatrixApi::kNv2);
   CHECK((forward->block_q == 64 && forward->block_kv == 64 && forward->workgroup_size == 128));
   CHECK(forward->matrix_granularity == 32);  // the width of the kernel's row vectors
-  CHECK(forward->shared_memory_bytes == 2 * 64 * (128 + 8) * 2);  // K and V rows, padded by 16 bytes
+  const uint32_t flag = 4;  // the kernels' uint non-finite flag (forward, dK/dV)
+  CHECK(forward->shared_memory_bytes == 2 * 64 * (128 + 8) * 2 + flag);  // K and V rows, padded by 16 bytes
   auto backward = vkflash::attention::ChooseBackwardKernels(device, params, /*scalar_only=*/false);
   REQUIRE(backward.ok());
   // The backward: subgroup-scope matrices, 16 owned rows per subgroup.
   const uint32_t row_bytes = (128 + 8) * 2;  // a padded shared row
   CHECK((backward->dkdv.block_kv == 64 && backward->dkdv.block_q == 48 && backward->dkdv.workgroup_size == 128));
-  // V rows; K rows, then Q and dO rows (2 x 48, the larger); the step's LSE and delta
-  CHECK(backward->dkdv.shared_memory_bytes == (64 + 2 * 48) * row_bytes + 2 * 48 * 4);
+  // V rows; K rows, then Q and dO rows (2 x 48, the larger); the step's LSE, delta and non-finite steps
+  CHECK(backward->dkdv.shared_memory_bytes == (64 + 2 * 48) * row_bytes + 3 * 48 * 4 + flag);
   CHECK((backward->dq.block_q == 64 && backward->dq.block_kv == 64 && backward->dq.workgroup_size == 128));
-  CHECK(backward->dq.shared_memory_bytes == 2 * 64 * row_bytes + 2 * 64 * 4);  // K and V rows; LSE and delta
+  // K and V rows and their non-finite steps; the owned rows' LSE and delta
+  CHECK(backward->dq.shared_memory_bytes == 2 * 64 * row_bytes + 64 * 4 + 2 * 64 * 4);
   CHECK((backward->dkdv.matrix_granularity == 16 && backward->dq.matrix_granularity == 16));
 
   SECTION("smaller head dims take larger tiles") {
@@ -257,10 +259,10 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
     auto b = vkflash::attention::ChooseBackwardKernels(device, params, false);
     REQUIRE(b.ok());
     CHECK((b->dkdv.block_kv == 64 && b->dkdv.block_q == 128 && b->dkdv.workgroup_size == 128));
-    CHECK(b->dkdv.shared_memory_bytes == (64 + 2 * 128) * (64 + 8) * 2 + 2 * 128 * 4);
+    CHECK(b->dkdv.shared_memory_bytes == (64 + 2 * 128) * (64 + 8) * 2 + 3 * 128 * 4 + flag);
     // 32 query rows per subgroup: 4 subgroups own 128
     CHECK((b->dq.block_q == 128 && b->dq.block_kv == 64 && b->dq.workgroup_size == 128));
-    CHECK(b->dq.shared_memory_bytes == 2 * 64 * (64 + 8) * 2 + 2 * 128 * 4);
+    CHECK(b->dq.shared_memory_bytes == 2 * 64 * (64 + 8) * 2 + 64 * 4 + 2 * 128 * 4);
   }
   SECTION("rows of 1024 keys or more take 80-key steps (96 at head dim 96)") {
     // 80: a multiple of N and K's granularity of 16 at 128 invocations
@@ -268,12 +270,12 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
     auto f = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(f.ok());
     CHECK((f->block_q == 64 && f->block_kv == 80 && f->workgroup_size == 128));
-    CHECK(f->shared_memory_bytes == 2 * 80 * (128 + 8) * 2);
+    CHECK(f->shared_memory_bytes == 2 * 80 * (128 + 8) * 2 + flag);
     params.shape.head_dim = 96;  // 96 keys: 2 x 96 rows of 208 bytes fit
     f = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(f.ok());
     CHECK((f->block_q == 64 && f->block_kv == 96 && f->workgroup_size == 128));
-    CHECK(f->shared_memory_bytes == 2 * 96 * (96 + 8) * 2);
+    CHECK(f->shared_memory_bytes == 2 * 96 * (96 + 8) * 2 + flag);
     params.causal = true;  // rows see 524.5 keys on average
     f = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(f.ok());
@@ -319,15 +321,15 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
     CHECK(varying->dkdv.cooperative_matrix == vkflash::CooperativeMatrixApi::kNone);
   }
   SECTION("staged tiles must fit the shared memory") {
-    device.usable_shared_memory_bytes = 2 * 32 * row_bytes - 1;  // not even 32 rows of two tensors
+    device.usable_shared_memory_bytes = 2 * 32 * row_bytes + flag - 1;  // not even 32 rows of two tensors
     CHECK(vkflash::attention::ChooseForwardKernel(device, params, false)->cooperative_matrix ==
           vkflash::CooperativeMatrixApi::kNone);
-    device.usable_shared_memory_bytes = 2 * 32 * row_bytes;  // 32-row tiles only
+    device.usable_shared_memory_bytes = 2 * 32 * row_bytes + flag;  // 32-row tiles only
     auto f = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(f.ok());
     CHECK((f->kernel == "forward_f16_coopmat2" && f->block_kv == 32));
     // The backward's smallest dK/dV tile: one subgroup, 16 keys, 16 queries per step.
-    const uint32_t smallest_dkdv = (16 + 32) * row_bytes + 2 * 16 * 4;
+    const uint32_t smallest_dkdv = (16 + 32) * row_bytes + 3 * 16 * 4 + flag;
     device.usable_shared_memory_bytes = smallest_dkdv - 1;
     auto none = vkflash::attention::ChooseBackwardKernels(device, params, false);
     REQUIRE(none.ok());
@@ -404,18 +406,19 @@ TEST_CASE("subgroup-scope tensor-core tiles follow shared memory and workgroup l
   vkflash::AttentionParams params;
   params.dtype = vkflash::DataType::kFloat16;
   params.shape = {1, 2, 2, 1000, 1000, 128};
-  const uint32_t row_bytes = (128 + 8) * 2, coordinates = 256 * 4;
+  const uint32_t row_bytes = (128 + 8) * 2, coordinates = 256 * 4, flag = 4;
 
   auto f = vkflash::attention::ChooseForwardKernel(device, params, false);
   REQUIRE(f.ok());
   CHECK((f->kernel == "forward_f16_coopmat_nv" && f->family == "coopmat"));
   CHECK((f->block_q == 64 && f->block_kv == 64 && f->workgroup_size == 128));  // 4 subgroups x 16 rows
-  CHECK(f->shared_memory_bytes == 2 * 64 * row_bytes + coordinates);
+  CHECK(f->shared_memory_bytes == 2 * 64 * row_bytes + flag + coordinates);
   auto b = vkflash::attention::ChooseBackwardKernels(device, params, false);
   REQUIRE(b.ok());
   // dK/dV with 32 streamed rows needs 52 KB at D=128: the table's next tile, 16 rows
   CHECK((b->dkdv.kernel == "backward_dkdv_f16_coopmat_nv" && b->dkdv.block_kv == 64 && b->dkdv.block_q == 16));
-  CHECK(b->dkdv.shared_memory_bytes == (2 * 16 + 2 * 64) * row_bytes + 2 * 16 * 4 + coordinates);
+  // K and V rows; Q and dO rows, their LSE, delta and non-finite steps; the flag
+  CHECK(b->dkdv.shared_memory_bytes == (2 * 16 + 2 * 64) * row_bytes + 3 * 16 * 4 + flag + coordinates);
   CHECK((b->dq.kernel == "backward_dq_f16_coopmat_nv" && b->dq.block_q == 64 && b->dq.block_kv == 32));
   CHECK((b->dkdv.family == "coopmat" && b->dq.family == "coopmat"));
 
@@ -424,7 +427,7 @@ TEST_CASE("subgroup-scope tensor-core tiles follow shared memory and workgroup l
     auto khr = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(khr.ok());
     CHECK((khr->kernel == "forward_f16_coopmat_khr" && khr->block_q == 64 && khr->block_kv == 64));
-    CHECK(khr->shared_memory_bytes == 2 * 64 * row_bytes + coordinates + 4 * 256 * 2);
+    CHECK(khr->shared_memory_bytes == 2 * 64 * row_bytes + flag + coordinates + 4 * 256 * 2);
   }
   SECTION("less shared memory: smaller tiles, then the scalar kernels") {
     device.usable_shared_memory_bytes = 16384;  // 32-key tiles need 18 KB at D=128: 16 keys, 1 subgroup
@@ -432,7 +435,7 @@ TEST_CASE("subgroup-scope tensor-core tiles follow shared memory and workgroup l
     REQUIRE(small.ok());
     CHECK((small->kernel == "forward_f16_coopmat_nv" && small->block_q == 16 && small->block_kv == 16 &&
            small->workgroup_size == 32));
-    device.usable_shared_memory_bytes = 2 * 16 * row_bytes + coordinates - 1;
+    device.usable_shared_memory_bytes = 2 * 16 * row_bytes + flag + coordinates - 1;
     auto none = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(none.ok());
     CHECK(none->cooperative_matrix == vkflash::CooperativeMatrixApi::kNone);
@@ -443,6 +446,6 @@ TEST_CASE("subgroup-scope tensor-core tiles follow shared memory and workgroup l
     REQUIRE(wide.ok());
     CHECK((wide->kernel == "forward_f16_coopmat_nv" && wide->block_q == 64 && wide->block_kv == 32 &&
            wide->workgroup_size == 128));
-    CHECK(wide->shared_memory_bytes == 2 * 32 * (256 + 8) * 2 + coordinates);
+    CHECK(wide->shared_memory_bytes == 2 * 32 * (256 + 8) * 2 + flag + coordinates);
   }
 }

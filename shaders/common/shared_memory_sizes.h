@@ -48,8 +48,10 @@
 // K and V rows, and each step's Q and dO rows).
 #define VKF_SMEM_ROW_PAIR_U4(rows, tile_stride) (2 * (rows) * (tile_stride))
 // uint: per row of a streamed tile, the step at which its staging last zeroed an inf or NaN
-// (common/nonfinite.glsl). The kernels also hold one uint flag (nonfinite_v / nonfinite_do).
+// (common/nonfinite.glsl): the backward kernels, dK/dV per query row, dQ per key row.
 #define VKF_SMEM_NONFINITE_STEPS(rows) (rows)
+// uint: the forward's nonfinite_v and dK/dV's nonfinite_do, one flag each.
+#define VKF_SMEM_NONFINITE_FLAG_UINTS 1
 
 // coopmat/ (subgroup scope). float: the coordinate matrix (coopmat/coopmat_tiles.glsl, and the
 // layout probe).

@@ -106,7 +106,8 @@ bool CoopmatBackend::Applies(const DeviceInfo& device, const AttentionParams& pa
 }
 
 uint32_t CoopmatForwardSharedBytes(uint32_t head_dim, uint32_t block_kv, uint32_t subgroups, CooperativeMatrixApi api) {
-  return 16 * VKF_SMEM_ROW_PAIR_U4(block_kv, VKF_TILE_STRIDE(VKF_ROW_U4(head_dim))) + ScratchBytes(subgroups, api);
+  return 16 * VKF_SMEM_ROW_PAIR_U4(block_kv, VKF_TILE_STRIDE(VKF_ROW_U4(head_dim))) +
+         4 * VKF_SMEM_NONFINITE_FLAG_UINTS + ScratchBytes(subgroups, api);
 }
 
 uint32_t CoopmatBackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed, uint32_t subgroups,
@@ -114,7 +115,8 @@ uint32_t CoopmatBackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t 
   const uint32_t stride = VKF_TILE_STRIDE(VKF_ROW_U4(head_dim));
   const uint32_t rows_u4 = VKF_SMEM_ROW_PAIR_U4(streamed, stride) + (dkdv ? VKF_SMEM_ROW_PAIR_U4(owned, stride) : 0);
   const uint32_t row_floats = dkdv ? 2 * VKF_SMEM_ROW_FLOATS(streamed) : 0;  // the tile's LSE and delta
-  return 16 * rows_u4 + 4 * row_floats + ScratchBytes(subgroups, api);
+  const uint32_t nonfinite_uints = VKF_SMEM_NONFINITE_STEPS(streamed) + (dkdv ? VKF_SMEM_NONFINITE_FLAG_UINTS : 0);
+  return 16 * rows_u4 + 4 * (row_floats + nonfinite_uints) + ScratchBytes(subgroups, api);
 }
 
 Result<KernelChoice> CoopmatBackend::ChooseForward(const DeviceInfo& device, const AttentionParams& params,

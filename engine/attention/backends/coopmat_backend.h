@@ -33,12 +33,13 @@ class CoopmatBackend final : public KernelBackend {
   void SetSpecConstants(const KernelChoice& choice, const CoopmatLayout& layout, SpecConstants* spec) const override;
 };
 
-// Shared memory of the forward: K and V tiles with padded rows, the coordinate matrix, and (KHR)
-// the per-subgroup accumulator-to-operand scratch.
+// Shared memory of the forward: K and V tiles with padded rows, the non-finite flag, the
+// coordinate matrix, and (KHR) the per-subgroup accumulator-to-operand scratch.
 uint32_t CoopmatForwardSharedBytes(uint32_t head_dim, uint32_t block_kv, uint32_t subgroups, CooperativeMatrixApi api);
 
 // Shared memory of the gradient kernels: `owned` rows (dK/dV only: its K and V rows), two streamed
-// tiles of `streamed` rows, per-row LSE and delta (dK/dV).
+// tiles of `streamed` rows and their non-finite steps, per-row LSE and delta and the non-finite flag
+// (dK/dV), the scratch as in the forward.
 uint32_t CoopmatBackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed, uint32_t subgroups,
                                     bool dkdv, CooperativeMatrixApi api);
 
