@@ -97,6 +97,27 @@ struct Context::Impl {
   // Forward() and InstrumentedForward(): a workspace where needed and none is given, then wait.
   Status RunForward(Context& context, const AttentionParams& params, const ForwardBuffers& buffers,
                     const BufferView& stats);
+
+  // Forward() and Backward(): records `record(cmd, workspace)` between full barriers and waits.
+  // Where `workspace` is empty, one of workspace_bytes() bytes (if any) is made for the call and
+  // freed (and forgotten by the descriptor caches) when it returns.
+  template <typename WorkspaceBytes, typename Record>
+  Status RunOnce(Context& context, BufferView workspace, const WorkspaceBytes& workspace_bytes, const Record& record) {
+    Buffer scratch;
+    if (workspace.empty()) {
+      VKF_ASSIGN_OR_RETURN(const uint64_t bytes, workspace_bytes());
+      if (bytes > 0) {
+        VKF_ASSIGN_OR_RETURN(scratch, context.CreateBuffer(bytes));
+        workspace = scratch.view();
+      }
+    }
+    return runner->Run([&](VkCommandBuffer cmd) {
+      vk::FullBarrier(cmd);
+      VKF_RETURN_IF_ERROR(record(cmd, workspace));
+      vk::FullBarrier(cmd);
+      return Status::Ok();
+    });
+  }
 };
 
 Context::Context(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -235,20 +256,14 @@ Status Context::Forward(const AttentionParams& params, const ForwardBuffers& buf
 
 Status Context::Impl::RunForward(Context& context, const AttentionParams& params, const ForwardBuffers& buffers,
                                  const BufferView& stats) {
-  ForwardBuffers with_workspace = buffers;
-  Buffer workspace;  // freed (and forgotten by the descriptor cache) when this call returns
-  if (buffers.workspace.empty() && params.shape.q_elements() > 0) {
-    VKF_ASSIGN_OR_RETURN(const uint64_t bytes, forward->WorkspaceBytes(params, /*with_stats=*/!stats.empty()));
-    if (bytes > 0) {
-      VKF_ASSIGN_OR_RETURN(workspace, context.CreateBuffer(bytes));
-      with_workspace.workspace = workspace.view();
-    }
-  }
-  return runner->Run([&](VkCommandBuffer cmd) {
-    vk::FullBarrier(cmd);
-    VKF_RETURN_IF_ERROR(forward->Record(cmd, params, with_workspace, stats));
-    vk::FullBarrier(cmd);
-    return Status::Ok();
+  auto workspace_bytes = [&]() -> Result<uint64_t> {
+    if (params.shape.q_elements() == 0) return uint64_t{0};
+    return forward->WorkspaceBytes(params, /*with_stats=*/!stats.empty());
+  };
+  return RunOnce(context, buffers.workspace, workspace_bytes, [&](VkCommandBuffer cmd, const BufferView& workspace) {
+    ForwardBuffers with_workspace = buffers;
+    with_workspace.workspace = workspace;
+    return forward->Record(cmd, params, with_workspace, stats);
   });
 }
 
@@ -269,18 +284,11 @@ Result<uint64_t> Context::BackwardWorkspaceBytes(const AttentionParams& params) 
 
 Status Context::Backward(const AttentionParams& params, const BackwardBuffers& buffers) {
   VKF_RETURN_IF_ERROR(ValidateAttentionParams(params));
-  BackwardBuffers with_workspace = buffers;
-  Buffer workspace;  // freed (and forgotten by the descriptor cache) when this call returns
-  VKF_ASSIGN_OR_RETURN(const uint64_t workspace_bytes, BackwardWorkspaceBytes(params));
-  if (buffers.workspace.empty() && workspace_bytes > 0) {
-    VKF_ASSIGN_OR_RETURN(workspace, CreateBuffer(workspace_bytes));
-    with_workspace.workspace = workspace.view();
-  }
-  return impl_->runner->Run([&](VkCommandBuffer cmd) {
-    vk::FullBarrier(cmd);
-    VKF_RETURN_IF_ERROR(impl_->backward->Record(cmd, params, with_workspace));
-    vk::FullBarrier(cmd);
-    return Status::Ok();
+  auto workspace_bytes = [&] { return BackwardWorkspaceBytes(params); };
+  return impl_->RunOnce(*this, buffers.workspace, workspace_bytes, [&](VkCommandBuffer cmd, const BufferView& workspace) {
+    BackwardBuffers with_workspace = buffers;
+    with_workspace.workspace = workspace;
+    return impl_->backward->Record(cmd, params, with_workspace);
   });
 }
 

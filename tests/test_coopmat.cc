@@ -174,6 +174,8 @@ TEST_CASE("kernel family choice on a synthetic device: what each `kernels` value
   const vkflash::Status unknown = ChooseKernelFamily("tensor", &device);
   CHECK(unknown.code() == vkflash::ErrorCode::kInvalidArgument);
   CHECK(unknown.message() == "kernels 'tensor': expected auto, coopmat, coopmat2, coopmat_nv, coopmat_khr or scalar");
+  CHECK(vkflash::KernelsOptionValues() ==
+        std::vector<std::string>{"auto", "coopmat", "coopmat2", "coopmat_nv", "coopmat_khr", "scalar"});
 
   // Offered and able, but the portability knobs took subgroup operations away.
   device.nv_cooperative_matrix = device.nv_cooperative_matrix_f16 = true;

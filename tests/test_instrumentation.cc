@@ -23,7 +23,7 @@ Buffer Upload(Context& context, const std::vector<float>& values, size_t bytes) 
 
 }  // namespace
 
-TEST_CASE("instrumented forward: tile statistics match the online softmax, outputs unchanged", "[forward][instrument]") {
+TEST_CASE("instrumented forward: tile statistics match the online softmax, outputs unchanged", "[forward][instrument][knobs]") {
   for (Knobs knobs : {Knobs::kDevice, Knobs::kMobile}) {
     Context& context = SharedContext(knobs);
     AttentionParams params;

@@ -15,16 +15,11 @@ std::span<const KernelBackend* const> AcceleratedFamilies() {
   return families.first(families.size() - 1);
 }
 
-// "auto, coopmat, coopmat2, coopmat_nv, coopmat_khr or scalar": what ContextOptions::kernels takes.
-std::string KernelsValues() {
-  std::vector<std::string_view> values = {"auto", "coopmat"};
-  for (const KernelBackend* family : KernelBackends()) {
-    for (std::string_view variant : family->variants()) values.push_back(variant);
-  }
+// "auto, coopmat, coopmat2, coopmat_nv, coopmat_khr or scalar", for messages.
+std::string KernelsValuesText() {
+  const std::vector<std::string> values = KernelsOptionValues();
   std::string text;
-  for (size_t i = 0; i < values.size(); ++i) {
-    text += (i == 0 ? "" : i + 1 == values.size() ? " or " : ", ") + std::string(values[i]);
-  }
+  for (size_t i = 0; i < values.size(); ++i) text += (i == 0 ? "" : i + 1 == values.size() ? " or " : ", ") + values[i];
   return text;
 }
 
@@ -68,7 +63,7 @@ Status ChooseKernelFamily(const std::string& kernels, DeviceInfo* info) {
     if (i + 1 == families.size()) info->cooperative_matrix_note = kernels + " kernels asked for";
     return Status::Ok();
   }
-  return Status::Error(ErrorCode::kInvalidArgument, "kernels '" + kernels + "': expected " + KernelsValues());
+  return Status::Error(ErrorCode::kInvalidArgument, "kernels '" + kernels + "': expected " + KernelsValuesText());
 }
 
 bool UsesAcceleratedFamily(const DeviceInfo& info) {
@@ -81,3 +76,15 @@ void UsePortableFamilyOnly(DeviceInfo* info) {
 }
 
 }  // namespace vkflash::attention
+
+namespace vkflash {
+
+std::vector<std::string> KernelsOptionValues() {
+  std::vector<std::string> values = {"auto", "coopmat"};
+  for (const attention::KernelBackend* family : attention::KernelBackends()) {
+    for (std::string_view variant : family->variants()) values.emplace_back(variant);
+  }
+  return values;
+}
+
+}  // namespace vkflash

@@ -115,6 +115,10 @@ struct BackwardKernelChoice {
   KernelChoice dq;
 };
 
+// The values ContextOptions::kernels takes: "auto", "coopmat", then each kernel family's names,
+// preferred family first ("coopmat2", "coopmat_nv", "coopmat_khr", "scalar").
+std::vector<std::string> KernelsOptionValues();
+
 // Lists the Vulkan devices with their capabilities (no device is created).
 Result<std::vector<DeviceInfo>> EnumerateDevices();
 

@@ -253,7 +253,7 @@ Command AddBenchCommand(CLI::App& parent) {
   app->add_option("--json", o->json, "Write the rows as JSON to this file");
   app->add_option("--device", o->device, "Device index or name substring");
   app->add_option("--kernel", o->kernels, "Kernel family (default: VKFLASH_KERNELS, else auto)")
-      ->check(CLI::IsMember({"auto", "scalar", "coopmat", "coopmat_nv", "coopmat_khr", "coopmat2"}));
+      ->check(CLI::IsMember(KernelsOptionValues()));
   app->add_flag("--naive,!--no-naive", o->naive, "Also time the naive three-pass baseline where it fits (default: on)");
   return {app, [o]() { return RunBench(*o); }};
 }
