@@ -57,17 +57,18 @@ struct Context::Impl {
     return Status::Ok();
   }
 
-  // A driver that ends loops after a budget runs the scalar kernels in chunks; the tensor-core
-  // kernels have no chunked form, so they are not used there (an explicit "coopmat*" family fails).
+  // A driver that ends loops after a budget runs the scalar kernels in chunks and the decode kernels
+  // in parts; the tensor-core kernels have neither, so they are not used there (an explicit
+  // "coopmat*" family fails).
   Status ProbeLoopBudget() {
     VKF_ASSIGN_OR_RETURN(info.shader_loop_budget, attention::ProbeLoopBudget(*device, *runner, *pipelines));
     const uint32_t cap = options.max_loop_iterations;
     if (cap != 0) info.shader_loop_budget = info.shader_loop_budget == 0 ? cap : std::min(info.shader_loop_budget, cap);
-    if (info.shader_loop_budget == 0 || !attention::UsesAcceleratedFamily(info)) return Status::Ok();
+    if (info.shader_loop_budget == 0 || !attention::UsesFamilyPastLoopBudget(info)) return Status::Ok();
     const std::string why = "this driver ends shader loops after " + std::to_string(info.shader_loop_budget) +
-                            " iterations; only the scalar kernels run in chunks within that";
+                            " iterations; only the scalar and decode kernels keep within that";
     if (options.kernels != "auto") return Status::Error(ErrorCode::kUnsupported, why);
-    attention::UsePortableFamilyOnly(&info);
+    attention::KeepFamiliesWithinLoopBudget(&info);
     info.cooperative_matrix_note = why;
     return Status::Ok();
   }

@@ -171,11 +171,13 @@ TEST_CASE("kernel family choice on a synthetic device: what each `kernels` value
   CHECK(refusal("coopmat_nv") == "kernels 'coopmat_nv': VK_NV_cooperative_matrix kernels cannot run on 'synthetic'");
   CHECK(refusal("coopmat_khr") == "kernels 'coopmat_khr': VK_KHR_cooperative_matrix kernels cannot run on 'synthetic'");
   CHECK(refusal("coopmat2") == "kernels 'coopmat2': VK_NV_cooperative_matrix2 kernels cannot run on 'synthetic'");
+  CHECK(refusal("decode") == "kernels 'decode': the decode kernels need subgroup operations on 'synthetic'");
   const vkflash::Status unknown = ChooseKernelFamily("tensor", &device);
   CHECK(unknown.code() == vkflash::ErrorCode::kInvalidArgument);
-  CHECK(unknown.message() == "kernels 'tensor': expected auto, coopmat, coopmat2, coopmat_nv, coopmat_khr or scalar");
+  CHECK(unknown.message() ==
+        "kernels 'tensor': expected auto, coopmat, decode, coopmat2, coopmat_nv, coopmat_khr or scalar");
   CHECK(vkflash::KernelsOptionValues() ==
-        std::vector<std::string>{"auto", "coopmat", "coopmat2", "coopmat_nv", "coopmat_khr", "scalar"});
+        std::vector<std::string>{"auto", "coopmat", "decode", "coopmat2", "coopmat_nv", "coopmat_khr", "scalar"});
 
   // Offered and able, but the portability knobs took subgroup operations away.
   device.nv_cooperative_matrix = device.nv_cooperative_matrix_f16 = true;
@@ -187,14 +189,20 @@ TEST_CASE("kernel family choice on a synthetic device: what each `kernels` value
   CHECK(refusal("coopmat_khr") == "kernels 'coopmat_khr': VK_KHR_cooperative_matrix kernels need subgroup operations on 'synthetic'");
 
   device.use_subgroup_ops = true;
+  CHECK(refusal("decode") == "kernels 'decode': the decode kernels need storageBuffer16BitAccess on 'synthetic'");
+  device.storage_buffer_16bit = true;
+  REQUIRE(ChooseKernelFamily("decode", &device).ok());  // then every family after it
+  CHECK(device.use_decode_kernels);
   device.nv_cooperative_matrix2 = device.nv_cooperative_matrix2_f16 = true;
   const CooperativeMatrixApi subgroup_scope =
       nv_built ? CooperativeMatrixApi::kNv : khr_built ? CooperativeMatrixApi::kKhr : CooperativeMatrixApi::kNone;
   REQUIRE(ChooseKernelFamily("auto", &device).ok());
   CHECK(uses(subgroup_scope, nv2_built));
+  CHECK(device.use_decode_kernels);
   CHECK(ChooseKernelFamily("coopmat", &device).ok() == (nv_built || khr_built || nv2_built));
   REQUIRE(ChooseKernelFamily("scalar", &device).ok());
   CHECK(uses(CooperativeMatrixApi::kNone, false));
+  CHECK_FALSE(device.use_decode_kernels);
   CHECK(device.cooperative_matrix_note == "scalar kernels asked for");
   if (nv_built) {
     REQUIRE(ChooseKernelFamily("coopmat_nv", &device).ok());  // only that family, then scalar

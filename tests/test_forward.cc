@@ -16,22 +16,6 @@ using namespace vkflash::testing;
 
 namespace {
 
-void CheckAgainstReference(Context& context, const AttentionParams& params, uint32_t seed) {
-  INFO(Describe(params));
-  const ForwardRun run = RunForwardCase(context, params, seed);
-  CHECK(run.o_error <= ForwardTolerance(params.dtype));
-  CHECK(run.lse_error <= ForwardTolerance(params.dtype));
-  // Rows that see no key: exactly zero output, LSE = -inf, never NaN.
-  for (size_t row = 0; row < run.ref_lse.size(); ++row) {
-    if (std::isinf(run.ref_lse[row])) {
-      REQUIRE(std::isinf(run.lse[row]));
-      REQUIRE(run.lse[row] < 0);
-      for (uint32_t d = 0; d < params.shape.head_dim; ++d) REQUIRE(run.o[row * params.shape.head_dim + d] == 0.0f);
-    }
-  }
-  RequireNoValidationMessages();
-}
-
 // {batch, q_heads, kv_heads, q_len, kv_len, head_dim}: lengths of 1, primes, Nq != Nk both
 // ways, GQA and MQA, tails that are not a multiple of any tile, every listed head dim and odd ones.
 const std::vector<AttentionShape> kShapes = {
@@ -48,7 +32,7 @@ const std::vector<AttentionShape> kShapes = {
 TEST_CASE("forward matches the float64 reference on device limits", "[forward]") {
   Context& context = SharedContext(Knobs::kDevice);
   uint32_t seed = 1;
-  for (const AttentionParams& params : FullSweep(kShapes)) CheckAgainstReference(context, params, seed++);
+  for (const AttentionParams& params : FullSweep(kShapes)) CheckForwardAgainstReference(context, params, seed++);
 }
 
 TEST_CASE("forward on mobile-sized limits: 16 KB shared memory, shared-memory reductions", "[forward][knobs]") {
@@ -67,7 +51,7 @@ TEST_CASE("forward on mobile-sized limits: 16 KB shared memory, shared-memory re
       REQUIRE(choice.ok());
       CHECK(choice->shared_memory_bytes <= 16384);
       CHECK_FALSE(choice->subgroup_reductions);
-      CheckAgainstReference(context, params, seed++);
+      CheckForwardAgainstReference(context, params, seed++);
     }
   }
 }
@@ -81,8 +65,8 @@ TEST_CASE("forward with descriptor pools instead of push descriptors", "[forward
     params.causal = causal;
     // Each run makes and frees its own buffers: freeing must drop the cached descriptor sets
     // that name them (a stale set pointing at a destroyed buffer is a validation error).
-    CheckAgainstReference(context, params, 900);
-    CheckAgainstReference(context, params, 901);
+    CheckForwardAgainstReference(context, params, 900);
+    CheckForwardAgainstReference(context, params, 901);
   }
 }
 
@@ -93,7 +77,7 @@ TEST_CASE("forward with a custom scale", "[forward]") {
     params.shape = {1, 2, 1, 29, 47, 64};
     params.scale = scale;
     params.causal = scale > 0.5f;
-    CheckAgainstReference(context, params, 77);
+    CheckForwardAgainstReference(context, params, 77);
   }
 }
 
@@ -102,7 +86,7 @@ TEST_CASE("forward with large logits stays finite (online softmax rescaling)", "
   AttentionParams params;
   params.shape = {1, 1, 1, 40, 200, 32};
   params.scale = 8.0f;  // logits of order +-100: a naive exp overflows
-  CheckAgainstReference(context, params, 3);
+  CheckForwardAgainstReference(context, params, 3);
 }
 
 TEST_CASE("causal rows that see no key give zeros and -inf, and Nk = 0 is all such rows", "[forward][causal]") {
@@ -110,11 +94,11 @@ TEST_CASE("causal rows that see no key give zeros and -inf, and Nk = 0 is all su
   AttentionParams params;
   params.causal = true;
   params.shape = {1, 2, 1, 50, 10, 16};  // rows 0..39 see no key (bottom-right alignment)
-  CheckAgainstReference(context, params, 11);
+  CheckForwardAgainstReference(context, params, 11);
   params.shape = {1, 2, 1, 6, 0, 16};    // no keys at all: every row, causal or not
-  CheckAgainstReference(context, params, 12);
+  CheckForwardAgainstReference(context, params, 12);
   params.causal = false;
-  CheckAgainstReference(context, params, 13);
+  CheckForwardAgainstReference(context, params, 13);
 }
 
 TEST_CASE("forward results are bit-identical run after run", "[forward]") {

@@ -27,10 +27,11 @@ bool SameBits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0
 bool Sees(const AttentionShape& s, uint32_t i, uint32_t j) { return int64_t(j) <= int64_t(i) + s.kv_len - s.q_len; }
 
 // Causal calls, both dtypes: the report's case (N = 100), Nq < Nk with two batches, Nq > Nk;
-// several tiles of every kernel family.
+// several tiles of every kernel family; 8 query rows over 12 keys (the decode kernels, in float16).
 std::vector<AttentionParams> Calls() {
   std::vector<AttentionParams> calls;
-  for (const AttentionParams& p : FullSweep({{1, 2, 1, 100, 100, 64}, {2, 2, 2, 70, 130, 32}, {1, 1, 1, 130, 50, 128}})) {
+  for (const AttentionParams& p : FullSweep({{1, 2, 1, 100, 100, 64}, {2, 2, 2, 70, 130, 32}, {1, 1, 1, 130, 50, 128},
+                                             {1, 2, 2, 8, 12, 64}})) {
     if (p.causal) calls.push_back(p);
   }
   return calls;
@@ -213,7 +214,8 @@ TEST_CASE("a row a key cannot reach has no effect on the key's gradients, whatev
 TEST_CASE("the keys of the next head in memory have no effect on a head's last, partial key tile",
           "[nonfinite][forward][backward]") {
   Context& context = SharedContext(Knobs::kDevice);
-  for (const AttentionParams& p : FullSweep({{2, 2, 2, 70, 130, 32}, {1, 2, 2, 33, 100, 64}})) {
+  // The last shape packs 2 heads x 2 rows (the decode kernels, in float16).
+  for (const AttentionParams& p : FullSweep({{2, 2, 2, 70, 130, 32}, {1, 2, 2, 33, 100, 64}, {1, 4, 2, 2, 70, 64}})) {
     const AttentionShape& s = p.shape;
     const uint32_t D = s.head_dim;
     const BackwardRun base = RunBackwardCase(context, p, 17);

@@ -15,7 +15,7 @@ std::span<const KernelBackend* const> AcceleratedFamilies() {
   return families.first(families.size() - 1);
 }
 
-// "auto, coopmat, coopmat2, coopmat_nv, coopmat_khr or scalar", for messages.
+// "auto, coopmat, decode, coopmat2, coopmat_nv, coopmat_khr or scalar", for messages.
 std::string KernelsValuesText() {
   const std::vector<std::string> values = KernelsOptionValues();
   std::string text;
@@ -32,16 +32,15 @@ Status ChooseKernelFamily(const std::string& kernels, DeviceInfo* info) {
     return Status::Error(ErrorCode::kUnsupported, "kernels '" + kernels + "': " + what + " on '" + info->name + "'");
   };
 
-  // "auto": every family that can run here. "coopmat": the same, but at least one beyond the
-  // portable family.
+  // "auto": every family that can run here. "coopmat": the same, but at least one on tensor cores.
   if (kernels == "auto" || kernels == "coopmat") {
-    bool accelerated = false;
+    bool tensor_cores = false;
     for (const KernelBackend* family : AcceleratedFamilies()) {
       if (!family->WhyUnusable(*info, "").empty()) continue;
       family->Use(info, "");
-      accelerated = true;
+      tensor_cores = tensor_cores || family->uses_tensor_cores();
     }
-    if (!accelerated) {
+    if (!tensor_cores) {
       if (kernels == "coopmat") return unsupported("no usable cooperative-matrix extension");
       info->cooperative_matrix_note = info->nv_cooperative_matrix || info->khr_cooperative_matrix
                                           ? "the device lacks a feature the kernels need (or this build lacks them)"
@@ -66,13 +65,16 @@ Status ChooseKernelFamily(const std::string& kernels, DeviceInfo* info) {
   return Status::Error(ErrorCode::kInvalidArgument, "kernels '" + kernels + "': expected " + KernelsValuesText());
 }
 
-bool UsesAcceleratedFamily(const DeviceInfo& info) {
-  const auto accelerated = AcceleratedFamilies();
-  return std::any_of(accelerated.begin(), accelerated.end(), [&](const KernelBackend* f) { return f->Used(info); });
+bool UsesFamilyPastLoopBudget(const DeviceInfo& info) {
+  const auto families = KernelBackends();
+  return std::any_of(families.begin(), families.end(),
+                     [&](const KernelBackend* f) { return !f->runs_within_loop_budget() && f->Used(info); });
 }
 
-void UsePortableFamilyOnly(DeviceInfo* info) {
-  for (const KernelBackend* family : AcceleratedFamilies()) family->Unuse(info);
+void KeepFamiliesWithinLoopBudget(DeviceInfo* info) {
+  for (const KernelBackend* family : KernelBackends()) {
+    if (!family->runs_within_loop_budget()) family->Unuse(info);
+  }
 }
 
 }  // namespace vkflash::attention

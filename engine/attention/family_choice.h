@@ -12,15 +12,15 @@
 namespace vkflash::attention {
 
 // `kernels`: the resolved ContextOptions::kernels. "auto": every family that can run here;
-// "coopmat": the same, at least one beyond the portable scalar family; a family's name (or one of
+// "coopmat": the same, at least one of them on tensor cores; a family's name (or one of
 // its variants, e.g. "coopmat_nv"): that family, which must be able to run, then the families after
 // it in KernelBackends() for the calls it does not take. kUnsupported when the family asked for
 // cannot run here; kInvalidArgument for an unknown name.
 Status ChooseKernelFamily(const std::string& kernels, DeviceInfo* info);
 
-// Whether the Context uses a family other than the portable one.
-bool UsesAcceleratedFamily(const DeviceInfo& info);
-// Leaves only the portable family in use (e.g. on a driver whose loop budget only it can respect).
-void UsePortableFamilyOnly(DeviceInfo* info);
+// Whether the Context uses a family whose loops may run past a driver's loop budget (the tensor-core
+// ones), and leaves only the families that keep within it.
+bool UsesFamilyPastLoopBudget(const DeviceInfo& info);
+void KeepFamiliesWithinLoopBudget(DeviceInfo* info);
 
 }  // namespace vkflash::attention

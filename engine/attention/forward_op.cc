@@ -7,6 +7,7 @@
 
 #include "attention/buffer_checks.h"
 #include "attention/kernel_constants.h"
+#include "attention/backends/decode_backend.h"
 #include "attention/backends/kernel_backend.h"
 #include "attention/backends/scalar_backend.h"
 #include "attention/chunk_plan.h"
@@ -34,6 +35,20 @@ StateParts ForwardStateParts(const DeviceInfo& device, const AttentionShape& sha
   return parts;
 }
 
+bool IsDecode(const KernelChoice& choice) { return choice.family == "decode"; }
+
+// Where a split decode call keeps each part's O and LSE (VKF_FWD_BINDING_O_STATE, _ROW_STATE).
+StateParts DecodeStateParts(const DeviceInfo& device, const AttentionShape& shape, uint32_t splits) {
+  WorkspaceLayout layout(device);
+  StateParts parts;
+  parts.o_bytes = DecodePartialOBytes(shape, splits);
+  parts.o_offset = layout.Add(parts.o_bytes);
+  parts.row_bytes = DecodePartialLseBytes(shape, splits);
+  parts.row_offset = layout.Add(parts.row_bytes);
+  parts.total = layout.bytes();
+  return parts;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ForwardOperator>> ForwardOperator::Create(const vk::Device& device, const DeviceInfo& info,
@@ -46,7 +61,8 @@ Result<std::unique_ptr<ForwardOperator>> ForwardOperator::Create(const vk::Devic
 
 Result<ChunkPlan> ForwardOperator::Chunks(const KernelChoice& choice, const AttentionParams& params,
                                           bool instrumented) const {
-  if (choice.cooperative_matrix != CooperativeMatrixApi::kNone) return ChunkPlan{};  // no budget on such devices
+  // No budget on devices that run tensor cores; the decode kernels keep within it by their parts.
+  if (choice.cooperative_matrix != CooperativeMatrixApi::kNone || IsDecode(choice)) return ChunkPlan{};
   const uint64_t tiles = (uint64_t(params.shape.kv_len) + choice.block_kv - 1) / choice.block_kv;
   return PlanChunks(info_, ScalarForwardLoopCost(choice, params.shape.head_dim, instrumented), tiles, choice.block_kv);
 }
@@ -54,6 +70,10 @@ Result<ChunkPlan> ForwardOperator::Chunks(const KernelChoice& choice, const Atte
 Result<uint64_t> ForwardOperator::WorkspaceBytes(const AttentionParams& params, bool with_stats) const {
   VKF_RETURN_IF_ERROR(ValidateAttentionParams(params));
   VKF_ASSIGN_OR_RETURN(const KernelChoice choice, ChooseForwardKernel(info_, params, with_stats, overrides_));
+  if (IsDecode(choice)) {
+    VKF_ASSIGN_OR_RETURN(const DecodeSplits split, PlanDecodeSplits(info_, params, choice, overrides_));
+    return split.splits > 1 ? DecodeStateParts(info_, params.shape, split.splits).total : 0;
+  }
   VKF_ASSIGN_OR_RETURN(const ChunkPlan plan, Chunks(choice, params, with_stats));
   return plan.chunks > 1 ? ForwardStateParts(info_, params.shape, choice).total : 0;
 }
@@ -86,6 +106,8 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
   } else {
     VKF_RETURN_IF_ERROR(CheckViews(info_, {k, v}));
   }
+
+  if (IsDecode(choice)) return RecordDecode(cmd, params, choice, buffers, {q.view, k.view, v.view, o.view});
 
   // On a driver with a loop budget, long key loops run in chunks that keep their state in the
   // workspace (common/shader_interface.h, AttentionPush.chunk_*).
@@ -150,6 +172,80 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
     }
     vkCmdPushConstants(cmd, layout_->pipeline_layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
     vkCmdDispatch(cmd, group_count_x, shape.q_heads, shape.batch);
+  }
+  return Status::Ok();
+}
+
+Status ForwardOperator::RecordDecode(VkCommandBuffer cmd, const AttentionParams& params, const KernelChoice& choice,
+                                     const ForwardBuffers& buffers, const std::array<BufferView, 4>& qkvo) {
+  const AttentionShape& shape = params.shape;
+  const auto& [q, k, v, o] = qkvo;
+  VKF_ASSIGN_OR_RETURN(const DecodeSplits split, PlanDecodeSplits(info_, params, choice, overrides_));
+  const bool parts = split.splits > 1;
+  const StateParts state = DecodeStateParts(info_, shape, split.splits);
+  const uint64_t element = DataTypeSize(params.dtype);
+  std::vector<NamedView> outputs = {{"o", o, shape.q_elements() * element}};
+  if (!buffers.lse.empty()) outputs.push_back({"lse", buffers.lse, shape.lse_elements() * sizeof(float)});
+  if (parts) {
+    if (buffers.workspace.empty()) {
+      return Status::Error(ErrorCode::kInvalidArgument,
+                           "this call needs a workspace of " + std::to_string(state.total) +
+                               " bytes (Context::ForwardWorkspaceBytes): its keys are split over " +
+                               std::to_string(split.splits) + " workgroups per KV head");
+    }
+    const NamedView workspace{"workspace", buffers.workspace, state.total, std::max(state.o_bytes, state.row_bytes)};
+    VKF_RETURN_IF_ERROR(CheckViews(info_, {workspace}));
+    outputs.push_back(workspace);
+  }
+  VKF_RETURN_IF_ERROR(CheckNoOverlap(outputs, {{"q", q, shape.q_elements() * element},
+                                               {"k", k, shape.kv_elements() * element},
+                                               {"v", v, shape.kv_elements() * element}}));
+  if (split.splits > info_.max_workgroup_count[0] || shape.kv_heads > info_.max_workgroup_count[1] ||
+      shape.batch > info_.max_workgroup_count[2] || shape.q_len > info_.max_workgroup_count[0] ||
+      shape.q_heads > info_.max_workgroup_count[1]) {
+    return Status::Error(ErrorCode::kUnsupported, "splits / heads / batch exceed maxComputeWorkGroupCount");
+  }
+
+  const bool write_lse = !buffers.lse.empty();
+  KernelChoice combine;
+  combine.kernel = "decode_combine_f16";
+  combine.workgroup_size = 64;
+  auto pipeline = [&](const KernelChoice& kernel, bool split_parts) -> Result<VkPipeline> {
+    const vk::ShaderBlob* shader = vk::FindShader(kernel.kernel);
+    if (shader == nullptr) return Status::Error(ErrorCode::kUnsupported, "kernel '" + kernel.kernel + "' is not built");
+    const SpecConstants spec = MakeSpecConstants(kernel, params, write_lse, /*instrument=*/false, split_parts);
+    return pipelines_.Get(*shader, layout_->pipeline_layout(), spec);
+  };
+  VKF_ASSIGN_OR_RETURN(VkPipeline decode_pipeline, pipeline(choice, parts));
+  VkPipeline combine_pipeline = VK_NULL_HANDLE;
+  if (parts) {
+    VKF_ASSIGN_OR_RETURN(combine_pipeline, pipeline(combine, false));
+  }
+
+  // Unused bindings still need a valid buffer: O stands in (never touched then).
+  std::array<BufferView, VKF_FWD_BINDING_COUNT> bindings;
+  bindings.fill(o);
+  bindings[VKF_FWD_BINDING_Q] = q;
+  bindings[VKF_FWD_BINDING_K] = k;
+  bindings[VKF_FWD_BINDING_V] = v;
+  if (write_lse) bindings[VKF_FWD_BINDING_LSE] = buffers.lse;
+  if (parts) {
+    bindings[VKF_FWD_BINDING_O_STATE] = WorkspacePart(buffers.workspace, state.o_offset, state.o_bytes);
+    bindings[VKF_FWD_BINDING_ROW_STATE] = WorkspacePart(buffers.workspace, state.row_offset, state.row_bytes);
+  }
+  gpu::AttentionPush push = MakeAttentionPush(params);
+  push.split_keys = split.split_keys;
+
+  vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, decode_pipeline);
+  VKF_RETURN_IF_ERROR(layout_->BindBuffers(cmd, bindings));
+  vkCmdPushConstants(cmd, layout_->pipeline_layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
+  vkCmdDispatch(cmd, split.splits, shape.kv_heads, shape.batch);
+  if (parts) {
+    // The merge reads every part the first pass wrote.
+    vk::MemoryBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                      VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, combine_pipeline);
+    vkCmdDispatch(cmd, shape.q_len, shape.q_heads, shape.batch);
   }
   return Status::Ok();
 }

@@ -4,6 +4,7 @@
 
 #include <vkflash/device_info.hpp>
 
+#include <array>
 #include <memory>
 
 #include "attention/coopmat_layout.h"
@@ -36,6 +37,9 @@ class ForwardOperator {
       : info_(info), overrides_(overrides), coopmat_layout_(layout), pipelines_(pipelines) {}
   // How the key loop is split into dispatches (one chunk unless the driver has a loop budget).
   Result<ChunkPlan> Chunks(const KernelChoice& choice, const AttentionParams& params, bool instrumented) const;
+  // The decode family's split-K pass and, with several parts, their merge (decode_backend.h).
+  Status RecordDecode(VkCommandBuffer cmd, const AttentionParams& params, const KernelChoice& choice,
+                      const ForwardBuffers& buffers, const std::array<BufferView, 4>& qkvo);
 
   const DeviceInfo& info_;
   const TileOverrides& overrides_;

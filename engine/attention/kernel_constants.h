@@ -22,6 +22,7 @@ inline gpu::AttentionPush MakeAttentionPush(const AttentionParams& params) {
   push.scale_log2 = params.effective_scale() * float(M_LOG2E);
   push.chunk_begin = 0;  // unchunked kernels ignore them
   push.chunk_end = UINT32_MAX;
+  push.split_keys = UINT32_MAX;  // one split-K part
   return push;
 }
 

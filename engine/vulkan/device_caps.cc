@@ -54,10 +54,17 @@ DeviceInfo ProbeDevice(VkInstance instance, uint32_t instance_api_version, VkPhy
   const bool has_driver_props = core_version >= VK_API_VERSION_1_2 ||
                                 HasDeviceExtension(device, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
   VkPhysicalDeviceMaintenance4Properties maintenance4{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES};
+  // Compute units, where a vendor extension reports them (the decode kernels size their split-K by them).
+  const bool has_sm_builtins = HasDeviceExtension(device, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
+  const bool has_amd_cores = HasDeviceExtension(device, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME);
+  VkPhysicalDeviceShaderSMBuiltinsPropertiesNV sm_builtins{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+  VkPhysicalDeviceShaderCorePropertiesAMD amd_cores{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
   void** tail = &subgroup.pNext;
   if (has_size_control) { *tail = &size_control; tail = &size_control.pNext; }
   if (has_driver_props) { *tail = &driver; tail = &driver.pNext; }
   if (core_version >= VK_API_VERSION_1_3) { *tail = &maintenance4; tail = &maintenance4.pNext; }
+  if (has_sm_builtins) { *tail = &sm_builtins; tail = &sm_builtins.pNext; }
+  if (has_amd_cores) { *tail = &amd_cores; tail = &amd_cores.pNext; }
   vkGetPhysicalDeviceProperties2(device, &properties);
   const VkPhysicalDeviceLimits& limits = properties.properties.limits;
 
@@ -77,6 +84,11 @@ DeviceInfo ProbeDevice(VkInstance instance, uint32_t instance_api_version, VkPhy
   info.max_buffer_size = core_version >= VK_API_VERSION_1_3 ? maintenance4.maxBufferSize : 0;
   info.min_storage_buffer_offset_alignment = limits.minStorageBufferOffsetAlignment;
   info.timestamp_period_ns = limits.timestampComputeAndGraphics ? limits.timestampPeriod : 0.0f;
+  if (has_sm_builtins) info.compute_units = sm_builtins.shaderSMCount;
+  if (has_amd_cores) {
+    info.compute_units = amd_cores.shaderEngineCount * amd_cores.shaderArraysPerEngineCount *
+                         amd_cores.computeUnitsPerShaderArray;
+  }
 
   info.subgroup_size = subgroup.subgroupSize;
   info.min_subgroup_size = has_size_control ? size_control.minSubgroupSize : subgroup.subgroupSize;

@@ -62,6 +62,9 @@ struct DeviceInfo {
   // matrices): their largest M/N/K granularity, 0 if there is none.
   uint32_t cooperative_matrix2_subgroup_granularity = 0;
   float timestamp_period_ns = 0.0f;          // 0: no compute timestamps
+  // Streaming multiprocessors / compute units, where the device reports them (VK_NV_shader_sm_builtins,
+  // VK_AMD_shader_core_properties); 0: unknown.
+  uint32_t compute_units = 0;
   // Loop iterations one shader invocation may run in all before the driver ends its loops early
   // (lavapipe of Mesa 22.3, Debian bookworm's: 65535; Mesa 25.0 has none), measured when a
   // Context starts; 0: no such budget below 2^20 iterations (0 also before a Context measured
@@ -83,6 +86,8 @@ struct DeviceInfo {
   // the granularity, up to 256 forward and 128 backward); elsewhere the `cooperative_matrix`
   // kernels, then the scalar ones.
   bool use_cooperative_matrix2 = false;
+  // The decode kernels (float16, few query rows per KV head: shaders/decode/) run where they apply.
+  bool use_decode_kernels = false;
 };
 
 const char* DeviceTypeName(VkPhysicalDeviceType type);
@@ -91,7 +96,7 @@ const char* CooperativeMatrixApiName(CooperativeMatrixApi api);
 // The kernel and tiles chosen for a AttentionParams on this context's device.
 struct KernelChoice {
   std::string kernel;              // e.g. "forward_f16_subgroup", "forward_f16_coopmat_nv"
-  std::string family;              // the kernel family that chose it: "coopmat2", "coopmat" or "scalar"
+  std::string family;              // the kernel family that chose it: "decode", "coopmat2", "coopmat" or "scalar"
   uint32_t block_q = 0;            // Br: query rows per workgroup
   uint32_t block_kv = 0;           // Bc: key/value rows per shared-memory tile
   uint32_t threads_per_row = 0;    // invocations sharing one query row
@@ -116,7 +121,7 @@ struct BackwardKernelChoice {
 };
 
 // The values ContextOptions::kernels takes: "auto", "coopmat", then each kernel family's names,
-// preferred family first ("coopmat2", "coopmat_nv", "coopmat_khr", "scalar").
+// preferred family first ("decode", "coopmat2", "coopmat_nv", "coopmat_khr", "scalar").
 std::vector<std::string> KernelsOptionValues();
 
 // Lists the Vulkan devices with their capabilities (no device is created).

@@ -163,6 +163,9 @@ struct BackwardBuffers {
 // is ignored.
 struct TileOverrides {
   std::string coopmat_forward, coopmat2_forward, coopmat2_dkdv, coopmat2_dq;
+  // The decode kernels' split-K parts per (KV head, batch) (VKFLASH_DECODE_SPLITS); 0: from the
+  // device's compute units and the shape.
+  uint32_t decode_splits = 0;
 };
 
 // Device introspection (device_info.hpp) and diagnostics (diagnostics.hpp).

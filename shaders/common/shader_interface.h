@@ -113,6 +113,9 @@ struct AttentionPush {
   // the group, head-major). The first chunk starts from nothing, the last writes the outputs.
   uint chunk_begin;
   uint chunk_end;
+  // Decode kernels (shaders/decode/): keys per split-K part; workgroup x takes keys [x * split_keys,
+  // (x + 1) * split_keys). Other kernels ignore it.
+  uint split_keys;
 };
 
 struct NaivePush {
@@ -122,8 +125,8 @@ struct NaivePush {
 };
 
 #ifdef __cplusplus
-static_assert(sizeof(NaivePush) == 40, "push constant layout must match GLSL std430");
-static_assert(sizeof(AttentionPush) == 32, "push constant layout must match GLSL std430");
+static_assert(sizeof(NaivePush) == 44, "push constant layout must match GLSL std430");
+static_assert(sizeof(AttentionPush) == 36, "push constant layout must match GLSL std430");
 }  // namespace vkflash::gpu
 #endif
 

@@ -2,12 +2,14 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <random>
 #include <string>
 
 #include "half.h"
 #include "reference_attention.h"
 #include "storage_bytes.h"
+#include "support/validated_context.h"
 
 namespace vkflash::testing {
 
@@ -59,6 +61,22 @@ ForwardRun RunForwardCase(Context& context, const AttentionParams& params, uint3
   return RunForwardWith(context, params, RandomValues(s.q_elements(), params.dtype, seed),
                         RandomValues(s.kv_elements(), params.dtype, seed + 1000),
                         RandomValues(s.kv_elements(), params.dtype, seed + 2000));
+}
+
+void CheckForwardAgainstReference(Context& context, const AttentionParams& params, uint32_t seed) {
+  INFO(Describe(params));
+  const ForwardRun run = RunForwardCase(context, params, seed);
+  CHECK(run.o_error <= ForwardTolerance(params.dtype));
+  CHECK(run.lse_error <= ForwardTolerance(params.dtype));
+  // Rows that see no key: exactly zero output, LSE = -inf, never NaN.
+  for (size_t row = 0; row < run.ref_lse.size(); ++row) {
+    if (std::isinf(run.ref_lse[row])) {
+      REQUIRE(std::isinf(run.lse[row]));
+      REQUIRE(run.lse[row] < 0);
+      for (uint32_t d = 0; d < params.shape.head_dim; ++d) REQUIRE(run.o[row * params.shape.head_dim + d] == 0.0f);
+    }
+  }
+  RequireNoValidationMessages();
 }
 
 ForwardRun RunForwardWith(Context& context, const AttentionParams& params, std::vector<float> q_values,

@@ -47,6 +47,10 @@ BackwardRun RunBackwardCase(Context& context, const AttentionParams& params, uin
 BackwardRun RunBackwardWith(Context& context, const AttentionParams& params, std::vector<float> q, std::vector<float> k,
                             std::vector<float> v, std::vector<float> d_o);
 
+// RunForwardCase, then O and LSE within ForwardTolerance of the reference; rows that see no key
+// exactly O = 0 and LSE = -inf; no validation message.
+void CheckForwardAgainstReference(Context& context, const AttentionParams& params, uint32_t seed);
+
 // Runs a forward on `context` with random inputs from `seed`; O and LSE buffers are filled with
 // NaN before the run, so anything the kernel fails to write shows up. REQUIREs success.
 ForwardRun RunForwardCase(Context& context, const AttentionParams& params, uint32_t seed);

@@ -24,6 +24,7 @@ namespace {
 
 struct BenchOptions {
   uint32_t batch = 4, heads = 16, kv_heads = 0, seq_len = 4096, head_dim = 128;
+  uint32_t q_len = 0, kv_len = 0;  // 0: seq_len
   std::string dtype = "f16", mode = "both", json, device, preset, kernels;
   bool causal = false, naive = true;
   uint32_t warmup = 3, runs = 20;
@@ -45,9 +46,9 @@ double ForwardFlops(const AttentionParams& p) {
 std::vector<BenchConfig> Configs(const BenchOptions& o) {
   std::vector<BenchConfig> configs;
   const DataType dtype = o.dtype == "f32" ? DataType::kFloat32 : DataType::kFloat16;
-  auto add = [&](uint32_t b, uint32_t h, uint32_t hkv, uint32_t n, uint32_t d, bool causal) {
+  auto add = [&](uint32_t b, uint32_t h, uint32_t hkv, uint32_t nq, uint32_t nk, uint32_t d, bool causal) {
     BenchConfig c;
-    c.params.shape = {b, h, hkv, n, n, d};
+    c.params.shape = {b, h, hkv, nq, nk, d};
     c.params.dtype = dtype;
     c.params.causal = causal;
     c.forward = o.mode != "bwd";
@@ -57,9 +58,19 @@ std::vector<BenchConfig> Configs(const BenchOptions& o) {
   if (o.preset == "fa") {  // FlashAttention's grid: 16k tokens per batch, H * D = 2048
     for (bool causal : {false, true})
       for (uint32_t d : {64u, 128u})
-        for (uint32_t n : {512u, 1024u, 2048u, 4096u, 8192u, 16384u}) add(16384 / n, 2048 / d, 2048 / d, n, d, causal);
+        for (uint32_t n : {512u, 1024u, 2048u, 4096u, 8192u, 16384u}) add(16384 / n, 2048 / d, 2048 / d, n, n, d, causal);
+  } else if (o.preset == "decode") {  // generating over a KV cache: 32 query heads, GQA and MHA
+    for (uint32_t d : {64u, 128u})
+      for (uint32_t hkv : {8u, 32u})
+        for (uint32_t b : {1u, 4u, 16u})
+          for (uint32_t nq : {1u, 4u, 16u})
+            for (uint32_t nk : {1024u, 16384u, 131072u}) {
+              add(b, 32, hkv, nq, nk, d, o.causal);
+              configs.back().backward = false;  // decode is a forward workload
+            }
   } else {
-    add(o.batch, o.heads, o.kv_heads ? o.kv_heads : o.heads, o.seq_len, o.head_dim, o.causal);
+    add(o.batch, o.heads, o.kv_heads ? o.kv_heads : o.heads, o.q_len ? o.q_len : o.seq_len,
+        o.kv_len ? o.kv_len : o.seq_len, o.head_dim, o.causal);
   }
   return configs;
 }
@@ -79,7 +90,8 @@ double Median(std::vector<double> v) {
 struct Timing {
   std::string mode, kernel;
   double ms = 0, tflops = 0;
-  uint32_t runs = 0;  // timed runs behind the median
+  double kv_gbps = 0;  // K and V bytes over the time: what bounds decode
+  uint32_t runs = 0;   // timed runs behind the median
 };
 
 struct Measured {
@@ -154,8 +166,10 @@ Status RunConfig(Context& context, const BenchConfig& c, const BenchOptions& o, 
     }
     return Measured{Median(all), uint32_t(all.size())};
   };
+  const double kv_bytes = 2.0 * s.kv_elements() * e;
   auto add_row = [&](const char* mode, std::string kernel, const Measured& measured, double flops) {
-    out->push_back({mode, std::move(kernel), measured.median_ms, flops / (measured.median_ms * 1e-3) / 1e12,
+    const double seconds = measured.median_ms * 1e-3;
+    out->push_back({mode, std::move(kernel), measured.median_ms, flops / seconds / 1e12, kv_bytes / seconds / 1e9,
                     measured.runs});
   };
   if (c.forward) {
@@ -197,26 +211,27 @@ int RunBench(const BenchOptions& o) {
   const auto configs = Configs(o);
   nlohmann::json rows = nlohmann::json::array();
   const std::string device = (*context)->device_info().name;
-  std::printf("device: %s\n%5s %4s %6s %4s %5s %6s %4s %-36s %10s %8s\n", device.c_str(), "B", "H", "N", "D", "dtype",
-              "causal", "mode", "kernel", "ms", "TFLOP/s");
+  std::printf("device: %s\n%5s %4s %4s %6s %6s %4s %5s %6s %4s %-36s %10s %8s %9s\n", device.c_str(), "B", "H", "Hkv",
+              "Nq", "Nk", "D", "dtype", "causal", "mode", "kernel", "ms", "TFLOP/s", "KV GB/s");
   for (size_t i = 0; i < configs.size(); ++i) {
     const AttentionParams& p = configs[i].params;
-    std::fprintf(stderr, "\r[%zu/%zu] B=%u H=%u N=%u D=%u%s ...", i + 1, configs.size(), p.shape.batch,
-                 p.shape.q_heads, p.shape.q_len, p.shape.head_dim, p.causal ? " causal" : "");
+    std::fprintf(stderr, "\r[%zu/%zu] B=%u H=%u Nq=%u Nk=%u D=%u%s ...", i + 1, configs.size(), p.shape.batch,
+                 p.shape.q_heads, p.shape.q_len, p.shape.kv_len, p.shape.head_dim, p.causal ? " causal" : "");
     std::fflush(stderr);
     std::vector<Timing> timings;
     Status status = RunConfig(**context, configs[i], o, &timings);
     std::fprintf(stderr, "\r%60s\r", "");
     if (!status.ok()) return ReportError(status);
     for (const Timing& t : timings) {
-      std::printf("%5u %4u %6u %4u %5s %6s %4s %-36s %10.3f %8.2f\n", p.shape.batch, p.shape.q_heads, p.shape.q_len,
-                  p.shape.head_dim, p.dtype == DataType::kFloat16 ? "f16" : "f32", p.causal ? "yes" : "no",
-                  t.mode.c_str(), t.kernel.c_str(), t.ms, t.tflops);
+      std::printf("%5u %4u %4u %6u %6u %4u %5s %6s %4s %-36s %10.3f %8.2f %9.1f\n", p.shape.batch, p.shape.q_heads,
+                  p.shape.kv_heads, p.shape.q_len, p.shape.kv_len, p.shape.head_dim,
+                  p.dtype == DataType::kFloat16 ? "f16" : "f32", p.causal ? "yes" : "no", t.mode.c_str(),
+                  t.kernel.c_str(), t.ms, t.tflops, t.kv_gbps);
       std::fflush(stdout);
       rows.push_back({{"device", device}, {"B", p.shape.batch}, {"H", p.shape.q_heads}, {"Hkv", p.shape.kv_heads},
-                      {"N", p.shape.q_len}, {"D", p.shape.head_dim}, {"dtype", p.dtype == DataType::kFloat16 ? "f16" : "f32"},
+                      {"N", p.shape.q_len}, {"Nq", p.shape.q_len}, {"Nk", p.shape.kv_len}, {"D", p.shape.head_dim}, {"dtype", p.dtype == DataType::kFloat16 ? "f16" : "f32"},
                       {"causal", p.causal}, {"mode", t.mode}, {"kernel", t.kernel}, {"ms", t.ms},
-                      {"tflops", t.tflops}, {"runs", t.runs}});
+                      {"tflops", t.tflops}, {"kv_gbps", t.kv_gbps}, {"runs", t.runs}});
     }
   }
   if (!o.json.empty()) {
@@ -236,11 +251,16 @@ Command AddBenchCommand(CLI::App& parent) {
   app->add_option("--h", o->heads, "Query heads")->capture_default_str();
   app->add_option("--hkv", o->kv_heads, "Key/value heads (default: --h)");
   app->add_option("--n", o->seq_len, "Sequence length (queries and keys)")->capture_default_str();
+  app->add_option("--nq", o->q_len, "Query length (default: --n)");
+  app->add_option("--nk", o->kv_len, "Key/value length (default: --n)");
   app->add_option("--d", o->head_dim, "Head dim")->capture_default_str();
   app->add_option("--dtype", o->dtype, "f32 or f16")->check(CLI::IsMember({"f32", "f16"}))->capture_default_str();
   app->add_flag("--causal", o->causal, "Causal mask");
   app->add_option("--mode", o->mode, "fwd, bwd or both")->check(CLI::IsMember({"fwd", "bwd", "both"}))->capture_default_str();
-  app->add_option("--preset", o->preset, "fa: FlashAttention's benchmark grid")->check(CLI::IsMember({"fa"}));
+  app->add_option("--preset", o->preset,
+                  "fa: FlashAttention's benchmark grid; decode: B 1-16, 32 query heads over 8 or 32 KV heads, "
+                  "Nq 1/4/16, Nk 1k-128k, D 64 and 128")
+      ->check(CLI::IsMember({"fa", "decode"}));
   app->add_option("--warmup", o->warmup, "Untimed runs first")->capture_default_str();
   app->add_option("--warmup-ms", o->warmup_ms, "...and untimed runs until this much GPU time has passed")
       ->capture_default_str();

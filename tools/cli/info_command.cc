@@ -59,6 +59,9 @@ void PrintKernelTable(const Context& context) {
   std::printf("tensor cores: %s%s%s%s\n", CooperativeMatrixApiName(d.cooperative_matrix),
               d.cooperative_matrix_note.empty() ? "" : " - ", d.cooperative_matrix_note.c_str(),
               d.use_cooperative_matrix2 ? "; VK_NV_cooperative_matrix2 where it applies" : "");
+  std::printf("decode kernels (few query rows per KV head, float16): %s; %u compute units%s\n",
+              d.use_decode_kernels ? "used where they apply" : "not used", d.compute_units,
+              d.compute_units == 0 ? " (not reported: split-K assumes 16)" : "");
   std::printf("forward kernels chosen:\n  %-8s %-8s %-24s %4s %4s %11s %9s %12s\n", "head_dim", "dtype", "kernel", "Br",
               "Bc", "threads/row", "workgroup", "shared bytes");
   for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {

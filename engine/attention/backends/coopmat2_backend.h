@@ -17,6 +17,7 @@ class Coopmat2Backend final : public KernelBackend {
   void Use(DeviceInfo* device, std::string_view) const override { device->use_cooperative_matrix2 = true; }
   void Unuse(DeviceInfo* device) const override { device->use_cooperative_matrix2 = false; }
   bool Used(const DeviceInfo& device) const override { return device.use_cooperative_matrix2; }
+  bool uses_tensor_cores() const override { return true; }
   // The Context uses it (DeviceInfo::use_cooperative_matrix2), float16 tensors, head dim a
   // multiple of the granularity up to 256 (ChooseBackward: up to 128).
   bool Applies(const DeviceInfo& device, const AttentionParams& params) const override;

@@ -20,6 +20,7 @@ class CoopmatBackend final : public KernelBackend {
   bool Used(const DeviceInfo& device) const override {
     return device.cooperative_matrix != CooperativeMatrixApi::kNone;
   }
+  bool uses_tensor_cores() const override { return true; }
   // The Context chose NV or KHR (DeviceInfo::cooperative_matrix), float16 tensors, head dim a
   // multiple of 16 up to 256 (ChooseBackward: up to 128).
   bool Applies(const DeviceInfo& device, const AttentionParams& params) const override;

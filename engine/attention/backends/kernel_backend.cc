@@ -4,6 +4,7 @@
 
 #include "attention/backends/coopmat2_backend.h"
 #include "attention/backends/coopmat_backend.h"
+#include "attention/backends/decode_backend.h"
 #include "attention/backends/scalar_backend.h"
 
 namespace vkflash::attention {
@@ -11,10 +12,11 @@ namespace vkflash::attention {
 void KernelBackend::SetSpecConstants(const KernelChoice&, const CoopmatLayout&, SpecConstants*) const {}
 
 std::span<const KernelBackend* const> KernelBackends() {
+  static const DecodeBackend decode;
   static const Coopmat2Backend coopmat2;
   static const CoopmatBackend coopmat;
   static const ScalarBackend scalar;
-  static const std::array<const KernelBackend*, 3> backends = {&coopmat2, &coopmat, &scalar};
+  static const std::array<const KernelBackend*, 4> backends = {&decode, &coopmat2, &coopmat, &scalar};
   return backends;
 }
 

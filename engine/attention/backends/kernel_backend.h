@@ -1,5 +1,6 @@
 // A kernel family: the kernels built for one kind of hardware support, and how it picks their
 // tiles for a call from the device's limits. The families (one file each in this folder):
+//   decode    few query rows over many keys: split-K and grouped-query packing (shaders/decode/);
 //   scalar    plain GLSL, any Vulkan 1.1 device (shaders/scalar/);
 //   coopmat   subgroup-scope cooperative matrices, VK_NV_ or VK_KHR_cooperative_matrix (shaders/coopmat/);
 //   coopmat2  VK_NV_cooperative_matrix2, workgroup-scope matrices and driver reductions (shaders/coopmat2/).
@@ -39,6 +40,11 @@ class KernelBackend {
   virtual void Use(DeviceInfo* device, std::string_view variant) const = 0;
   virtual void Unuse(DeviceInfo* device) const = 0;
   virtual bool Used(const DeviceInfo& device) const = 0;
+  // Whether its kernels run on tensor cores (what ContextOptions::kernels "coopmat" asks for).
+  virtual bool uses_tensor_cores() const { return false; }
+  // Whether its kernels keep every invocation's loops within DeviceInfo::shader_loop_budget (in
+  // chunks or parts); a Context on a driver with a budget uses only such families.
+  virtual bool runs_within_loop_budget() const { return false; }
 
   // --- Per call. ---
 

@@ -18,6 +18,8 @@ class ScalarBackend final : public KernelBackend {
   void Use(DeviceInfo*, std::string_view) const override {}
   void Unuse(DeviceInfo*) const override {}
   bool Used(const DeviceInfo&) const override { return true; }
+  // Long loops run in chunks (chunk_plan.h).
+  bool runs_within_loop_budget() const override { return true; }
   bool Applies(const DeviceInfo&, const AttentionParams&) const override { return true; }
   Result<KernelChoice> ChooseForward(const DeviceInfo& device, const AttentionParams& params,
                                      const TileOverrides& overrides) const override;

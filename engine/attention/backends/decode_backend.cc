@@ -1,0 +1,124 @@
+#include "attention/backends/decode_backend.h"
+
+#include <algorithm>
+#include <bit>
+#include <string>
+
+#include "util/status_macros.h"
+#include "vulkan/shader_library.h"
+
+namespace vkflash::attention {
+namespace {
+
+constexpr std::string_view kVariants[] = {"decode"};
+constexpr uint32_t kWorkgroupSize = 128;
+// Below this many keys per part, the merge's reads of every part's O cost more than the split gains.
+constexpr uint32_t kMinSplitKeys = 256;
+// Workgroups per compute unit to aim for: enough loads in flight to cover memory latency, few
+// parts to merge (H100, Hkv = 8: 2 gave 1.64 / 2.53 TB/s at 16k / 128k keys, 4 gave 1.27 / 2.11).
+constexpr uint32_t kWorkgroupsPerComputeUnit = 2;
+constexpr uint32_t kUnknownComputeUnits = 16;
+constexpr uint32_t kMaxSplits = 4096;
+
+uint32_t CeilDiv(uint64_t a, uint64_t b) { return uint32_t((a + b - 1) / b); }
+
+// Every loop of attention_forward_decode.comp at its longest (chunk_plan.h): per step a group's
+// loads, dot products and shuffles, softmax and O update; once, Q, the merge and the stores.
+LoopCost DecodeLoopCost(const KernelChoice& choice, uint32_t head_dim) {
+  const uint64_t t = choice.threads_per_row, rows = choice.block_q, words = head_dim / 8 / t;
+  const uint64_t groups = choice.workgroup_size / t, keys = choice.block_kv / groups;
+  const uint64_t shuffles = std::bit_width(t);
+  LoopCost cost;
+  cost.per_step = keys * words + keys * (words + rows * (2 * words + shuffles + 1)) +
+                  rows * (keys + 2 * words + keys * (words + 1)) + rows;
+  cost.fixed = rows * (words + 2 * words + 1) + rows * (3 * groups + 1) + groups * (rows * words * 2 + 1) +
+               rows * head_dim / 8 / choice.workgroup_size + 1;
+  return cost;
+}
+
+}  // namespace
+
+std::span<const std::string_view> DecodeBackend::variants() const { return kVariants; }
+
+std::string DecodeBackend::WhyUnusable(const DeviceInfo& device, std::string_view) const {
+  if (!device.use_subgroup_ops) return "the decode kernels need subgroup operations";
+  if (!device.storage_buffer_16bit) return "the decode kernels need storageBuffer16BitAccess";
+  if (vk::FindShader("forward_f16_decode") == nullptr) return "this build has no decode kernels";
+  return "";
+}
+
+bool DecodeBackend::Applies(const DeviceInfo& device, const AttentionParams& params) const {
+  const AttentionShape& s = params.shape;
+  return device.use_decode_kernels && params.dtype == DataType::kFloat16 && s.head_dim % 8 == 0 &&
+         s.head_dim <= 256 && uint64_t(s.q_heads / s.kv_heads) * s.q_len <= kDecodeMaxRows;
+}
+
+Result<KernelChoice> DecodeBackend::ChooseForward(const DeviceInfo& device, const AttentionParams& params,
+                                                  const TileOverrides&) const {
+  const uint32_t head_dim = params.shape.head_dim, words = head_dim / 8;
+  const uint32_t rows = (params.shape.q_heads / params.shape.kv_heads) * params.shape.q_len;
+  // The largest power of two that divides the row's words, fits the smallest subgroup, and at most 16.
+  uint32_t t = 1;
+  while (t < 16 && words % (2 * t) == 0 && 2 * t <= device.min_subgroup_size) t *= 2;
+  const uint32_t groups = kWorkgroupSize / t;
+  const uint32_t keys_per_step = rows <= 4 ? 4 : 2;  // loads in flight, against registers
+  KernelChoice choice;
+  choice.kernel = "forward_f16_decode";
+  choice.block_q = rows;
+  choice.block_kv = groups * keys_per_step;
+  choice.threads_per_row = t;
+  choice.workgroup_size = kWorkgroupSize;
+  choice.subgroup_reductions = true;
+  // The merge: each group's max and sum per row, and O of every row.
+  choice.shared_memory_bytes = 4 * (2 * groups * rows + rows * head_dim);
+  if (kWorkgroupSize > device.max_workgroup_invocations || kWorkgroupSize % device.max_subgroup_size != 0 ||
+      choice.shared_memory_bytes > device.usable_shared_memory_bytes) {
+    return Status::Error(ErrorCode::kUnsupported, "the decode kernel does not fit '" + device.name + "'");
+  }
+  return choice;
+}
+
+Result<BackwardKernelChoice> DecodeBackend::ChooseBackward(const DeviceInfo&, const AttentionParams&,
+                                                           const TileOverrides&) const {
+  return Status::Error(ErrorCode::kUnsupported, "the decode kernels are forward only");
+}
+
+Result<DecodeSplits> PlanDecodeSplits(const DeviceInfo& device, const AttentionParams& params,
+                                      const KernelChoice& choice, const TileOverrides& overrides) {
+  const AttentionShape& s = params.shape;
+  DecodeSplits plan;
+  if (s.kv_len == 0) {
+    plan.split_keys = choice.block_kv;
+    return plan;
+  }
+  uint32_t splits = overrides.decode_splits;
+  if (splits == 0) {
+    const uint32_t units = device.compute_units > 0 ? device.compute_units : kUnknownComputeUnits;
+    const uint64_t groups = uint64_t(s.kv_heads) * s.batch;
+    splits = CeilDiv(uint64_t(units) * kWorkgroupsPerComputeUnit, groups);
+    splits = std::min(splits, std::max(1u, s.kv_len / kMinSplitKeys));
+  }
+  splits = std::clamp(splits, 1u, CeilDiv(s.kv_len, choice.block_kv));
+  plan.split_keys = CeilDiv(CeilDiv(s.kv_len, splits), choice.block_kv) * choice.block_kv;
+  // Within the loop budget: no part longer than half of it allows.
+  const uint64_t steps = CeilDiv(s.kv_len, choice.block_kv);
+  VKF_ASSIGN_OR_RETURN(const ChunkPlan budget, PlanChunks(device, DecodeLoopCost(choice, s.head_dim), steps, choice.block_kv));
+  plan.split_keys = std::min(plan.split_keys, budget.length);
+  plan.splits = CeilDiv(s.kv_len, plan.split_keys);
+  // The merge walks every part in each invocation (and within the loop budget).
+  if (plan.splits > kMaxSplits) {
+    return Status::Error(ErrorCode::kUnsupported, "kv_len " + std::to_string(s.kv_len) + " needs " +
+                                                      std::to_string(plan.splits) + " split-K parts, more than " +
+                                                      std::to_string(kMaxSplits));
+  }
+  return plan;
+}
+
+uint64_t DecodePartialOBytes(const AttentionShape& shape, uint32_t splits) {
+  return shape.lse_elements() * splits * shape.head_dim * sizeof(float);
+}
+uint64_t DecodePartialLseBytes(const AttentionShape& shape, uint32_t splits) {
+  return shape.lse_elements() * splits * sizeof(float);
+}
+
+}  // namespace vkflash::attention

@@ -1,0 +1,55 @@
+// The decode family (shaders/decode/): the forward for few query rows per KV head over many keys,
+// as in generating text over a KV cache. One workgroup takes every query row of a KV head's group
+// (grouped-query packing), so K and V are read once per group, and the keys are split over
+// workgroups (split-K, flash-decoding) so that a handful of heads still fills the device; a second
+// pass merges the parts by their LSE. Bound by reading K and V: no tensor cores, float16 only.
+// Forward only: ChooseBackward gives way to the next family.
+#pragma once
+
+#include "attention/backends/kernel_backend.h"
+#include "attention/chunk_plan.h"
+
+namespace vkflash::attention {
+
+// Query rows a decode workgroup holds in registers: (q_heads / kv_heads) * q_len at most.
+constexpr uint32_t kDecodeMaxRows = 8;
+
+class DecodeBackend final : public KernelBackend {
+ public:
+  const char* name() const override { return "decode"; }
+  std::span<const std::string_view> variants() const override;
+  // Subgroup shuffles and 16-bit storage.
+  std::string WhyUnusable(const DeviceInfo& device, std::string_view variant) const override;
+  // DeviceInfo::use_decode_kernels.
+  void Use(DeviceInfo* device, std::string_view) const override { device->use_decode_kernels = true; }
+  void Unuse(DeviceInfo* device) const override { device->use_decode_kernels = false; }
+  bool Used(const DeviceInfo& device) const override { return device.use_decode_kernels; }
+  // Split-K keeps each workgroup's loop inside the driver's loop budget (PlanDecodeSplits).
+  bool runs_within_loop_budget() const override { return true; }
+  // float16, head dim a multiple of 8 up to 256, (q_heads / kv_heads) * q_len <= kDecodeMaxRows.
+  bool Applies(const DeviceInfo& device, const AttentionParams& params) const override;
+  // THREADS_PER_ROW invocations per key (a power of two within the subgroup), 128 invocations,
+  // BLOCK_Q = the packed rows, BLOCK_KV = keys the workgroup loads per step.
+  Result<KernelChoice> ChooseForward(const DeviceInfo& device, const AttentionParams& params,
+                                     const TileOverrides& overrides) const override;
+  Result<BackwardKernelChoice> ChooseBackward(const DeviceInfo& device, const AttentionParams& params,
+                                              const TileOverrides& overrides) const override;
+};
+
+// How a decode call splits its keys: `splits` parts of `split_keys` keys (a multiple of BLOCK_KV;
+// the last part shorter), each a workgroup per (KV head, batch). Enough workgroups to give every
+// compute unit a few (DeviceInfo::compute_units; 16 where unknown), parts of at least a few hundred
+// keys (the merge reads every part's O), and no part past half the driver's loop budget.
+// overrides.decode_splits, where set, is the count asked for.
+struct DecodeSplits {
+  uint32_t splits = 1;
+  uint32_t split_keys = 0;
+};
+Result<DecodeSplits> PlanDecodeSplits(const DeviceInfo& device, const AttentionParams& params,
+                                      const KernelChoice& choice, const TileOverrides& overrides);
+
+// Workspace of a split call: every row's normalized O and base-2 LSE per part, float32.
+uint64_t DecodePartialOBytes(const AttentionShape& shape, uint32_t splits);
+uint64_t DecodePartialLseBytes(const AttentionShape& shape, uint32_t splits);
+
+}  // namespace vkflash::attention

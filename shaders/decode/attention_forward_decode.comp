@@ -1,0 +1,210 @@
+// Forward for few query rows over many keys (decode over a KV cache): one workgroup per (key
+// split, KV head, batch) takes every query row of the KV head's group, G = q_heads / kv_heads heads
+// x q_len rows (BLOCK_Q of them, the engine packs G * q_len <= BLOCK_Q), so each K and V row is
+// read from memory once per split. The work is bound by that read: no shared tiles, no tensor
+// cores. float16 storage; arithmetic float32.
+//
+// THREADS_PER_ROW (T) consecutive invocations share one key: each holds HEAD_DIM / T columns of
+// every packed query row in registers and reduces the dot products with subgroup shuffles. The
+// workgroup's KEY_GROUPS groups of T walk the split's keys KEYS_PER_STEP at a time each, with their
+// own online softmax (base 2); at the end the groups merge in a fixed order through shared memory.
+//
+// One split (pc.split_keys >= kv_len): O and LSE are written. Several (SPLIT): each writes its
+// rows' normalized O and base-2 LSE to the workspace (VKF_FWD_BINDING_O_STATE, _ROW_STATE), and
+// decode/attention_decode_combine.comp merges them.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_EXT_control_flow_attributes : require
+
+#define VKF_DEFAULT_HEAD_DIM 128
+#define VKF_DEFAULT_BLOCK_Q 4
+#define VKF_DEFAULT_BLOCK_KV 16
+#define VKF_DEFAULT_THREADS_PER_ROW 16
+#include "common/attention_preamble.glsl"  // BLOCK_KV == KEY_GROUPS * KEYS_PER_STEP (engine checks)
+#include "common/constants.glsl"
+#include "common/attention_mask.glsl"
+layout(constant_id = VKF_SPEC_WRITE_LSE) const bool WRITE_LSE = true;
+layout(constant_id = VKF_SPEC_CHUNKED) const bool SPLIT = false;  // partial results to the workspace
+
+const uint T = THREADS_PER_ROW;                       // invocations per key, a power of two <= subgroup size
+const uint ROW_U4 = HEAD_DIM / 8;                     // a float16 row in uvec4 words
+const uint U4_PER_THREAD = ROW_U4 / T;                // words of a row each invocation holds
+const uint COLUMNS = 8 * U4_PER_THREAD;               // columns each invocation holds
+const uint KEY_GROUPS = WORKGROUP_SIZE / T;
+const uint KEYS_PER_STEP = BLOCK_KV / KEY_GROUPS;     // keys a group loads at once (loads in flight)
+const uint ROWS = BLOCK_Q;
+
+layout(std430, set = 0, binding = VKF_FWD_BINDING_Q) readonly buffer q_block { uvec4 q_u4[]; };
+layout(std430, set = 0, binding = VKF_FWD_BINDING_K) readonly buffer k_block { uvec4 k_u4[]; };
+layout(std430, set = 0, binding = VKF_FWD_BINDING_V) readonly buffer v_block { uvec4 v_u4[]; };
+layout(std430, set = 0, binding = VKF_FWD_BINDING_O) writeonly buffer o_block { uvec4 o_u4[]; };
+layout(std430, set = 0, binding = VKF_FWD_BINDING_LSE) writeonly buffer lse_block { float lse_data[]; };
+// SPLIT: per (row, split), the normalized O ([rows][splits][HEAD_DIM] floats) and the base-2 LSE.
+layout(std430, set = 0, binding = VKF_FWD_BINDING_O_STATE) writeonly buffer o_part_block { vec4 o_part[]; };
+layout(std430, set = 0, binding = VKF_FWD_BINDING_ROW_STATE) writeonly buffer lse_part_block { float lse_part[]; };
+
+// The groups' merge: each group's running max and sum per row, then O summed group by group.
+shared float group_max[KEY_GROUPS * ROWS];
+shared float group_sum[KEY_GROUPS * ROWS];
+shared vec4 merged_o[ROWS * HEAD_DIM / 4];
+
+// max() of GLSL may drop a NaN (NVIDIA's does): a NaN score must reach the row's max, sum and O.
+float max_keeping_nan(float a, float b) { return isnan(a) || a > b ? a : b; }
+
+void unpack8(uvec4 w, out vec4 lo, out vec4 hi) {
+  lo = vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
+  hi = vec4(unpackHalf2x16(w.z), unpackHalf2x16(w.w));
+}
+
+void main() {
+  const uint split = gl_WorkGroupID.x, kv_head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
+  const uint group_size = pc.q_heads / pc.kv_heads;
+  const uint rows = group_size * pc.q_len;  // packed rows: head-major, then query row
+  const uint lane = gl_LocalInvocationIndex % T, key_group = gl_LocalInvocationIndex / T;
+  const int shift = causal_shift(pc.q_len, pc.kv_len);
+
+  // This split's keys, cut where no row of the group sees further.
+  const uint key_begin = split * pc.split_keys;
+  const uint key_end = min(min(key_begin + pc.split_keys, pc.kv_len), visible_kv_end(0, pc.q_len, pc.q_len, pc.kv_len));
+
+  // Packed row r is query row r % q_len of head kv_head * group_size + r / q_len.
+  vec4 q[ROWS][2 * U4_PER_THREAD];
+  uint q_row[ROWS];
+  for (uint r = 0; r < ROWS; ++r) {
+    q_row[r] = r < rows ? r % pc.q_len : 0;
+    const uint head = kv_head * group_size + min(r, rows - 1) / pc.q_len;
+    const uint base = ((batch * pc.q_heads + head) * pc.q_len + q_row[r]) * ROW_U4;
+    for (uint c = 0; c < U4_PER_THREAD; ++c) {
+      vec4 lo = vec4(0.0), hi = vec4(0.0);
+      if (r < rows) unpack8(q_u4[base + lane + c * T], lo, hi);
+      q[r][2 * c] = lo * pc.scale_log2;
+      q[r][2 * c + 1] = hi * pc.scale_log2;
+    }
+  }
+
+  float row_max[ROWS], row_sum[ROWS];
+  vec4 o[ROWS][2 * U4_PER_THREAD];
+  for (uint r = 0; r < ROWS; ++r) {
+    row_max[r] = NEG_INF;
+    row_sum[r] = 0.0;
+    for (uint c = 0; c < 2 * U4_PER_THREAD; ++c) o[r][c] = vec4(0.0);
+  }
+
+  const uint kv_base = (batch * pc.kv_heads + kv_head) * pc.kv_len;
+  for (uint key0 = key_begin + key_group * KEYS_PER_STEP; key0 < key_end; key0 += KEY_GROUPS * KEYS_PER_STEP) {
+    // Every load of the step first, so that they are in flight together.
+    uvec4 k_words[KEYS_PER_STEP][U4_PER_THREAD], v_words[KEYS_PER_STEP][U4_PER_THREAD];
+    [[unroll]] for (uint u = 0; u < KEYS_PER_STEP; ++u) {
+      const uint key = min(key0 + u, key_end - 1);  // past the end: a key the mask drops below
+      [[unroll]] for (uint c = 0; c < U4_PER_THREAD; ++c) {
+        k_words[u][c] = k_u4[(kv_base + key) * ROW_U4 + lane + c * T];
+        v_words[u][c] = v_u4[(kv_base + key) * ROW_U4 + lane + c * T];
+      }
+    }
+    float s[KEYS_PER_STEP][ROWS];
+    [[unroll]] for (uint u = 0; u < KEYS_PER_STEP; ++u) {
+      vec4 k_cols[2 * U4_PER_THREAD];
+      [[unroll]] for (uint c = 0; c < U4_PER_THREAD; ++c) unpack8(k_words[u][c], k_cols[2 * c], k_cols[2 * c + 1]);
+      [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+        float dot_part = 0.0;
+        [[unroll]] for (uint c = 0; c < 2 * U4_PER_THREAD; ++c) dot_part += dot(q[r][c], k_cols[c]);
+        [[unroll]] for (uint m = 1; m < T; m <<= 1) dot_part += subgroupShuffleXor(dot_part, m);
+        // Masked (past the split, above the diagonal, a padding row) or a score of -inf: no effect.
+        const uint key = key0 + u;
+        const bool visible = key < key_end && r < rows && (!CAUSAL || int(key) <= int(q_row[r]) + shift);
+        s[u][r] = visible ? dot_part : NEG_INF;
+      }
+    }
+    // Online softmax, branch-free: a row that has seen nothing yet keeps O = 0 and sum 0.
+    float p[KEYS_PER_STEP][ROWS];
+    [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+      float step_max = s[0][r];
+      [[unroll]] for (uint u = 1; u < KEYS_PER_STEP; ++u) step_max = max_keeping_nan(step_max, s[u][r]);
+      const float new_max = max_keeping_nan(row_max[r], step_max);
+      const float base = new_max == NEG_INF ? 0.0 : new_max;  // exp2(-inf - base) = 0, never NaN
+      const float rescale = exp2(row_max[r] - base);          // 0 the first time
+      row_sum[r] *= rescale;
+      [[unroll]] for (uint c = 0; c < 2 * U4_PER_THREAD; ++c) o[r][c] *= rescale;
+      [[unroll]] for (uint u = 0; u < KEYS_PER_STEP; ++u) {
+        p[u][r] = exp2(s[u][r] - base);  // 0 where masked; NaN for a NaN or +inf score, as the contract says
+        row_sum[r] += p[u][r];
+      }
+      row_max[r] = new_max;
+    }
+    [[unroll]] for (uint u = 0; u < KEYS_PER_STEP; ++u) {
+      [[unroll]] for (uint c = 0; c < U4_PER_THREAD; ++c) {
+        vec4 lo, hi;
+        unpack8(v_words[u][c], lo, hi);
+        [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+          // A masked key's V never enters (a select, not a product with 0): it may hold inf or NaN.
+          const bool seen = s[u][r] != NEG_INF;
+          o[r][2 * c] = seen ? o[r][2 * c] + p[u][r] * lo : o[r][2 * c];
+          o[r][2 * c + 1] = seen ? o[r][2 * c + 1] + p[u][r] * hi : o[r][2 * c + 1];
+        }
+      }
+    }
+  }
+
+  // Merge the key groups: the rows' max over groups, then each group's sum and O rescaled to it,
+  // added in group order (deterministic).
+  if (lane == 0) {
+    for (uint r = 0; r < ROWS; ++r) {
+      group_max[key_group * ROWS + r] = row_max[r];
+      group_sum[key_group * ROWS + r] = row_sum[r];
+    }
+  }
+  barrier();
+  float merged_max[ROWS], merged_sum[ROWS], rescale[ROWS];
+  for (uint r = 0; r < ROWS; ++r) {
+    merged_max[r] = NEG_INF;
+    for (uint g = 0; g < KEY_GROUPS; ++g) {
+      merged_max[r] = max_keeping_nan(group_max[g * ROWS + r], merged_max[r]);
+    }
+    merged_sum[r] = 0.0;
+    for (uint g = 0; g < KEY_GROUPS; ++g) {
+      const float m = group_max[g * ROWS + r];
+      merged_sum[r] += m == NEG_INF ? 0.0 : group_sum[g * ROWS + r] * exp2(m - merged_max[r]);
+    }
+    rescale[r] = row_max[r] == NEG_INF ? 0.0 : exp2(row_max[r] - merged_max[r]);
+  }
+  for (uint g = 0; g < KEY_GROUPS; ++g) {
+    if (key_group == g) {
+      for (uint r = 0; r < ROWS; ++r) {
+        for (uint c = 0; c < U4_PER_THREAD; ++c) {
+          for (uint half_word = 0; half_word < 2; ++half_word) {
+            const uint at = r * (HEAD_DIM / 4) + 2 * (lane + c * T) + half_word;
+            // A group that saw nothing adds nothing (its O is 0, and 0 * NaN would not be).
+            const vec4 mine = row_max[r] == NEG_INF ? vec4(0.0) : o[r][2 * c + half_word] * rescale[r];
+            merged_o[at] = g == 0 ? mine : merged_o[at] + mine;
+          }
+        }
+      }
+    }
+    barrier();
+  }
+
+  // Write: invocation i takes uvec4 words i, i + WORKGROUP_SIZE, ... of the packed rows.
+  const uint splits = SPLIT ? (pc.kv_len + pc.split_keys - 1) / pc.split_keys : 1;
+  for (uint i = gl_LocalInvocationIndex; i < rows * ROW_U4; i += WORKGROUP_SIZE) {
+    const uint r = i / ROW_U4, word = i % ROW_U4;
+    const uint head = kv_head * group_size + r / pc.q_len;
+    const uint row_index = (batch * pc.q_heads + head) * pc.q_len + r % pc.q_len;
+    // A row that saw no key: O = 0 (LSE -inf below); a NaN sum gives NaN.
+    const float inv_sum = merged_sum[r] == 0.0 ? 0.0 : 1.0 / merged_sum[r];
+    const vec4 lo = merged_o[r * (HEAD_DIM / 4) + 2 * word] * inv_sum;
+    const vec4 hi = merged_o[r * (HEAD_DIM / 4) + 2 * word + 1] * inv_sum;
+    const float lse_log2 = merged_max[r] + log2(merged_sum[r]);  // -inf where the row saw no key
+    if (SPLIT) {
+      const uint part = (row_index * splits + split) * (HEAD_DIM / 4) + 2 * word;
+      o_part[part] = lo;
+      o_part[part + 1] = hi;
+      if (word == 0) lse_part[row_index * splits + split] = lse_log2;
+    } else {
+      o_u4[row_index * ROW_U4 + word] =
+          uvec4(packHalf2x16(lo.xy), packHalf2x16(lo.zw), packHalf2x16(hi.xy), packHalf2x16(hi.zw));
+      if (WRITE_LSE && word == 0) lse_data[row_index] = lse_log2 * LN2;
+    }
+  }
+}
