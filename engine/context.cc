@@ -14,6 +14,7 @@
 #include "attention/forward_op.h"
 #include "attention/loop_budget.h"
 #include "attention/naive_op.h"
+#include "attention/read_stream_op.h"
 #include "attention/family_choice.h"
 #include "attention/kernel_choice.h"
 #include "device_selection.h"
@@ -41,6 +42,7 @@ struct Context::Impl {
   std::unique_ptr<attention::ForwardOperator> forward;
   std::unique_ptr<attention::BackwardOperator> backward;
   std::unique_ptr<attention::NaiveOperator> naive;
+  std::unique_ptr<attention::ReadStreamOperator> read_stream;
   attention::CoopmatLayout coopmat_layout;  // valid when info.cooperative_matrix != kNone
 
   // Builds everything that sits on top of `device`.
@@ -54,6 +56,7 @@ struct Context::Impl {
     VKF_ASSIGN_OR_RETURN(backward, attention::BackwardOperator::Create(*device, info, options.tile_overrides,
                                                                        coopmat_layout, *pipelines));
     VKF_ASSIGN_OR_RETURN(naive, attention::NaiveOperator::Create(*device, info, *pipelines));
+    VKF_ASSIGN_OR_RETURN(read_stream, attention::ReadStreamOperator::Create(*device, info, *pipelines));
     return Status::Ok();
   }
 
@@ -67,7 +70,7 @@ struct Context::Impl {
     if (info.shader_loop_budget == 0 || !attention::UsesFamilyPastLoopBudget(info)) return Status::Ok();
     const std::string why = "this driver ends shader loops after " + std::to_string(info.shader_loop_budget) +
                             " iterations; only the scalar and decode kernels keep within that";
-    if (options.kernels != "auto") return Status::Error(ErrorCode::kUnsupported, why);
+    if (attention::AsksForFamilyPastLoopBudget(options.kernels)) return Status::Error(ErrorCode::kUnsupported, why);
     attention::KeepFamiliesWithinLoopBudget(&info);
     info.cooperative_matrix_note = why;
     return Status::Ok();
@@ -308,6 +311,7 @@ void Context::ForgetBuffer(VkBuffer buffer) {
   impl_->forward->Forget(buffer);
   impl_->backward->Forget(buffer);
   impl_->naive->Forget(buffer);
+  impl_->read_stream->Forget(buffer);
 }
 
 // ---- Buffer ----
@@ -348,6 +352,16 @@ Status RecordNaiveForward(Context& context, VkCommandBuffer cmd, const Attention
                           const ForwardBuffers& buffers, const BufferView& scores) {
   if (cmd == VK_NULL_HANDLE) return Status::Error(ErrorCode::kInvalidArgument, "command buffer is VK_NULL_HANDLE");
   return ContextInternals::Of(context).naive->Record(cmd, params, buffers, scores);
+}
+
+uint64_t ReadStreamSinkBytes(const Context& context, std::span<const BufferView> sources) {
+  return ContextInternals::Of(context).read_stream->SinkBytes(sources);
+}
+
+Status RecordReadStream(Context& context, VkCommandBuffer cmd, std::span<const BufferView> sources,
+                        const BufferView& sink) {
+  if (cmd == VK_NULL_HANDLE) return Status::Error(ErrorCode::kInvalidArgument, "command buffer is VK_NULL_HANDLE");
+  return ContextInternals::Of(context).read_stream->Record(cmd, sources, sink);
 }
 
 Result<std::vector<double>> MeasureGpuTime(Context& context, const std::function<Status(VkCommandBuffer)>& record,

@@ -274,6 +274,17 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
     CHECK((b->dq.block_q == 128 && b->dq.block_kv == 64 && b->dq.workgroup_size == 128));
     CHECK(b->dq.shared_memory_bytes == 2 * 64 * (64 + 8) * 2 + 64 * 4 + 2 * 128 * 4);
   }
+  SECTION("the driver's reserved shared memory is not the kernel's") {
+    params.shape.kv_len = 1024;  // 80-key steps: 2 x 80 rows of 272 bytes, 43524 bytes with the flag
+    device.shared_memory_bytes = 49152;
+    device.usable_shared_memory_bytes = 49152;
+    device.cooperative_matrix2_reserved_shared_memory = 8192;  // the H100's
+    auto f = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(f.ok());
+    CHECK((f->block_q == 64 && f->block_kv == 64 && f->shared_memory_bytes <= 49152 - 8192));
+    device.cooperative_matrix2_reserved_shared_memory = 0;
+    CHECK(vkflash::attention::ChooseForwardKernel(device, params, false)->block_kv == 80);
+  }
   SECTION("rows of 1024 keys or more take 80-key steps (96 at head dim 96)") {
     // 80: a multiple of N and K's granularity of 16 at 128 invocations
     params.shape.kv_len = 1024;

@@ -3,10 +3,16 @@
 // without it (no subgroup operations) the same calls run another family and must still be right.
 #include <catch2/catch.hpp>
 #include <vkflash/device_info.hpp>
+#include <vkflash/diagnostics.hpp>
 
+#include <array>
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
+#include "half.h"
 #include "support/attention_case.h"
 #include "support/validated_context.h"
 
@@ -74,6 +80,7 @@ TEST_CASE("decode: a few query rows (speculative decoding) with the causal diago
 
 TEST_CASE("decode: split-K parts agree with one part, and give the same bits run after run", "[forward][decode]") {
   const AttentionParams params = DecodeParams({2, 8, 2, 2, 3000, 64}, true);  // one part fits lavapipe's loop budget
+  std::vector<float> one_part;
   for (uint32_t splits : {1u, 7u, 0u}) {  // 0: from the device
     INFO("decode_splits " << splits);
     ContextOptions options = ValidatedOptions();
@@ -85,10 +92,9 @@ TEST_CASE("decode: split-K parts agree with one part, and give the same bits run
     REQUIRE(workspace.ok());
     if ((*context)->device_info().use_decode_kernels) {
       // Parts keep each row's O and LSE per part: O(rows x D x parts), never O(kv_len).
-      const uint64_t rows = 2 * 8 * 2;
+      const uint64_t rows = 2 * 8 * 2, alignment = std::max<uint64_t>((*context)->device_info().min_storage_buffer_offset_alignment, 16);
       if (splits == 1) CHECK(*workspace == 0);
-      if (splits == 7) CHECK(*workspace >= rows * 7 * (64 + 1) * 4);
-      CHECK(*workspace <= rows * 4096 * (64 + 1) * 4 + 4096);
+      if (splits == 7) CHECK((*workspace >= rows * 7 * (64 + 1) * 4 && *workspace < rows * 7 * (64 + 1) * 4 + alignment));
     }
     const ForwardRun first = RunForwardCase(**context, params, 77);
     CHECK(first.o_error <= ForwardTolerance(params.dtype));
@@ -96,6 +102,142 @@ TEST_CASE("decode: split-K parts agree with one part, and give the same bits run
     const ForwardRun again = RunForwardCase(**context, params, 77);
     REQUIRE(std::memcmp(first.o.data(), again.o.data(), first.o.size() * sizeof(float)) == 0);
     REQUIRE(std::memcmp(first.lse.data(), again.lse.data(), first.lse.size() * sizeof(float)) == 0);
+    // Parts merged by their LSE give one part's O within float16 rounding.
+    if (splits == 1) {
+      one_part = first.o;
+    } else {
+      double diff = 0, norm = 0;
+      for (size_t i = 0; i < one_part.size(); ++i) {
+        diff += (first.o[i] - one_part[i]) * double(first.o[i] - one_part[i]);
+        norm += double(one_part[i]) * one_part[i];
+      }
+      CHECK(std::sqrt(diff / norm) <= 1e-3);
+    }
     RequireNoValidationMessages();
   }
+}
+
+TEST_CASE("decode: a key a row cannot see has no effect, across split-K parts", "[decode][nonfinite]") {
+  ContextOptions options = ValidatedOptions();
+  options.tile_overrides.decode_splits = 3;  // the merge pass carries -inf, NaN and masked keys
+  auto context = Context::Create(options);
+  REQUIRE(context.ok());
+  // 2 heads per KV head x 4 rows; row i sees keys j <= i + 596: the last key only row 3 sees.
+  const AttentionParams params = DecodeParams({1, 4, 2, 4, 600, 64}, true);
+  RequireDecodeWhereUsed(**context, params);
+  const AttentionShape& s = params.shape;
+  const uint32_t D = s.head_dim, key = s.kv_len - 1;
+  const ForwardRun base = RunForwardCase(**context, params, 5);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float poison : {std::numeric_limits<float>::quiet_NaN(), inf, -inf}) {
+    for (bool in_v : {true, false}) {
+      INFO("key " << key << (in_v ? " of V" : " of K") << " = " << poison);
+      std::vector<float> k = base.k, v = base.v;
+      for (uint32_t kvh = 0; kvh < s.batch * s.kv_heads; ++kvh) {
+        for (uint32_t d = 0; d < D; ++d) (in_v ? v : k)[(uint64_t(kvh) * s.kv_len + key) * D + d] = poison;
+      }
+      const ForwardRun run = RunForwardWith(**context, params, base.q, k, v);
+      for (uint32_t bh = 0; bh < s.batch * s.q_heads; ++bh) {
+        for (uint32_t i = 0; i < s.q_len; ++i) {
+          const uint64_t row = uint64_t(bh) * s.q_len + i;
+          if (i < 3) {  // exactly as without the poison
+            REQUIRE(std::memcmp(&run.o[row * D], &base.o[row * D], D * sizeof(float)) == 0);
+            REQUIRE(std::memcmp(&run.lse[row], &base.lse[row], sizeof(float)) == 0);
+          } else if (in_v) {  // the row sees V's inf or NaN; its LSE does not
+            for (uint32_t d = 0; d < D; ++d) REQUIRE_FALSE(std::isfinite(run.o[row * D + d]));
+            REQUIRE(std::memcmp(&run.lse[row], &base.lse[row], sizeof(float)) == 0);
+          } else {  // a NaN score (inf times K's mixed signs sums to NaN): the row is NaN
+            REQUIRE(std::isnan(run.lse[row]));
+            for (uint32_t d = 0; d < D; ++d) REQUIRE(std::isnan(run.o[row * D + d]));
+          }
+        }
+      }
+    }
+  }
+  RequireNoValidationMessages();
+}
+
+TEST_CASE("the read probe reads every word of its sources once", "[diagnostics]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  // Sources of different lengths: one long enough for the probe's four-word loop (words >= 4 x its
+  // invocations: 128 workgroups of 256 where the device does not report its compute units), others
+  // only for its one-word tail.
+  const std::vector<uint32_t> lengths = {4 * (4 * 128 * 256 * 2 + 3), 4 * 1000 + 12, 4 * 77};  // uints
+  std::vector<Buffer> sources;
+  std::vector<BufferView> views;
+  std::array<uint32_t, 4> expected{};  // the XOR of every source's 16-byte words
+  uint32_t x = 12345;
+  for (uint32_t length : lengths) {
+    std::vector<uint32_t> data(length);
+    for (uint32_t i = 0; i < length; ++i) {
+      x = x * 1664525u + 1013904223u;
+      data[i] = x;
+      expected[i % 4] ^= x;
+    }
+    auto buffer = context.CreateBuffer(length * 4);
+    REQUIRE(buffer.ok());
+    REQUIRE(context.Upload(buffer->view(), data.data(), length * 4).ok());
+    views.push_back(buffer->view());
+    sources.push_back(std::move(buffer).value());
+  }
+  const uint64_t sink_bytes = ReadStreamSinkBytes(context, views);
+  REQUIRE(sink_bytes >= 16 * lengths.size());
+  auto sink = context.CreateBuffer(sink_bytes);
+  REQUIRE(sink.ok());
+  std::vector<uint32_t> words(sink_bytes / 4, 0);
+  REQUIRE(context.Upload(sink->view(), words.data(), sink_bytes).ok());
+  auto run = MeasureGpuTime(context, [&](VkCommandBuffer cmd) { return RecordReadStream(context, cmd, views, sink->view()); }, 1);
+  REQUIRE(run.ok());
+  REQUIRE(context.Download(sink->view(), words.data(), sink_bytes).ok());
+  std::array<uint32_t, 4> got{};
+  for (size_t i = 0; i < words.size(); ++i) got[i % 4] ^= words[i];
+  CHECK(got == expected);
+  // Sources that are not whole 16-byte words, and a sink too small, are refused.
+  const BufferView ragged{views[0].buffer, views[0].offset, 20};
+  const BufferView small_sink{sink->view().buffer, 0, 16};
+  for (auto [source, into] : {std::pair{ragged, sink->view()}, std::pair{views[1], small_sink}}) {
+    if (into.size == 16 && ReadStreamSinkBytes(context, std::span<const BufferView>(&source, 1)) <= 16) continue;
+    CHECK(MeasureGpuTime(context, [&](VkCommandBuffer cmd) {
+            return RecordReadStream(context, cmd, std::span<const BufferView>(&source, 1), into);
+          }, 1).status().code() == ErrorCode::kInvalidArgument);
+  }
+  RequireNoValidationMessages();
+}
+
+TEST_CASE("decode: recorded without a workspace, a split call runs as one part", "[decode]") {
+  ContextOptions options = ValidatedOptions();
+  options.tile_overrides.decode_splits = 5;
+  auto context = Context::Create(options);
+  REQUIRE(context.ok());
+  Context& ctx = **context;
+  const AttentionParams params = DecodeParams({1, 4, 1, 1, 2000, 64}, false);
+  const AttentionShape& s = params.shape;
+  if (!ctx.device_info().use_decode_kernels) return;
+  auto workspace_bytes = ctx.ForwardWorkspaceBytes(params);
+  REQUIRE((workspace_bytes.ok() && *workspace_bytes > 0));  // five parts want one
+  const ForwardRun reference = RunForwardCase(ctx, params, 9);  // with a workspace
+  std::vector<Buffer> held;
+  auto tensor = [&](const std::vector<float>& values) {
+    std::vector<uint16_t> halves(values.size());
+    for (size_t i = 0; i < values.size(); ++i) halves[i] = tools::FloatToHalf(values[i]);
+    auto buffer = ctx.CreateBuffer(halves.size() * 2);
+    REQUIRE(buffer.ok());
+    REQUIRE(ctx.Upload(buffer->view(), halves.data(), halves.size() * 2).ok());
+    held.push_back(std::move(buffer).value());
+    return held.back().view();
+  };
+  ForwardBuffers buffers{tensor(reference.q), tensor(reference.k), tensor(reference.v),
+                         tensor(std::vector<float>(s.q_elements(), 0.0f))};
+  auto run = MeasureGpuTime(ctx, [&](VkCommandBuffer cmd) { return ctx.RecordForward(cmd, params, buffers); }, 1);
+  REQUIRE(run.ok());
+  std::vector<uint16_t> o(s.q_elements());
+  REQUIRE(ctx.Download(buffers.o, o.data(), o.size() * 2).ok());
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < o.size(); ++i) {
+    const double x = tools::HalfToFloat(o[i]), ref = reference.o[i];
+    diff += (x - ref) * (x - ref);
+    norm += ref * ref;
+  }
+  CHECK(std::sqrt(diff / norm) <= 1e-3);
+  RequireNoValidationMessages();
 }

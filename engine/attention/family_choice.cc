@@ -71,6 +71,16 @@ bool UsesFamilyPastLoopBudget(const DeviceInfo& info) {
                      [&](const KernelBackend* f) { return !f->runs_within_loop_budget() && f->Used(info); });
 }
 
+bool AsksForFamilyPastLoopBudget(const std::string& kernels) {
+  if (kernels == "auto") return false;
+  if (kernels == "coopmat") return true;
+  for (const KernelBackend* family : KernelBackends()) {
+    const auto variants = family->variants();
+    if (std::find(variants.begin(), variants.end(), kernels) != variants.end()) return !family->runs_within_loop_budget();
+  }
+  return true;
+}
+
 void KeepFamiliesWithinLoopBudget(DeviceInfo* info) {
   for (const KernelBackend* family : KernelBackends()) {
     if (!family->runs_within_loop_budget()) family->Unuse(info);

@@ -1,8 +1,8 @@
 // Which kernel families a Context may use, decided once when it starts: from the resolved
 // ContextOptions::kernels, what the device offers (DeviceInfo, after the portability limits) and
 // which kernels this build has. Each family in KernelBackends() says whether it can run
-// (WhyUnusable) and records its use in DeviceInfo (cooperative_matrix, use_cooperative_matrix2),
-// which its Applies() reads per call. Adding a family adds no code here.
+// (WhyUnusable) and records its use in DeviceInfo (use_decode_kernels, use_cooperative_matrix2,
+// cooperative_matrix), which its Applies() reads per call. Adding a family adds no code here.
 #pragma once
 
 #include <vkflash/device_info.hpp>
@@ -22,5 +22,8 @@ Status ChooseKernelFamily(const std::string& kernels, DeviceInfo* info);
 // ones), and leaves only the families that keep within it.
 bool UsesFamilyPastLoopBudget(const DeviceInfo& info);
 void KeepFamiliesWithinLoopBudget(DeviceInfo* info);
+// Whether `kernels` (ContextOptions::kernels) names a family that cannot keep within a loop budget
+// ("coopmat", "coopmat2", ...): a Context on such a driver fails rather than run another.
+bool AsksForFamilyPastLoopBudget(const std::string& kernels);
 
 }  // namespace vkflash::attention

@@ -180,7 +180,12 @@ Status ForwardOperator::RecordDecode(VkCommandBuffer cmd, const AttentionParams&
                                      const ForwardBuffers& buffers, const std::array<BufferView, 4>& qkvo) {
   const AttentionShape& shape = params.shape;
   const auto& [q, k, v, o] = qkvo;
-  VKF_ASSIGN_OR_RETURN(const DecodeSplits split, PlanDecodeSplits(info_, params, choice, overrides_));
+  VKF_ASSIGN_OR_RETURN(DecodeSplits split, PlanDecodeSplits(info_, params, choice, overrides_));
+  if (split.splits > 1 && buffers.workspace.empty()) {  // one part, where the loop budget allows
+    TileOverrides one_part = overrides_;
+    one_part.decode_splits = 1;
+    VKF_ASSIGN_OR_RETURN(split, PlanDecodeSplits(info_, params, choice, one_part));
+  }
   const bool parts = split.splits > 1;
   const StateParts state = DecodeStateParts(info_, shape, split.splits);
   const uint64_t element = DataTypeSize(params.dtype);
@@ -190,8 +195,8 @@ Status ForwardOperator::RecordDecode(VkCommandBuffer cmd, const AttentionParams&
     if (buffers.workspace.empty()) {
       return Status::Error(ErrorCode::kInvalidArgument,
                            "this call needs a workspace of " + std::to_string(state.total) +
-                               " bytes (Context::ForwardWorkspaceBytes): its keys are split over " +
-                               std::to_string(split.splits) + " workgroups per KV head");
+                               " bytes (Context::ForwardWorkspaceBytes): this driver ends long shader loops early, "
+                               "so the keys are split over " + std::to_string(split.splits) + " workgroups per KV head");
     }
     const NamedView workspace{"workspace", buffers.workspace, state.total, std::max(state.o_bytes, state.row_bytes)};
     VKF_RETURN_IF_ERROR(CheckViews(info_, {workspace}));
@@ -209,7 +214,7 @@ Status ForwardOperator::RecordDecode(VkCommandBuffer cmd, const AttentionParams&
   const bool write_lse = !buffers.lse.empty();
   KernelChoice combine;
   combine.kernel = "decode_combine_f16";
-  combine.workgroup_size = 64;
+  combine.workgroup_size = kCombineWorkgroupSize;
   auto pipeline = [&](const KernelChoice& kernel, bool split_parts) -> Result<VkPipeline> {
     const vk::ShaderBlob* shader = vk::FindShader(kernel.kernel);
     if (shader == nullptr) return Status::Error(ErrorCode::kUnsupported, "kernel '" + kernel.kernel + "' is not built");

@@ -31,6 +31,15 @@ struct FlexibleDimensionsPropertiesNv {
   uint32_t workgroupInvocations;
 };
 constexpr VkStructureType kFlexibleDimensionsPropertiesNvType = VkStructureType(1000593001);
+// VkPhysicalDeviceCooperativeMatrix2PropertiesNV.
+struct CooperativeMatrix2PropertiesNv {
+  VkStructureType sType;
+  void* pNext;
+  uint32_t workgroupScopeMaxWorkgroupSize;
+  uint32_t flexibleDimensionsMaxDimension;
+  uint32_t workgroupScopeReservedSharedMemory;
+};
+constexpr VkStructureType kCooperativeMatrix2PropertiesNvType = VkStructureType(1000593002);
 
 // Component types and scope share their values between the NV and KHR extensions.
 constexpr uint32_t kFloat16 = 0, kFloat32 = 1, kScopeWorkgroup = 2, kScopeSubgroup = 3;
@@ -138,6 +147,12 @@ void ProbeCooperativeMatrix(VkInstance instance, uint32_t instance_api_version, 
       nv2.cooperativeMatrixPerElementOperations && nv2.cooperativeMatrixTensorAddressing) {
     ListCooperativeMatrix2Shapes(instance, device, info);
     info->nv_cooperative_matrix2_f16 = !info->cooperative_matrix2_workgroups.empty();
+    // Shared memory the driver keeps for workgroup-scope matrices: a kernel's own may use the rest.
+    CooperativeMatrix2PropertiesNv nv2_properties{kCooperativeMatrix2PropertiesNvType};
+    VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    properties.pNext = &nv2_properties;
+    vkGetPhysicalDeviceProperties2(device, &properties);
+    info->cooperative_matrix2_reserved_shared_memory = nv2_properties.workgroupScopeReservedSharedMemory;
   }
   // The subgroup-scope kernels reduce rows with shuffles and are built for one subgroup size.
   if (!info->subgroup_shuffle_in_compute || info->min_subgroup_size != info->max_subgroup_size) return;

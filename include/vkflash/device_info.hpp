@@ -58,6 +58,9 @@ struct DeviceInfo {
   };
   std::vector<Coopmat2Workgroup> cooperative_matrix2_workgroups;
   uint32_t cooperative_matrix2_granularity = 0;  // largest M/N/K granularity of those entries
+  // cooperativeMatrixWorkgroupScopeReservedSharedMemory: shared memory the driver keeps for a
+  // kernel with workgroup-scope matrices, out of maxComputeSharedMemorySize.
+  uint32_t cooperative_matrix2_reserved_shared_memory = 0;
   // The same list's subgroup-scope float16 x float16 + float32 entries (the backward kernels'
   // matrices): their largest M/N/K granularity, 0 if there is none.
   uint32_t cooperative_matrix2_subgroup_granularity = 0;

@@ -6,6 +6,7 @@
 #include <vkflash/vkflash.hpp>
 
 #include <functional>
+#include <span>
 #include <vector>
 
 namespace vkflash {
@@ -42,6 +43,16 @@ inline uint64_t NaiveScoresBytes(const AttentionShape& shape) { return uint64_t(
 // Barriers as for Context::RecordForward; `scores` is both written and read.
 Status RecordNaiveForward(Context& context, VkCommandBuffer cmd, const AttentionParams& params,
                           const ForwardBuffers& buffers, const BufferView& scores);
+
+// The device's read bandwidth over these bytes, for benchmarks: reads every 16-byte word of each
+// source once (one dispatch per source, none waiting for another). Each workgroup writes the XOR of
+// the words it read to 16 bytes of `sink` (ReadStreamSinkBytes; bytes between the parts are left
+// as they were): over a zeroed sink, the XOR of all its 16-byte words is the XOR of the sources'.
+// A decode step must read K and V once: timed over the same buffers, this is its ceiling.
+// Sources: multiples of 16 bytes. Barriers as for Context::RecordForward.
+uint64_t ReadStreamSinkBytes(const Context& context, std::span<const BufferView> sources);
+Status RecordReadStream(Context& context, VkCommandBuffer cmd, std::span<const BufferView> sources,
+                        const BufferView& sink);
 
 // For benchmarks: records `record` `runs` times into one submission on the context's queue, each
 // run between timestamp queries and followed by a full barrier, and returns each run's GPU time in

@@ -128,10 +128,11 @@ class Buffer {
 // The buffers of one forward call. `lse` may be left empty: the LSE is then not written.
 // Sizes: q, o: shape.q_elements() * DataTypeSize(dtype); k, v: shape.kv_elements() * size;
 // lse: shape.lse_elements() * 4 bytes.
-// `workspace`: scratch of Context::ForwardWorkspaceBytes(params) bytes, where that is not 0 (it is
-// 0 on most devices; a driver that ends long shader loops early, see
-// DeviceInfo::shader_loop_budget, needs one for long sequences). RecordForward fails without it
-// then; Forward() allocates one when it is left empty. A workspace is written and read by the
+// `workspace`: scratch of Context::ForwardWorkspaceBytes(params) bytes, where that is not 0: a
+// decode call (few query rows per KV head, long KV) splits its keys over workgroups and keeps the
+// parts there, and a driver that ends long shader loops early (DeviceInfo::shader_loop_budget)
+// walks long sequences in chunks. Without it RecordForward runs a decode call as one part (slower)
+// where the loop budget allows, and fails otherwise; Forward() allocates one when it is left empty. A workspace is written and read by the
 // call that uses it: calls recorded with the same workspace need a compute-to-compute barrier
 // between them (or one workspace each), like any two writers of one buffer.
 struct ForwardBuffers {
@@ -196,11 +197,13 @@ struct ContextOptions {
   // 0: the VKFLASH_MAX_LOOP_ITERATIONS environment variable, else the device's own budget.
   uint32_t max_loop_iterations = 0;
 
-  // Kernel family: "auto" (tensor cores where the device has them, else scalar), "scalar",
-  // "coopmat" (any cooperative-matrix extension), "coopmat_nv" or "coopmat_khr" (subgroup-scope
-  // kernels of that extension only), or "coopmat2" (the VK_NV_cooperative_matrix2 kernels, with
-  // subgroup-scope ones where they do not apply). "auto" and "coopmat" prefer coopmat2, then NV, then
-  // KHR. Create()/Adopt() fail with kUnsupported when the family asked for cannot run here.
+  // Kernel family: "auto" (every family the device can run, preferred first: decode, coopmat2, NV,
+  // KHR, scalar), "decode" (the decode kernels where they apply, then the rest as auto), "scalar",
+  // "coopmat" (as auto, but some cooperative-matrix extension must be usable), "coopmat_nv" or
+  // "coopmat_khr" (subgroup-scope kernels of that extension only, else scalar), or "coopmat2" (the
+  // VK_NV_cooperative_matrix2 kernels, with subgroup-scope ones where they do not apply). Naming a
+  // family leaves out the ones before it (e.g. "coopmat2" runs no decode kernel).
+  // Create()/Adopt() fail with kUnsupported when the family asked for cannot run here.
   // Empty: the VKFLASH_KERNELS environment variable, else "auto".
   std::string kernels;
 

@@ -99,6 +99,11 @@ using uint = std::uint32_t;
 #define VKF_LOOP_PROBE_BINDING 0
 #define VKF_LOOP_PROBE_ITERATIONS (1u << 20)
 
+// The read-bandwidth probe (shaders/probes/read_stream.comp): a source of 16-byte words, and a sink
+// where each workgroup writes the XOR of the words it read (16 bytes each).
+#define VKF_READ_STREAM_BINDING_SOURCE 0
+#define VKF_READ_STREAM_BINDING_SINK 1
+#define VKF_READ_STREAM_BINDING_COUNT 2
 // Push constants of every attention kernel. Forward and dQ dispatch (ceil(q_len / BLOCK_Q),
 // q_heads, batch); dK/dV dispatches (ceil(kv_len / BLOCK_KV), kv_heads, batch).
 struct AttentionPush {
@@ -118,6 +123,9 @@ struct AttentionPush {
   uint split_keys;
 };
 
+struct ReadStreamPush {
+  uint words;  // 16-byte words of the source
+};
 struct NaivePush {
   AttentionPush attention;
   uint slice;     // batch * q_heads + head of this dispatch

@@ -22,7 +22,7 @@
 #define VKF_DEFAULT_BLOCK_Q 4
 #define VKF_DEFAULT_BLOCK_KV 16
 #define VKF_DEFAULT_THREADS_PER_ROW 16
-#include "common/attention_preamble.glsl"  // BLOCK_KV == KEY_GROUPS * KEYS_PER_STEP (engine checks)
+#include "common/attention_preamble.glsl"  // the engine sets BLOCK_KV = KEY_GROUPS * KEYS_PER_STEP
 #include "common/constants.glsl"
 #include "common/attention_mask.glsl"
 layout(constant_id = VKF_SPEC_WRITE_LSE) const bool WRITE_LSE = true;
@@ -65,9 +65,9 @@ void main() {
   const uint lane = gl_LocalInvocationIndex % T, key_group = gl_LocalInvocationIndex / T;
   const int shift = causal_shift(pc.q_len, pc.kv_len);
 
-  // This split's keys, cut where no row of the group sees further.
+  // This split's keys (the last row of a query tile that holds all q_len rows sees every key).
   const uint key_begin = split * pc.split_keys;
-  const uint key_end = min(min(key_begin + pc.split_keys, pc.kv_len), visible_kv_end(0, pc.q_len, pc.q_len, pc.kv_len));
+  const uint key_end = min(key_begin + pc.split_keys, pc.kv_len);
 
   // Packed row r is query row r % q_len of head kv_head * group_size + r / q_len.
   vec4 q[ROWS][2 * U4_PER_THREAD];

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <memory>
 #include <random>
@@ -27,6 +28,7 @@ struct BenchOptions {
   uint32_t q_len = 0, kv_len = 0;  // 0: seq_len
   std::string dtype = "f16", mode = "both", json, device, preset, kernels;
   bool causal = false, naive = true;
+  bool read_ceiling = false;  // also time reading K and V once (the decode preset: always)
   uint32_t warmup = 3, runs = 20;
   double warmup_ms = 300;  // and keep warming up until this much GPU time has passed (clocks ramp up)
   double min_time_ms = 200;  // timed runs continue (in batches of `runs`) until this much GPU time
@@ -92,6 +94,7 @@ struct Timing {
   double ms = 0, tflops = 0;
   double kv_gbps = 0;  // K and V bytes over the time: what bounds decode
   uint32_t runs = 0;   // timed runs behind the median
+  double read_gbps = 0;  // the read probe over the same K and V bytes (0: not measured)
 };
 
 struct Measured {
@@ -179,6 +182,16 @@ Status RunConfig(Context& context, const BenchConfig& c, const BenchOptions& o, 
     const std::string kernel = choice->kernel + " " + std::to_string(choice->block_q) + "x" +
                                std::to_string(choice->block_kv) + "/" + std::to_string(choice->workgroup_size);
     add_row("fwd", kernel, *measured, ForwardFlops(p));
+    if (o.read_ceiling || o.preset == "decode") {
+      // The same K and V bytes read once by the read probe: the ceiling of this forward.
+      const std::array<BufferView, 2> sources = {BufferView{b.k.buffer, b.k.offset, b.k.size / 16 * 16},
+                                                 BufferView{b.v.buffer, b.v.offset, b.v.size / 16 * 16}};
+      auto sink = make_bytes(ReadStreamSinkBytes(context, sources));
+      if (!sink.ok()) return sink.status();
+      auto read = time([&](VkCommandBuffer cmd) { return RecordReadStream(context, cmd, sources, *sink); }, o.runs);
+      if (!read.ok()) return read.status();
+      out->back().read_gbps = 2.0 * sources[0].size / (read->median_ms * 1e-3) / 1e9;
+    }
   }
   if (o.naive && c.forward && NaiveScoresBytes(s) <= context.device_info().max_storage_buffer_range) {
     auto scores = context.CreateBuffer(NaiveScoresBytes(s));
@@ -211,8 +224,9 @@ int RunBench(const BenchOptions& o) {
   const auto configs = Configs(o);
   nlohmann::json rows = nlohmann::json::array();
   const std::string device = (*context)->device_info().name;
-  std::printf("device: %s\n%5s %4s %4s %6s %6s %4s %5s %6s %4s %-36s %10s %8s %9s\n", device.c_str(), "B", "H", "Hkv",
-              "Nq", "Nk", "D", "dtype", "causal", "mode", "kernel", "ms", "TFLOP/s", "KV GB/s");
+  std::printf("device: %s\n%5s %4s %4s %6s %6s %4s %5s %6s %4s %-36s %10s %8s %9s %9s %6s\n", device.c_str(), "B", "H",
+              "Hkv", "Nq", "Nk", "D", "dtype", "causal", "mode", "kernel", "ms", "TFLOP/s", "KV GB/s", "read GB/s",
+              "ratio");
   for (size_t i = 0; i < configs.size(); ++i) {
     const AttentionParams& p = configs[i].params;
     std::fprintf(stderr, "\r[%zu/%zu] B=%u H=%u Nq=%u Nk=%u D=%u%s ...", i + 1, configs.size(), p.shape.batch,
@@ -223,15 +237,18 @@ int RunBench(const BenchOptions& o) {
     std::fprintf(stderr, "\r%60s\r", "");
     if (!status.ok()) return ReportError(status);
     for (const Timing& t : timings) {
-      std::printf("%5u %4u %4u %6u %6u %4u %5s %6s %4s %-36s %10.3f %8.2f %9.1f\n", p.shape.batch, p.shape.q_heads,
+      char ceiling[32] = "        -      -";
+      if (t.read_gbps > 0) std::snprintf(ceiling, sizeof(ceiling), "%9.1f %6.2f", t.read_gbps, t.kv_gbps / t.read_gbps);
+      std::printf("%5u %4u %4u %6u %6u %4u %5s %6s %4s %-36s %10.3f %8.2f %9.1f %s\n", p.shape.batch, p.shape.q_heads,
                   p.shape.kv_heads, p.shape.q_len, p.shape.kv_len, p.shape.head_dim,
                   p.dtype == DataType::kFloat16 ? "f16" : "f32", p.causal ? "yes" : "no", t.mode.c_str(),
-                  t.kernel.c_str(), t.ms, t.tflops, t.kv_gbps);
+                  t.kernel.c_str(), t.ms, t.tflops, t.kv_gbps, ceiling);
       std::fflush(stdout);
       rows.push_back({{"device", device}, {"B", p.shape.batch}, {"H", p.shape.q_heads}, {"Hkv", p.shape.kv_heads},
                       {"N", p.shape.q_len}, {"Nq", p.shape.q_len}, {"Nk", p.shape.kv_len}, {"D", p.shape.head_dim}, {"dtype", p.dtype == DataType::kFloat16 ? "f16" : "f32"},
                       {"causal", p.causal}, {"mode", t.mode}, {"kernel", t.kernel}, {"ms", t.ms},
                       {"tflops", t.tflops}, {"kv_gbps", t.kv_gbps}, {"runs", t.runs}});
+      if (t.read_gbps > 0) rows.back()["read_gbps"] = t.read_gbps;
     }
   }
   if (!o.json.empty()) {
@@ -274,6 +291,9 @@ Command AddBenchCommand(CLI::App& parent) {
   app->add_option("--device", o->device, "Device index or name substring");
   app->add_option("--kernel", o->kernels, "Kernel family (default: VKFLASH_KERNELS, else auto)")
       ->check(CLI::IsMember(KernelsOptionValues()));
+  app->add_flag("--read-ceiling", o->read_ceiling,
+                "Also time reading K and V once with a streaming kernel, and print the forward's ratio to it "
+                "(on with --preset decode)");
   app->add_flag("--naive,!--no-naive", o->naive, "Also time the naive three-pass baseline where it fits (default: on)");
   return {app, [o]() { return RunBench(*o); }};
 }

@@ -163,9 +163,16 @@ bool Coopmat2Backend::Applies(const DeviceInfo& device, const AttentionParams& p
 Result<KernelChoice> Coopmat2Backend::ChooseForward(const DeviceInfo& device, const AttentionParams& params,
                                                     const TileOverrides& overrides) const {
   const double mean_keys = MeanVisibleKeys(params.shape.q_len, params.shape.kv_len, params.causal);
+  // The driver keeps some shared memory for the workgroup-scope matrices (VUID-RuntimeSpirv-
+  // maxComputeSharedMemorySize-10168): the kernel's own arrays get what is left.
+  const uint32_t reserved = device.cooperative_matrix2_reserved_shared_memory;
+  const uint32_t limit =
+      reserved == 0 ? device.usable_shared_memory_bytes
+                    : std::min(device.usable_shared_memory_bytes,
+                               device.shared_memory_bytes > reserved ? device.shared_memory_bytes - reserved : 0u);
   auto fits = [&](const WorkgroupTile& tile) {
     return params.shape.head_dim <= tile.max_head_dim && mean_keys >= tile.min_mean_keys &&
-           Coopmat2ForwardBytes(params.shape.head_dim, tile) <= device.usable_shared_memory_bytes &&
+           Coopmat2ForwardBytes(params.shape.head_dim, tile) <= limit &&
            tile.workgroup <= device.max_workgroup_invocations &&
            std::any_of(device.cooperative_matrix2_workgroups.begin(), device.cooperative_matrix2_workgroups.end(),
                        [&](const DeviceInfo::Coopmat2Workgroup& listed) {

@@ -30,7 +30,7 @@ LoopCost DecodeLoopCost(const KernelChoice& choice, uint32_t head_dim) {
   const uint64_t shuffles = std::bit_width(t);
   LoopCost cost;
   cost.per_step = keys * words + keys * (words + rows * (2 * words + shuffles + 1)) +
-                  rows * (keys + 2 * words + keys * (words + 1)) + rows;
+                  rows * (keys + 2 * words + keys) + keys * words * (rows + 1) + 3 * keys + 1;
   cost.fixed = rows * (words + 2 * words + 1) + rows * (3 * groups + 1) + groups * (rows * words * 2 + 1) +
                rows * head_dim / 8 / choice.workgroup_size + 1;
   return cost;
@@ -91,7 +91,7 @@ Result<DecodeSplits> PlanDecodeSplits(const DeviceInfo& device, const AttentionP
     plan.split_keys = choice.block_kv;
     return plan;
   }
-  uint32_t splits = overrides.decode_splits;
+  uint32_t splits = std::min(overrides.decode_splits, kMaxSplits);
   if (splits == 0) {
     const uint32_t units = device.compute_units > 0 ? device.compute_units : kUnknownComputeUnits;
     const uint64_t groups = uint64_t(s.kv_heads) * s.batch;
@@ -105,11 +105,14 @@ Result<DecodeSplits> PlanDecodeSplits(const DeviceInfo& device, const AttentionP
   VKF_ASSIGN_OR_RETURN(const ChunkPlan budget, PlanChunks(device, DecodeLoopCost(choice, s.head_dim), steps, choice.block_kv));
   plan.split_keys = std::min(plan.split_keys, budget.length);
   plan.splits = CeilDiv(s.kv_len, plan.split_keys);
-  // The merge walks every part in each invocation (and within the loop budget).
-  if (plan.splits > kMaxSplits) {
+  // The merge walks every part in each invocation: three loops over the parts, the last once per
+  // pair of columns its invocation writes.
+  const uint64_t merge_iterations = uint64_t(plan.splits) * (2 + CeilDiv(s.head_dim / 2, kCombineWorkgroupSize)) + 2;
+  if (plan.splits > kMaxSplits ||
+      (device.shader_loop_budget > 0 && merge_iterations > device.shader_loop_budget / 2)) {
     return Status::Error(ErrorCode::kUnsupported, "kv_len " + std::to_string(s.kv_len) + " needs " +
-                                                      std::to_string(plan.splits) + " split-K parts, more than " +
-                                                      std::to_string(kMaxSplits));
+                                                      std::to_string(plan.splits) +
+                                                      " split-K parts, more than the merge can take here");
   }
   return plan;
 }

@@ -4,6 +4,7 @@
 //   scalar    plain GLSL, any Vulkan 1.1 device (shaders/scalar/);
 //   coopmat   subgroup-scope cooperative matrices, VK_NV_ or VK_KHR_cooperative_matrix (shaders/coopmat/);
 //   coopmat2  VK_NV_cooperative_matrix2, workgroup-scope matrices and driver reductions (shaders/coopmat2/).
+// KernelBackends() lists them preferred first: decode, coopmat2, coopmat, scalar.
 // Which families a Context may use is decided once, when it starts (family_choice.h, from each
 // family's WhyUnusable / Use); which one runs a call, per call (kernel_choice.h: the first in
 // KernelBackends() that applies and fits).
