@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "half.h"
+#include "reference_attention.h"
 #include "support/attention_case.h"
 #include "support/validated_context.h"
 
@@ -106,12 +107,7 @@ TEST_CASE("decode: split-K parts agree with one part, and give the same bits run
     if (splits == 1) {
       one_part = first.o;
     } else {
-      double diff = 0, norm = 0;
-      for (size_t i = 0; i < one_part.size(); ++i) {
-        diff += (first.o[i] - one_part[i]) * double(first.o[i] - one_part[i]);
-        norm += double(one_part[i]) * one_part[i];
-      }
-      CHECK(std::sqrt(diff / norm) <= 1e-3);
+      CHECK(tools::RelativeError(first.o, std::vector<double>(one_part.begin(), one_part.end())) <= 1e-3);
     }
     RequireNoValidationMessages();
   }
@@ -230,14 +226,10 @@ TEST_CASE("decode: recorded without a workspace, a split call runs as one part",
                          tensor(std::vector<float>(s.q_elements(), 0.0f))};
   auto run = MeasureGpuTime(ctx, [&](VkCommandBuffer cmd) { return ctx.RecordForward(cmd, params, buffers); }, 1);
   REQUIRE(run.ok());
-  std::vector<uint16_t> o(s.q_elements());
-  REQUIRE(ctx.Download(buffers.o, o.data(), o.size() * 2).ok());
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < o.size(); ++i) {
-    const double x = tools::HalfToFloat(o[i]), ref = reference.o[i];
-    diff += (x - ref) * (x - ref);
-    norm += ref * ref;
-  }
-  CHECK(std::sqrt(diff / norm) <= 1e-3);
+  std::vector<uint16_t> halves(s.q_elements());
+  REQUIRE(ctx.Download(buffers.o, halves.data(), halves.size() * 2).ok());
+  std::vector<float> o(halves.size());
+  for (size_t i = 0; i < o.size(); ++i) o[i] = tools::HalfToFloat(halves[i]);
+  CHECK(tools::RelativeError(o, std::vector<double>(reference.o.begin(), reference.o.end())) <= 1e-3);
   RequireNoValidationMessages();
 }

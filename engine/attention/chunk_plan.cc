@@ -3,12 +3,9 @@
 #include <algorithm>
 #include <string>
 
+#include "util/ceil_div.h"
+
 namespace vkflash::attention {
-namespace {
-
-uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
-
-}  // namespace
 
 Result<ChunkPlan> PlanChunks(const DeviceInfo& device, const LoopCost& cost, uint64_t steps, uint32_t step_length) {
   ChunkPlan plan;

@@ -20,33 +20,33 @@
 namespace vkflash::attention {
 namespace {
 
-// Where a chunked forward keeps each row's state between dispatches (VKF_FWD_BINDING_*_STATE).
+// The workspace parts bound to VKF_FWD_BINDING_O_STATE and _ROW_STATE: a chunked forward's state
+// between dispatches, or a split decode call's parts.
 struct StateParts {
   VkDeviceSize o_offset = 0, o_bytes = 0, row_offset = 0, row_bytes = 0, total = 0;
 };
-StateParts ForwardStateParts(const DeviceInfo& device, const AttentionShape& shape, const KernelChoice& choice) {
+StateParts MakeStateParts(const DeviceInfo& device, VkDeviceSize o_bytes, VkDeviceSize row_bytes) {
   WorkspaceLayout layout(device);
   StateParts parts;
-  parts.o_bytes = shape.lse_elements() * ((shape.head_dim + 3) / 4) * 16;  // vec4 rows
-  parts.o_offset = layout.Add(parts.o_bytes);
-  parts.row_bytes = shape.lse_elements() * (choice.threads_per_row + 1) * sizeof(float);  // max, lanes' sums
-  parts.row_offset = layout.Add(parts.row_bytes);
+  parts.o_bytes = o_bytes;
+  parts.o_offset = layout.Add(o_bytes);
+  parts.row_bytes = row_bytes;
+  parts.row_offset = layout.Add(row_bytes);
   parts.total = layout.bytes();
   return parts;
 }
 
+// A chunked forward: O so far in vec4 rows; per row the max and each lane's sum.
+StateParts ForwardStateParts(const DeviceInfo& device, const AttentionShape& shape, const KernelChoice& choice) {
+  return MakeStateParts(device, shape.lse_elements() * ((shape.head_dim + 3) / 4) * 16,
+                        shape.lse_elements() * (choice.threads_per_row + 1) * sizeof(float));
+}
+
 bool IsDecode(const KernelChoice& choice) { return choice.family == "decode"; }
 
-// Where a split decode call keeps each part's O and LSE (VKF_FWD_BINDING_O_STATE, _ROW_STATE).
+// A split decode call: each part's normalized O and LSE.
 StateParts DecodeStateParts(const DeviceInfo& device, const AttentionShape& shape, uint32_t splits) {
-  WorkspaceLayout layout(device);
-  StateParts parts;
-  parts.o_bytes = DecodePartialOBytes(shape, splits);
-  parts.o_offset = layout.Add(parts.o_bytes);
-  parts.row_bytes = DecodePartialLseBytes(shape, splits);
-  parts.row_offset = layout.Add(parts.row_bytes);
-  parts.total = layout.bytes();
-  return parts;
+  return MakeStateParts(device, DecodePartialOBytes(shape, splits), DecodePartialLseBytes(shape, splits));
 }
 
 }  // namespace
@@ -136,13 +136,8 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
     return Status::Error(ErrorCode::kUnsupported, "q_len / q_heads / batch exceed maxComputeWorkGroupCount");
   }
 
-  const vk::ShaderBlob* shader = vk::FindShader(choice.kernel);
-  if (shader == nullptr) return Status::Error(ErrorCode::kUnsupported, "kernel '" + choice.kernel + "' is not built");
-  SpecConstants spec =
-      MakeSpecConstants(choice, params, /*write_lse=*/!buffers.lse.empty(), instrumented, plan.chunks > 1);
-  VKF_ASSIGN_OR_RETURN(const KernelBackend* family, BackendOf(choice));
-  family->SetSpecConstants(choice, coopmat_layout_, &spec);
-  VKF_ASSIGN_OR_RETURN(VkPipeline pipeline, pipelines_.Get(*shader, layout_->pipeline_layout(), spec));
+  VKF_ASSIGN_OR_RETURN(VkPipeline pipeline,
+                       Pipeline(choice, params, /*write_lse=*/!buffers.lse.empty(), instrumented, plan.chunks > 1));
 
   // Unused bindings still need a valid buffer: O stands in (never touched then).
   std::array<BufferView, VKF_FWD_BINDING_COUNT> bindings;
@@ -174,6 +169,18 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
     vkCmdDispatch(cmd, group_count_x, shape.q_heads, shape.batch);
   }
   return Status::Ok();
+}
+
+Result<VkPipeline> ForwardOperator::Pipeline(const KernelChoice& kernel, const AttentionParams& params,
+                                            bool write_lse, bool instrument, bool chunked) {
+  const vk::ShaderBlob* shader = vk::FindShader(kernel.kernel);
+  if (shader == nullptr) return Status::Error(ErrorCode::kUnsupported, "kernel '" + kernel.kernel + "' is not built");
+  SpecConstants spec = MakeSpecConstants(kernel, params, write_lse, instrument, chunked);
+  if (!kernel.family.empty()) {  // the decode merge is no family's choice
+    VKF_ASSIGN_OR_RETURN(const KernelBackend* family, BackendOf(kernel));
+    family->SetSpecConstants(kernel, coopmat_layout_, &spec);
+  }
+  return pipelines_.Get(*shader, layout_->pipeline_layout(), spec);
 }
 
 Status ForwardOperator::RecordDecode(VkCommandBuffer cmd, const AttentionParams& params, const KernelChoice& choice,
@@ -215,16 +222,10 @@ Status ForwardOperator::RecordDecode(VkCommandBuffer cmd, const AttentionParams&
   KernelChoice combine;
   combine.kernel = "decode_combine_f16";
   combine.workgroup_size = kCombineWorkgroupSize;
-  auto pipeline = [&](const KernelChoice& kernel, bool split_parts) -> Result<VkPipeline> {
-    const vk::ShaderBlob* shader = vk::FindShader(kernel.kernel);
-    if (shader == nullptr) return Status::Error(ErrorCode::kUnsupported, "kernel '" + kernel.kernel + "' is not built");
-    const SpecConstants spec = MakeSpecConstants(kernel, params, write_lse, /*instrument=*/false, split_parts);
-    return pipelines_.Get(*shader, layout_->pipeline_layout(), spec);
-  };
-  VKF_ASSIGN_OR_RETURN(VkPipeline decode_pipeline, pipeline(choice, parts));
+  VKF_ASSIGN_OR_RETURN(VkPipeline decode_pipeline, Pipeline(choice, params, write_lse, /*instrument=*/false, parts));
   VkPipeline combine_pipeline = VK_NULL_HANDLE;
   if (parts) {
-    VKF_ASSIGN_OR_RETURN(combine_pipeline, pipeline(combine, false));
+    VKF_ASSIGN_OR_RETURN(combine_pipeline, Pipeline(combine, params, write_lse, /*instrument=*/false, false));
   }
 
   // Unused bindings still need a valid buffer: O stands in (never touched then).

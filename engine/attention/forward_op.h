@@ -37,6 +37,10 @@ class ForwardOperator {
       : info_(info), overrides_(overrides), coopmat_layout_(layout), pipelines_(pipelines) {}
   // How the key loop is split into dispatches (one chunk unless the driver has a loop budget).
   Result<ChunkPlan> Chunks(const KernelChoice& choice, const AttentionParams& params, bool instrumented) const;
+  // The pipeline of `kernel` with the constants every kernel takes and (a family's choice) its
+  // family's own.
+  Result<VkPipeline> Pipeline(const KernelChoice& kernel, const AttentionParams& params, bool write_lse,
+                              bool instrument, bool chunked);
   // The decode family's split-K pass and, with several parts, their merge (decode_backend.h).
   Status RecordDecode(VkCommandBuffer cmd, const AttentionParams& params, const KernelChoice& choice,
                       const ForwardBuffers& buffers, const std::array<BufferView, 4>& qkvo);

@@ -57,6 +57,8 @@ Result<BackwardKernelChoice> ChooseBackwardKernels(const DeviceInfo& device, con
 
 // Fewer, larger workgroups: on the H100 256 invocations ran the preprocess faster than 64 at D=64
 // (0.6x the time) and as fast at D=128.
+uint32_t ComputeUnitsOrAssumed(const DeviceInfo& device) { return device.compute_units > 0 ? device.compute_units : 16; }
+
 uint32_t PreprocessWorkgroupSize(const DeviceInfo& device) {
   static_assert(128 % VKF_PREPROCESS_THREADS_PER_ROW == 0, "whole rows per workgroup");
   return device.max_workgroup_invocations >= 256 ? 256 : 128;

@@ -19,4 +19,8 @@ Result<BackwardKernelChoice> ChooseBackwardKernels(const DeviceInfo& device, con
 // VKF_PREPROCESS_THREADS_PER_ROW: 256 where the device allows it, else Vulkan's minimum of 128.
 uint32_t PreprocessWorkgroupSize(const DeviceInfo& device);
 
+// DeviceInfo::compute_units, or 16 where the device does not report them: what the workgroup
+// counts meant to fill the device (decode split-K, the read probe) assume.
+uint32_t ComputeUnitsOrAssumed(const DeviceInfo& device);
+
 }  // namespace vkflash::attention

@@ -5,8 +5,10 @@
 #include <string>
 
 #include "attention/buffer_checks.h"
+#include "attention/kernel_choice.h"
 #include "attention/kernel_constants.h"
 #include "common/shader_interface.h"
+#include "util/ceil_div.h"
 #include "util/status_macros.h"
 #include "vulkan/shader_library.h"
 
@@ -16,7 +18,6 @@ namespace {
 constexpr uint32_t kWorkgroupSize = 256;
 // Workgroups per compute unit: enough loads in flight to reach the device's bandwidth.
 constexpr uint32_t kWorkgroupsPerComputeUnit = 8;
-constexpr uint32_t kUnknownComputeUnits = 16;
 
 }  // namespace
 
@@ -29,20 +30,18 @@ Result<std::unique_ptr<ReadStreamOperator>> ReadStreamOperator::Create(const vk:
 }
 
 uint32_t ReadStreamOperator::Workgroups(uint64_t words) const {
-  const uint32_t units = info_.compute_units > 0 ? info_.compute_units : kUnknownComputeUnits;
-  uint64_t groups = uint64_t(units) * kWorkgroupsPerComputeUnit;
+  uint64_t groups = uint64_t(ComputeUnitsOrAssumed(info_)) * kWorkgroupsPerComputeUnit;
   // Enough invocations that none loops past a quarter of the driver's loop budget.
   if (info_.shader_loop_budget > 0) {
     const uint64_t words_per_invocation = 4ull * (info_.shader_loop_budget / 4);
-    groups = std::max<uint64_t>(groups, (words + words_per_invocation * kWorkgroupSize - 1) /
-                                            (words_per_invocation * kWorkgroupSize));
+    groups = std::max(groups, CeilDiv(words, words_per_invocation * kWorkgroupSize));
   }
-  return uint32_t(std::min<uint64_t>({groups, (words + kWorkgroupSize - 1) / kWorkgroupSize, info_.max_workgroup_count[0]}));
+  return uint32_t(std::min<uint64_t>({groups, CeilDiv(words, kWorkgroupSize), info_.max_workgroup_count[0]}));
 }
 
 uint64_t ReadStreamOperator::SinkPartBytes(uint64_t words) const {
   const uint64_t alignment = std::max<uint64_t>(info_.min_storage_buffer_offset_alignment, 16);
-  return (16ull * Workgroups(words) + alignment - 1) / alignment * alignment;
+  return CeilDiv(16ull * Workgroups(words), alignment) * alignment;
 }
 
 uint64_t ReadStreamOperator::SinkBytes(std::span<const BufferView> sources) const {

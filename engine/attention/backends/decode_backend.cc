@@ -4,6 +4,8 @@
 #include <bit>
 #include <string>
 
+#include "attention/kernel_choice.h"
+#include "util/ceil_div.h"
 #include "util/status_macros.h"
 #include "vulkan/shader_library.h"
 
@@ -17,10 +19,7 @@ constexpr uint32_t kMinSplitKeys = 256;
 // Workgroups per compute unit to aim for: enough loads in flight to cover memory latency, few
 // parts to merge (H100, Hkv = 8: 2 gave 1.64 / 2.53 TB/s at 16k / 128k keys, 4 gave 1.27 / 2.11).
 constexpr uint32_t kWorkgroupsPerComputeUnit = 2;
-constexpr uint32_t kUnknownComputeUnits = 16;
 constexpr uint32_t kMaxSplits = 4096;
-
-uint32_t CeilDiv(uint64_t a, uint64_t b) { return uint32_t((a + b - 1) / b); }
 
 // Every loop of attention_forward_decode.comp at its longest (chunk_plan.h): per step a group's
 // loads, dot products and shuffles, softmax and O update; once, Q, the merge and the stores.
@@ -93,18 +92,17 @@ Result<DecodeSplits> PlanDecodeSplits(const DeviceInfo& device, const AttentionP
   }
   uint32_t splits = std::min(overrides.decode_splits, kMaxSplits);
   if (splits == 0) {
-    const uint32_t units = device.compute_units > 0 ? device.compute_units : kUnknownComputeUnits;
     const uint64_t groups = uint64_t(s.kv_heads) * s.batch;
-    splits = CeilDiv(uint64_t(units) * kWorkgroupsPerComputeUnit, groups);
+    splits = uint32_t(CeilDiv(uint64_t(ComputeUnitsOrAssumed(device)) * kWorkgroupsPerComputeUnit, groups));
     splits = std::min(splits, std::max(1u, s.kv_len / kMinSplitKeys));
   }
-  splits = std::clamp(splits, 1u, CeilDiv(s.kv_len, choice.block_kv));
-  plan.split_keys = CeilDiv(CeilDiv(s.kv_len, splits), choice.block_kv) * choice.block_kv;
+  splits = std::clamp(splits, 1u, uint32_t(CeilDiv(s.kv_len, choice.block_kv)));
+  plan.split_keys = uint32_t(CeilDiv(CeilDiv(s.kv_len, splits), choice.block_kv) * choice.block_kv);
   // Within the loop budget: no part longer than half of it allows.
   const uint64_t steps = CeilDiv(s.kv_len, choice.block_kv);
   VKF_ASSIGN_OR_RETURN(const ChunkPlan budget, PlanChunks(device, DecodeLoopCost(choice, s.head_dim), steps, choice.block_kv));
   plan.split_keys = std::min(plan.split_keys, budget.length);
-  plan.splits = CeilDiv(s.kv_len, plan.split_keys);
+  plan.splits = uint32_t(CeilDiv(s.kv_len, plan.split_keys));
   // The merge walks every part in each invocation: three loops over the parts, the last once per
   // pair of columns its invocation writes.
   const uint64_t merge_iterations = uint64_t(plan.splits) * (2 + CeilDiv(s.head_dim / 2, kCombineWorkgroupSize)) + 2;

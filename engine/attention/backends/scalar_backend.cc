@@ -5,6 +5,7 @@
 #include "attention/backends/tile_search.h"
 #include "common/shader_interface.h"
 #include "common/shared_memory_sizes.h"
+#include "util/ceil_div.h"
 
 namespace vkflash::attention {
 namespace {
@@ -116,8 +117,6 @@ Result<BackwardKernelChoice> ScalarBackend::ChooseBackward(const DeviceInfo& dev
 }
 
 namespace {
-
-uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 // Loop iterations of the scalar kernels' row reductions (scalar/row_reduce.glsl): a shuffle loop
 // of log2(threads per row), or a loop over the row's invocations through shared memory.
