@@ -60,6 +60,12 @@ const char* PipelineCacheStateName(PipelineCacheState state) {
   return "unknown";
 }
 
+TensorStrides PackedStrides(TensorLayout layout, uint32_t heads, uint32_t rows, uint32_t head_dim) {
+  const uint64_t d = head_dim;
+  if (layout == TensorLayout::kBshd) return {uint64_t(rows) * heads * d, d, uint64_t(heads) * d};
+  return {uint64_t(heads) * rows * d, uint64_t(rows) * d, d};
+}
+
 float AttentionParams::effective_scale() const {
   return scale.has_value() ? *scale : 1.0f / std::sqrt(float(shape.head_dim));
 }
@@ -84,8 +90,11 @@ Status ValidateAttentionParams(const AttentionParams& params) {
                                                           ") must be a multiple of kv_heads (" +
                                                           std::to_string(s.kv_heads) + ")");
   }
-  // The kernels index elements with 32-bit integers.
-  if (s.q_elements() > 0xffffffffull || s.kv_elements() > 0xffffffffull) {
+  // The kernels index elements with 32-bit integers (a ragged tensor has one run of rows for the
+  // whole batch; strides are checked where they are resolved).
+  const AttentionShape q_rows{params.cu_seqlens_q.empty() ? s.batch : 1, s.q_heads, s.kv_heads, s.q_len, s.kv_len, s.head_dim};
+  const AttentionShape kv_rows{params.cu_seqlens_k.empty() ? s.batch : 1, s.q_heads, s.kv_heads, s.q_len, s.kv_len, s.head_dim};
+  if (q_rows.q_elements() > 0xffffffffull || kv_rows.kv_elements() > 0xffffffffull) {
     return Status::Error(ErrorCode::kUnsupported, "tensors of 2^32 or more elements are not supported");
   }
   if (params.scale.has_value() && !std::isfinite(*params.scale)) {

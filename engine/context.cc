@@ -240,9 +240,7 @@ Status Context::Download(const BufferView& src, void* dst, size_t bytes) {
 }
 
 Result<KernelChoice> Context::ChooseForwardKernel(const AttentionParams& params) const {
-  VKF_RETURN_IF_ERROR(ValidateAttentionParams(params));
-  return attention::ChooseForwardKernel(impl_->info, params, /*scalar_only=*/false,
-                                       impl_->options.tile_overrides);
+  return impl_->forward->Choose(params);
 }
 
 Status Context::RecordForward(VkCommandBuffer cmd, const AttentionParams& params, const ForwardBuffers& buffers) {
@@ -272,9 +270,7 @@ Status Context::Impl::RunForward(Context& context, const AttentionParams& params
 }
 
 Result<BackwardKernelChoice> Context::ChooseBackwardKernels(const AttentionParams& params) const {
-  VKF_RETURN_IF_ERROR(ValidateAttentionParams(params));
-  return attention::ChooseBackwardKernels(impl_->info, params, /*scalar_only=*/false,
-                                         impl_->options.tile_overrides);
+  return impl_->backward->Choose(params);
 }
 
 Status Context::RecordBackward(VkCommandBuffer cmd, const AttentionParams& params, const BackwardBuffers& buffers) {

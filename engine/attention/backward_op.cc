@@ -4,6 +4,7 @@
 #include <array>
 
 #include "attention/buffer_checks.h"
+#include "attention/call_layout.h"
 #include "attention/kernel_constants.h"
 #include "attention/backends/kernel_backend.h"
 #include "attention/backends/scalar_backend.h"
@@ -17,19 +18,24 @@
 namespace vkflash::attention {
 namespace {
 
-// The backward's workspace: delta per query row, and where a gradient kernel runs in chunks, the
-// float32 sums it keeps between them (VKF_BWD_BINDING_*_STATE).
+// The backward's workspace: the sequence table (with sequences), delta per query row (laid out as
+// the LSE), and where a gradient kernel runs in chunks, the float32 sums it keeps between them
+// (VKF_BWD_BINDING_*_STATE; rows of the planning shape).
 struct WorkspaceParts {
+  VkDeviceSize table_offset = 0, table_bytes = 0;
   VkDeviceSize delta_offset = 0, delta_bytes = 0;
   VkDeviceSize dq_offset = 0, dq_bytes = 0;
   VkDeviceSize dk_offset = 0, dv_offset = 0, dkdv_bytes = 0;
   VkDeviceSize total = 0;
 };
-WorkspaceParts BackwardWorkspaceParts(const DeviceInfo& device, const AttentionShape& shape, bool dq_chunked,
+WorkspaceParts BackwardWorkspaceParts(const DeviceInfo& device, const CallLayout& call, bool dq_chunked,
                                       bool dkdv_chunked) {
+  const AttentionShape& shape = call.planning.shape;
   WorkspaceLayout layout(device);
   WorkspaceParts parts;
-  parts.delta_bytes = shape.lse_elements() * sizeof(float);
+  parts.table_bytes = call.sequence_table_bytes();
+  if (parts.table_bytes > 0) parts.table_offset = layout.Add(parts.table_bytes);
+  parts.delta_bytes = call.required_bytes[VKF_TENSOR_LSE];
   parts.delta_offset = layout.Add(parts.delta_bytes);
   if (dq_chunked) {
     parts.dq_bytes = shape.q_elements() * sizeof(float);
@@ -73,10 +79,16 @@ Result<BackwardOperator::Plans> BackwardOperator::ChunkPlans(const BackwardKerne
 }
 
 Result<uint64_t> BackwardOperator::WorkspaceBytes(const AttentionParams& params) const {
-  VKF_RETURN_IF_ERROR(ValidateAttentionParams(params));
-  VKF_ASSIGN_OR_RETURN(const BackwardKernelChoice choice, ChooseBackwardKernels(info_, params, /*scalar_only=*/false, overrides_));
-  VKF_ASSIGN_OR_RETURN(const Plans plans, ChunkPlans(choice, params));
-  return BackwardWorkspaceParts(info_, params.shape, plans.dq.chunks > 1, plans.dkdv.chunks > 1).total;
+  VKF_ASSIGN_OR_RETURN(const CallLayout call, ResolveCallLayout(params, /*backward=*/true));
+  VKF_ASSIGN_OR_RETURN(const BackwardKernelChoice choice,
+                       ChooseBackwardKernels(info_, call.planning, /*scalar_only=*/!call.vector_strides, overrides_));
+  VKF_ASSIGN_OR_RETURN(const Plans plans, ChunkPlans(choice, call.planning));
+  return BackwardWorkspaceParts(info_, call, plans.dq.chunks > 1, plans.dkdv.chunks > 1).total;
+}
+
+Result<BackwardKernelChoice> BackwardOperator::Choose(const AttentionParams& params) const {
+  VKF_ASSIGN_OR_RETURN(const CallLayout call, ResolveCallLayout(params, /*backward=*/true));
+  return ChooseBackwardKernels(info_, call.planning, /*scalar_only=*/!call.vector_strides, overrides_);
 }
 
 Result<VkPipeline> BackwardOperator::Pipeline(const KernelChoice& choice, const AttentionParams& params, bool chunked) {
@@ -91,27 +103,31 @@ Result<VkPipeline> BackwardOperator::Pipeline(const KernelChoice& choice, const 
 }
 
 Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& params, const BackwardBuffers& buffers) {
-  VKF_RETURN_IF_ERROR(ValidateAttentionParams(params));
-  const AttentionShape& shape = params.shape;
+  VKF_ASSIGN_OR_RETURN(const CallLayout call, ResolveCallLayout(params, /*backward=*/true));
+  const AttentionShape& shape = call.planning.shape;  // lengths: the longest sequence's
   const bool has_queries = shape.q_elements() > 0, has_keys = shape.kv_elements() > 0;
   if (!has_queries && !has_keys) return Status::Ok();
 
-  const bool aligned = VectorAligned({buffers.q, buffers.k, buffers.v, buffers.d_o, buffers.dq, buffers.dk, buffers.dv});
-  VKF_ASSIGN_OR_RETURN(const BackwardKernelChoice choice, ChooseBackwardKernels(info_, params, /*scalar_only=*/!aligned, overrides_));
-  VKF_ASSIGN_OR_RETURN(const Plans plans, ChunkPlans(choice, params));
-  const WorkspaceParts parts = BackwardWorkspaceParts(info_, shape, plans.dq.chunks > 1, plans.dkdv.chunks > 1);
+  const bool aligned = VectorAligned({buffers.q, buffers.k, buffers.v, buffers.d_o, buffers.dq, buffers.dk, buffers.dv}) &&
+                       call.vector_strides;
+  VKF_ASSIGN_OR_RETURN(const BackwardKernelChoice choice,
+                       ChooseBackwardKernels(info_, call.planning, /*scalar_only=*/!aligned, overrides_));
+  VKF_ASSIGN_OR_RETURN(const Plans plans, ChunkPlans(choice, call.planning));
+  const WorkspaceParts parts = BackwardWorkspaceParts(info_, call, plans.dq.chunks > 1, plans.dkdv.chunks > 1);
 
-  const uint64_t element = DataTypeSize(params.dtype);
-  const uint64_t q_bytes = shape.q_elements() * element, kv_bytes = shape.kv_elements() * element;
-  const uint64_t row_bytes = shape.lse_elements() * sizeof(float);
-  NamedView q{"q", buffers.q, q_bytes}, o{"o", buffers.o, q_bytes}, d_o{"d_o", buffers.d_o, q_bytes},
-      dq{"dq", buffers.dq, q_bytes}, lse{"lse", buffers.lse, row_bytes}, workspace{"workspace", buffers.workspace, parts.total,
-                                                 std::max({parts.delta_bytes, parts.dq_bytes, parts.dkdv_bytes})};
-  NamedView k{"k", buffers.k, kv_bytes}, v{"v", buffers.v, kv_bytes}, dk{"dk", buffers.dk, kv_bytes},
-      dv{"dv", buffers.dv, kv_bytes};
+  const auto& bytes = call.required_bytes;  // dQ, dK, dV have the strides of Q, K, V
+  NamedView q{"q", buffers.q, bytes[VKF_TENSOR_Q]}, o{"o", buffers.o, bytes[VKF_TENSOR_O]},
+      d_o{"d_o", buffers.d_o, bytes[VKF_TENSOR_DO]}, dq{"dq", buffers.dq, bytes[VKF_TENSOR_Q]},
+      lse{"lse", buffers.lse, bytes[VKF_TENSOR_LSE]},
+      workspace{"workspace", buffers.workspace, parts.total,
+                std::max({parts.table_bytes, parts.delta_bytes, parts.dq_bytes, parts.dkdv_bytes})};
+  NamedView k{"k", buffers.k, bytes[VKF_TENSOR_K]}, v{"v", buffers.v, bytes[VKF_TENSOR_V]},
+      dk{"dk", buffers.dk, bytes[VKF_TENSOR_K]}, dv{"dv", buffers.dv, bytes[VKF_TENSOR_V]};
   // Empty tensors cannot be bound: a non-empty one stands in (the kernels never touch it).
   if (has_queries) {
     VKF_RETURN_IF_ERROR(CheckViews(info_, {q, o, d_o, dq, lse, workspace}));
+  } else if (parts.table_bytes > 0) {
+    VKF_RETURN_IF_ERROR(CheckViews(info_, {workspace}));
   }
   if (has_keys) {
     VKF_RETURN_IF_ERROR(CheckViews(info_, {k, v, dk, dv}));
@@ -124,8 +140,11 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   if (has_keys) {
     outputs.insert(outputs.end(), {dk, dv});
     inputs.insert(inputs.end(), {k, v});
+    if (!has_queries && parts.table_bytes > 0) outputs.push_back(workspace);
   }
   VKF_RETURN_IF_ERROR(CheckNoOverlap(outputs, inputs));
+  const BufferView table = parts.table_bytes > 0 ? WorkspacePart(buffers.workspace, parts.table_offset, parts.table_bytes)
+                                                 : BufferView{};
   if (!has_queries) q.view = o.view = d_o.view = dq.view = lse.view = workspace.view = buffers.k;
   if (!has_keys) k.view = v.view = dk.view = dv.view = buffers.q;
 
@@ -140,9 +159,9 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
       shape.q_heads > info_.max_workgroup_count[1] || shape.batch > info_.max_workgroup_count[2]) {
     return Status::Error(ErrorCode::kUnsupported, "lengths / heads / batch exceed maxComputeWorkGroupCount");
   }
-  VKF_ASSIGN_OR_RETURN(VkPipeline preprocess_pipeline, Pipeline(preprocess, params, false));
-  VKF_ASSIGN_OR_RETURN(VkPipeline dkdv_pipeline, Pipeline(choice.dkdv, params, plans.dkdv.chunks > 1));
-  VKF_ASSIGN_OR_RETURN(VkPipeline dq_pipeline, Pipeline(choice.dq, params, plans.dq.chunks > 1));
+  VKF_ASSIGN_OR_RETURN(VkPipeline preprocess_pipeline, Pipeline(preprocess, call.planning, false));
+  VKF_ASSIGN_OR_RETURN(VkPipeline dkdv_pipeline, Pipeline(choice.dkdv, call.planning, plans.dkdv.chunks > 1));
+  VKF_ASSIGN_OR_RETURN(VkPipeline dq_pipeline, Pipeline(choice.dq, call.planning, plans.dq.chunks > 1));
 
   std::array<BufferView, VKF_BWD_BINDING_COUNT> bindings;
   bindings[VKF_BWD_BINDING_Q] = q.view;
@@ -164,7 +183,9 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   bindings[VKF_BWD_BINDING_DQ] = dq.view;
   bindings[VKF_BWD_BINDING_DK] = dk.view;
   bindings[VKF_BWD_BINDING_DV] = dv.view;
-  const gpu::AttentionPush push = MakeAttentionPush(params);
+  bindings[VKF_BWD_BINDING_SEQUENCES] = table.empty() ? q.view : table;
+  if (!table.empty()) RecordSequenceTable(cmd, call, table);
+  const gpu::AttentionPush push = MakeAttentionPush(call);
 
   // Descriptors stay bound across the three pipelines (one layout).
   vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, preprocess_pipeline);

@@ -27,6 +27,8 @@ class BackwardOperator {
   Status Record(VkCommandBuffer cmd, const AttentionParams& params, const BackwardBuffers& buffers);
   void Forget(VkBuffer buffer) { layout_->Forget(buffer); }
   Result<uint64_t> WorkspaceBytes(const AttentionParams& params) const;
+  // The kernels and tiles Record runs `params` with (given views they can vector-load).
+  Result<BackwardKernelChoice> Choose(const AttentionParams& params) const;
 
  private:
   // How each gradient kernel's loop is split into dispatches (one chunk unless the driver has a

@@ -7,6 +7,7 @@
 #include <array>
 #include <memory>
 
+#include "attention/call_layout.h"
 #include "attention/coopmat_layout.h"
 #include "attention/chunk_plan.h"
 #include "attention/kernel_choice.h"
@@ -30,6 +31,8 @@ class ForwardOperator {
   void Forget(VkBuffer buffer) { layout_->Forget(buffer); }
   // Bytes of ForwardBuffers::workspace that Record needs for `params` (0: none), with or without stats.
   Result<uint64_t> WorkspaceBytes(const AttentionParams& params, bool with_stats) const;
+  // The kernel and tiles Record runs `params` with (given views it can vector-load).
+  Result<KernelChoice> Choose(const AttentionParams& params) const;
 
  private:
   ForwardOperator(const DeviceInfo& info, const TileOverrides& overrides, const CoopmatLayout& layout,
@@ -41,9 +44,11 @@ class ForwardOperator {
   // family's own.
   Result<VkPipeline> Pipeline(const KernelChoice& kernel, const AttentionParams& params, bool write_lse,
                               bool instrument, bool chunked);
-  // The decode family's split-K pass and, with several parts, their merge (decode_backend.h).
-  Status RecordDecode(VkCommandBuffer cmd, const AttentionParams& params, const KernelChoice& choice,
-                      const ForwardBuffers& buffers, const std::array<BufferView, 4>& qkvo);
+  // The decode family's split-K pass and, with several parts, their merge (decode_backend.h), with
+  // the bindings and push constants Record made.
+  Status RecordDecode(VkCommandBuffer cmd, const CallLayout& call, const KernelChoice& choice,
+                      const std::array<BufferView, VKF_FWD_BINDING_COUNT>& bindings, const gpu::AttentionPush& push,
+                      uint32_t splits, bool write_lse);
 
   const DeviceInfo& info_;
   const TileOverrides& overrides_;

@@ -12,20 +12,6 @@
 
 namespace vkflash::attention {
 
-inline gpu::AttentionPush MakeAttentionPush(const AttentionParams& params) {
-  gpu::AttentionPush push{};
-  push.batch = params.shape.batch;
-  push.q_heads = params.shape.q_heads;
-  push.kv_heads = params.shape.kv_heads;
-  push.q_len = params.shape.q_len;
-  push.kv_len = params.shape.kv_len;
-  push.scale_log2 = params.effective_scale() * float(M_LOG2E);
-  push.chunk_begin = 0;  // unchunked kernels ignore them
-  push.chunk_end = UINT32_MAX;
-  push.split_keys = UINT32_MAX;  // one split-K part
-  return push;
-}
-
 // Indexed by the VKF_SPEC_* ids.
 using SpecConstants = std::array<uint32_t, VKF_SPEC_COUNT>;
 

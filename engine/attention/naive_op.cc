@@ -6,6 +6,7 @@
 #include <array>
 
 #include "attention/buffer_checks.h"
+#include "attention/call_layout.h"
 #include "attention/kernel_constants.h"
 #include "util/status_macros.h"
 #include "vulkan/barriers.h"
@@ -22,7 +23,10 @@ Result<std::unique_ptr<NaiveOperator>> NaiveOperator::Create(const vk::Device& d
 
 Status NaiveOperator::Record(VkCommandBuffer cmd, const AttentionParams& params, const ForwardBuffers& buffers,
                              const BufferView& scores) {
-  VKF_RETURN_IF_ERROR(ValidateAttentionParams(params));
+  VKF_ASSIGN_OR_RETURN(const CallLayout call, ResolveCallLayout(params, /*backward=*/false));
+  if (!call.packed) {
+    return Status::Error(ErrorCode::kUnsupported, "the naive baseline takes packed [B, H, N, D] tensors only");
+  }
   const AttentionShape& shape = params.shape;
   if (shape.q_elements() == 0) return Status::Ok();
   if (shape.kv_len == 0) {
@@ -62,7 +66,7 @@ Status NaiveOperator::Record(VkCommandBuffer cmd, const AttentionParams& params,
 
   const std::array<BufferView, VKF_NAIVE_BINDING_COUNT> bindings = {q.view, k.view, v.view, o.view, scores};
   gpu::NaivePush push{};
-  push.attention = MakeAttentionPush(params);
+  push.attention = MakeAttentionPush(call);
   push.head_dim = shape.head_dim;
   vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, passes[0]);
   VKF_RETURN_IF_ERROR(layout_->BindBuffers(cmd, bindings));

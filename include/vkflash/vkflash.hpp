@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace vkflash {
 
@@ -68,14 +69,57 @@ struct AttentionShape {
   }
 };
 
+// Where a tensor's rows are in its buffer: row n of head h in batch entry b starts at element
+// b * batch + h * head + n * row of the view (elements of the call's dtype); the head dim is
+// contiguous. The rows of one tensor must not overlap.
+struct TensorStrides {
+  uint64_t batch = 0;
+  uint64_t head = 0;
+  uint64_t row = 0;
+};
+
+// The memory order of the tensors that have no TensorStrides of their own. kBhsd: [B, H, N, D]
+// (the default); kBshd: [B, N, H, D], flash-attn's and llama.cpp's. A ragged (cu_seqlens) tensor
+// has no batch index: [H, total, D] and [total, H, D] (flash-attn's varlen layout).
+enum class TensorLayout : uint32_t { kBhsd = 0, kBshd = 1 };
+
+// The packed strides of `layout` for a tensor of `heads` x `rows` rows of `head_dim` elements per
+// batch entry.
+TensorStrides PackedStrides(TensorLayout layout, uint32_t heads, uint32_t rows, uint32_t head_dim);
+
 // What to compute (forward and backward take the same parameters).
+//
+// Batches whose sequences differ in length (docs/design.md, "Sequences"):
+// - kv_lengths (batch entries): sequence b attends to its first kv_lengths[b] keys of the
+//   shape.kv_len rows K and V hold for it (a KV cache filled to different lengths). 0 gives O = 0,
+//   LSE = -inf. The backward writes zero dK, dV rows past each length.
+// - cu_seqlens_q / cu_seqlens_k (batch + 1 offsets each, non-decreasing, from >= 0): ragged
+//   ("varlen") tensors, sequences packed end to end. Sequence b has the query rows
+//   [cu_seqlens_q[b], cu_seqlens_q[b + 1]) of Q, O, dO and dQ, and the key rows
+//   [cu_seqlens_k[b], cu_seqlens_k[b + 1]) of K, V, dK and dV; shape.q_len / kv_len are then the
+//   rows those tensors hold (at least the last offset), their strides' batch entry is unused, and
+//   the LSE is [q_heads, q_len]. Either may be given alone (the other tensors keep their batch
+//   index), and kv_lengths with cu_seqlens_k (each at most its sequence's rows).
+// Causal masking is bottom-right aligned per sequence.
 struct AttentionParams {
   AttentionShape shape;
   DataType dtype = DataType::kFloat32;
   bool causal = false;
   std::optional<float> scale;  // softmax scale; default 1/sqrt(head_dim)
 
+  TensorLayout layout = TensorLayout::kBhsd;
+  // Strides of one tensor, instead of the packed `layout`: e.g. a slice of a larger KV cache, or
+  // Q, K and V interleaved in one buffer. dQ, dK and dV have the strides of Q, K and V. The
+  // tensor-core and decode kernels need strides that are multiples of 8 elements (16 bytes of
+  // float16); other strides run the scalar kernels.
+  std::optional<TensorStrides> q_strides, k_strides, v_strides, o_strides, d_o_strides;
+
+  std::vector<int32_t> kv_lengths;
+  std::vector<int32_t> cu_seqlens_q, cu_seqlens_k;
+
   float effective_scale() const;
+  // Whether the sequences differ (kv_lengths or cu_seqlens given).
+  bool has_sequences() const { return !kv_lengths.empty() || !cu_seqlens_q.empty() || !cu_seqlens_k.empty(); }
 };
 
 // Checks an AttentionParams against the contract (shape, heads, head dim, finite scale) without
@@ -126,15 +170,20 @@ class Buffer {
 };
 
 // The buffers of one forward call. `lse` may be left empty: the LSE is then not written.
-// Sizes: q, o: shape.q_elements() * DataTypeSize(dtype); k, v: shape.kv_elements() * size;
-// lse: shape.lse_elements() * 4 bytes.
+// Sizes: packed [B, H, N, D] q, o: shape.q_elements() * DataTypeSize(dtype); k, v:
+// shape.kv_elements() * size; lse: shape.lse_elements() * 4 bytes. With strides or ragged
+// tensors: up to the last element the strides reach.
 // `workspace`: scratch of Context::ForwardWorkspaceBytes(params) bytes, where that is not 0: a
 // decode call (few query rows per KV head, long KV) splits its keys over workgroups and keeps the
-// parts there, and a driver that ends long shader loops early (DeviceInfo::shader_loop_budget)
-// walks long sequences in chunks. Without it RecordForward runs a decode call as one part (slower)
-// where the loop budget allows, and fails otherwise; Forward() allocates one when it is left empty. A workspace is written and read by the
-// call that uses it: calls recorded with the same workspace need a compute-to-compute barrier
-// between them (or one workspace each), like any two writers of one buffer.
+// parts there, a call with sequences (AttentionParams::has_sequences) keeps their lengths there,
+// and a driver that ends long shader loops early (DeviceInfo::shader_loop_budget) walks long
+// sequences in chunks. Without it RecordForward runs a decode call as one part (slower) where the
+// loop budget allows, and fails otherwise; Forward() allocates one when it is left empty.
+// A call with sequences writes their lengths into the workspace with vkCmdUpdateBuffer (the
+// buffer needs VK_BUFFER_USAGE_TRANSFER_DST_BIT) between barriers it records itself. A workspace
+// is written and read by the call that uses it: calls recorded with the same workspace need a
+// compute-to-compute barrier between them (or one workspace each), like any two writers of one
+// buffer.
 struct ForwardBuffers {
   BufferView q, k, v, o;
   BufferView lse;
@@ -144,7 +193,8 @@ struct ForwardBuffers {
 // The buffers of one backward call. o and lse are the forward's outputs for the same params
 // (run the forward with an LSE buffer). d_o is like O; dq like Q; dk and dv like K.
 // workspace: Context::BackwardWorkspaceBytes(params) bytes of scratch (rowsum(dO * O) per query
-// row, and on a driver with a loop budget the sums of long loops between chunks);
+// row, the sequences' lengths as for the forward, and on a driver with a loop budget the sums of
+// long loops between chunks);
 // RecordBackward needs one, Backward() allocates one when it is left empty. Two calls that share
 // a workspace need a compute-to-compute barrier between them (or one workspace each).
 struct BackwardBuffers {

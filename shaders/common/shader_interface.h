@@ -46,7 +46,8 @@ using uint = std::uint32_t;
 // base 2) followed by each of its THREADS_PER_ROW invocations' share of the running sum.
 #define VKF_FWD_BINDING_O_STATE 6
 #define VKF_FWD_BINDING_ROW_STATE 7
-#define VKF_FWD_BINDING_COUNT 8
+#define VKF_FWD_BINDING_SEQUENCES 8  // the sequence table (AttentionPush.sequence_table)
+#define VKF_FWD_BINDING_COUNT 9
 
 // Instrumentation: floats per (query row, key tile), in this order.
 #define VKF_STATS_RUNNING_MAX 0   // m after the tile (natural log units)
@@ -86,7 +87,8 @@ using uint = std::uint32_t;
 #define VKF_BWD_BINDING_DQ_STATE 10
 #define VKF_BWD_BINDING_DK_STATE 11
 #define VKF_BWD_BINDING_DV_STATE 12
-#define VKF_BWD_BINDING_COUNT 13
+#define VKF_BWD_BINDING_SEQUENCES 13  // the sequence table (AttentionPush.sequence_table)
+#define VKF_BWD_BINDING_COUNT 14
 
 // The cooperative-matrix layout probe (shaders/coopmat/coopmat_layout_probe.comp): for every lane l and
 // accumulator element i, the value 16 * row + column lands at float l * VKF_PROBE_STRIDE + i;
@@ -104,8 +106,38 @@ using uint = std::uint32_t;
 #define VKF_READ_STREAM_BINDING_SOURCE 0
 #define VKF_READ_STREAM_BINDING_SINK 1
 #define VKF_READ_STREAM_BINDING_COUNT 2
+// Where the tensors' rows are: AttentionPush.strides holds, for each tensor below, the element
+// strides of its batch, head and row (sequence position) index, in that order; the head dim is
+// contiguous. Row n of head h in batch b of a sequence that starts at memory row r0 (the sequence
+// table's q_row0 or kv_row0; 0 without one) starts at element
+//   b * strides[3 t] + h * strides[3 t + 1] + (r0 + n) * strides[3 t + 2]   (t: VKF_TENSOR_*).
+// dQ, dK and dV have the strides of Q, K and V. The LSE (and the backward's delta, laid out
+// alike) has a row stride of 1.
+#define VKF_TENSOR_Q 0
+#define VKF_TENSOR_K 1
+#define VKF_TENSOR_V 2
+#define VKF_TENSOR_O 3
+#define VKF_TENSOR_DO 4
+#define VKF_TENSOR_LSE 5
+#define VKF_TENSOR_COUNT 6
+
+// The sequence table (binding VKF_*_BINDING_SEQUENCES, read where AttentionPush.sequence_table is
+// 1): per batch entry b, VKF_SEQUENCE_UINTS uints: the first memory row of its queries (in the
+// Q-like tensors and the LSE), its query count, the first memory row of its keys, the keys it
+// attends to, and the key rows it owns (the dK/dV rows it writes: its keys, then zeros for rows it
+// owns but does not attend to). Without a table every entry is {0, q_len, 0, kv_len, kv_len}.
+#define VKF_SEQUENCE_Q_ROW0 0
+#define VKF_SEQUENCE_Q_LEN 1
+#define VKF_SEQUENCE_KV_ROW0 2
+#define VKF_SEQUENCE_KV_LEN 3
+#define VKF_SEQUENCE_KV_ROWS 4
+#define VKF_SEQUENCE_UINTS 5
+
 // Push constants of every attention kernel. Forward and dQ dispatch (ceil(q_len / BLOCK_Q),
-// q_heads, batch); dK/dV dispatches (ceil(kv_len / BLOCK_KV), kv_heads, batch).
+// q_heads, batch); dK/dV dispatches (ceil(kv_len / BLOCK_KV), kv_heads, batch). With a sequence
+// table, q_len and kv_len are the longest sequence's (kv_len: its owned key rows), and a
+// workgroup past its own sequence's rows does nothing. The chunked kernels' state in the workspace
+// is laid out [batch, heads, q_len or kv_len] with these lengths.
 struct AttentionPush {
   uint batch;
   uint q_heads;
@@ -121,6 +153,8 @@ struct AttentionPush {
   // Decode kernels (shaders/decode/): keys per split-K part; workgroup x takes keys [x * split_keys,
   // (x + 1) * split_keys). Other kernels ignore it.
   uint split_keys;
+  uint sequence_table;  // 1: per-batch lengths and first rows from the sequence table
+  uint strides[VKF_TENSOR_COUNT * 3];
 };
 
 struct ReadStreamPush {
@@ -133,8 +167,8 @@ struct NaivePush {
 };
 
 #ifdef __cplusplus
-static_assert(sizeof(NaivePush) == 44, "push constant layout must match GLSL std430");
-static_assert(sizeof(AttentionPush) == 36, "push constant layout must match GLSL std430");
+static_assert(sizeof(NaivePush) == 120, "push constant layout must match GLSL std430");
+static_assert(sizeof(AttentionPush) == 112, "push constant layout must match GLSL std430");
 }  // namespace vkflash::gpu
 #endif
 

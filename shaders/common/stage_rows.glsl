@@ -5,8 +5,9 @@
 #ifndef VKFLASH_STAGE_ROWS_GLSL
 #define VKFLASH_STAGE_ROWS_GLSL
 
-// Copies `rows` rows of two tensors with the same layout, `buffer_a` and `buffer_b` (uvec4 arrays;
-// row r starts at word (src_row0 + r) * ROW_U4), into the shared array `tile`, in two halves:
+// Copies `rows` rows of two tensors, `buffer_a` and `buffer_b` (uvec4 arrays; row r of a starts at
+// word a_base + r * a_stride, of b at b_base + r * b_stride), into the shared array `tile`, in two
+// halves:
 // `load_fn` reads this invocation's words of both tensors into registers and can run before the
 // barrier that waits for the previous step's matrix loads, so that its memory latency overlaps
 // that wait (the compiler may still issue the reads after the barrier: the H100 driver's does,
@@ -15,7 +16,8 @@
 // declared by the caller as a constant (the arrays' size): e.g.
 //   const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);
 //   VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_KV, KV_WORDS)
-//   ... uvec4 k_words[KV_WORDS], v_words[KV_WORDS]; load_kv(k_words, v_words, row0, valid);
+//   ... uvec4 k_words[KV_WORDS], v_words[KV_WORDS];
+//   load_kv(k_words, v_words, k_base, k_stride, v_base, v_stride, valid);
 //   barrier(); store_kv(k_words, v_words); barrier();
 // Rows go to tile rows [0, rows) (buffer_a) and [rows, 2 rows) (buffer_b); rows >= valid_rows
 // become 0. Both tensors in one loop, so their loads are in flight together.
@@ -24,13 +26,14 @@
 #define VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_fn, store_fn, tile, buffer_a, buffer_b, rows, words) \
   VKF_DEFINE_STAGE_ROW_PAIR_SPLIT_AT(load_fn, store_fn, tile, 0, buffer_a, buffer_b, rows, words)
 #define VKF_DEFINE_STAGE_ROW_PAIR_SPLIT_AT(load_fn, store_fn, tile, first_row, buffer_a, buffer_b, rows, words) \
-  void load_fn(out uvec4 a[words], out uvec4 b[words], uint src_row0, uint valid_rows) {         \
+  void load_fn(out uvec4 a[words], out uvec4 b[words], uint a_base, uint a_stride, uint b_base, uint b_stride, \
+               uint valid_rows) {                                                              \
     [[unroll]] for (uint j = 0; j < words; ++j) {                                              \
       const uint i = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;                             \
-      const uint r = i / ROW_U4, src = (src_row0 + r) * ROW_U4 + i % ROW_U4;                   \
+      const uint r = i / ROW_U4, c = i % ROW_U4;                                               \
       const bool copied = i < (rows) * ROW_U4 && r < valid_rows;                               \
-      a[j] = copied ? buffer_a[src] : uvec4(0);                                                \
-      b[j] = copied ? buffer_b[src] : uvec4(0);                                                \
+      a[j] = copied ? buffer_a[a_base + r * a_stride + c] : uvec4(0);                          \
+      b[j] = copied ? buffer_b[b_base + r * b_stride + c] : uvec4(0);                          \
     }                                                                                          \
   }                                                                                            \
   void store_fn(const uvec4 a[words], const uvec4 b[words]) {                                  \
@@ -45,13 +48,13 @@
   }
 
 // Both halves back to back, where nothing is to overlap the copy: defines
-// `void fn(uint src_row0, uint valid_rows)` from the two functions of
-// VKF_DEFINE_STAGE_ROW_PAIR_SPLIT.
-#define VKF_DEFINE_STAGE_ROW_PAIR(fn, load_fn, store_fn, words)  \
-  void fn(uint src_row0, uint valid_rows) {                      \
-    uvec4 a[words], b[words];                                    \
-    load_fn(a, b, src_row0, valid_rows);                         \
-    store_fn(a, b);                                              \
+// `void fn(uint a_base, uint a_stride, uint b_base, uint b_stride, uint valid_rows)` from the two
+// functions of VKF_DEFINE_STAGE_ROW_PAIR_SPLIT.
+#define VKF_DEFINE_STAGE_ROW_PAIR(fn, load_fn, store_fn, words)                                 \
+  void fn(uint a_base, uint a_stride, uint b_base, uint b_stride, uint valid_rows) {            \
+    uvec4 a[words], b[words];                                                                   \
+    load_fn(a, b, a_base, a_stride, b_base, b_stride, valid_rows);                              \
+    store_fn(a, b);                                                                             \
   }
 
 #endif

@@ -28,6 +28,8 @@ const uint TILE_STRIDE = VKF_TILE_STRIDE(ROW_U4);
 
 #include "common/constants.glsl"
 #include "common/attention_mask.glsl"
+#define VKF_SEQUENCES_BINDING VKF_BWD_BINDING_SEQUENCES
+#include "common/sequences.glsl"  // strides are multiples of 8 elements here (the engine checks)
 #include "coopmat/coopmat.glsl"
 #include "coopmat/coopmat_tiles.glsl"
 #include "common/nonfinite.glsl"
@@ -64,35 +66,45 @@ void main() {
   const uint kv_head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
   const uint kv_begin = gl_WorkGroupID.x * BLOCK_KV;
   const uint own_row = 16 * gl_SubgroupID;  // this subgroup's first row inside the tile
-  const uint kv_head_row = (batch * pc.kv_heads + kv_head) * pc.kv_len;
+  const Sequence seq = sequence_of(batch);
+  const uint q_len = seq.q_len, kv_len = seq.kv_len;
+  if (kv_begin >= seq.kv_rows) return;  // past the key rows of this batch entry
+  // A tile of keys the sequence does not attend to gets zero dK and dV: no query tile is visited.
+  const uint q_loop_end = kv_begin < kv_len ? q_len : 0;
+  // Element offsets of each tensor's row 0 of this head, and row strides (dK, dV have K's, V's).
+  const uint k_base = tensor_base(VKF_TENSOR_K, batch, kv_head, seq.kv_row0), k_stride = tensor_row_stride(VKF_TENSOR_K);
+  const uint v_base = tensor_base(VKF_TENSOR_V, batch, kv_head, seq.kv_row0), v_stride = tensor_row_stride(VKF_TENSOR_V);
+  const uint q_stride = tensor_row_stride(VKF_TENSOR_Q), do_stride = tensor_row_stride(VKF_TENSOR_DO);
 
   if (gl_LocalInvocationIndex == 0) nonfinite_do = 0;  // before load_coordinates' barrier
   for (uint i = gl_LocalInvocationIndex; i < BLOCK_Q; i += WORKGROUP_SIZE) query_nonfinite_step[i] = 0;
   const VKF_ACC coord = load_coordinates();
-  const uint kv_valid = min(BLOCK_KV, pc.kv_len - kv_begin);
-  stage_kv(kv_head_row + kv_begin, kv_valid);
+  const uint kv_valid = kv_begin < kv_len ? min(BLOCK_KV, kv_len - kv_begin) : 0;
+  stage_kv((k_base + kv_begin * k_stride) / 8, k_stride / 8, (v_base + kv_begin * v_stride) / 8, v_stride / 8, kv_valid);
 
   VKF_ACC dk_acc[D_BLOCKS], dv_acc[D_BLOCKS];
   [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) dk_acc[db] = dv_acc[db] = VKF_ACC(0.0);
 
   // Query rows before q_first see none of this tile's keys (causal): their tiles are skipped.
   uint q_first = 0;
-  if (CAUSAL) q_first = uint(clamp(int(kv_begin) - causal_shift(pc.q_len, pc.kv_len), 0, int(pc.q_len)));
+  if (CAUSAL) q_first = uint(clamp(int(kv_begin) - causal_shift(q_len, kv_len), 0, int(q_len)));
   const uint group = pc.q_heads / pc.kv_heads;
   uint masked_q_end = 0;  // the tiles that the diagonal crosses end here, the same in every head
   uint step = 0;
   for (uint head = kv_head * group; head < (kv_head + 1) * group; ++head) {
-    const uint q_head_row = (batch * pc.q_heads + head) * pc.q_len;  // row index of query 0 of this head
-    for (uint q_begin = (q_first / BLOCK_Q) * BLOCK_Q; q_begin < pc.q_len; q_begin += BLOCK_Q) {
+    const uint q_base = tensor_base(VKF_TENSOR_Q, batch, head, seq.q_row0);
+    const uint do_base = tensor_base(VKF_TENSOR_DO, batch, head, seq.q_row0);
+    for (uint q_begin = (q_first / BLOCK_Q) * BLOCK_Q; q_begin < q_loop_end; q_begin += BLOCK_Q) {
       barrier();  // the previous step's tile is no longer read (first step: owned rows visible)
       ++step;
-      const uint q_valid = min(BLOCK_Q, pc.q_len - q_begin);
+      const uint q_valid = min(BLOCK_Q, q_len - q_begin);
       // Stage Q and dO (their infinities and NaNs zeroed where the causal diagonal crosses the tile).
-      const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
+      const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, q_len, kv_len);
       {
         uvec4 q_words[Q_DO_WORDS], do_words[Q_DO_WORDS];
-        load_q_do(q_words, do_words, q_head_row + q_begin, q_valid);
-        if (tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len)) {
+        load_q_do(q_words, do_words, (q_base + q_begin * q_stride) / 8, q_stride / 8, (do_base + q_begin * do_stride) / 8,
+                  do_stride / 8, q_valid);
+        if (tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, q_len, kv_len)) {
           masked_q_end = max(masked_q_end, q_begin + q_valid);
           VKF_ZERO_NONFINITE_ROWS(q_words, Q_DO_WORDS, query_nonfinite_step, step);
           bool found = false;
@@ -102,8 +114,9 @@ void main() {
         store_q_do(q_words, do_words);
       }
       for (uint i = gl_LocalInvocationIndex; i < BLOCK_Q; i += WORKGROUP_SIZE) {
-        lse_tile[i] = row_lse_log2(q_head_row + q_begin + i, q_begin + i);
-        delta_tile[i] = row_delta(q_head_row + q_begin + i, q_begin + i);
+        const uint row_index = lse_index(batch, head, seq, q_begin + i);
+        lse_tile[i] = row_lse_log2(row_index, q_begin + i, q_len);
+        delta_tile[i] = row_delta(row_index, q_begin + i, q_len);
       }
       barrier();
 
@@ -133,7 +146,7 @@ void main() {
           const float ds = p * (dpt[nb][i] - delta_tile[c]);
           // Selects, not a branch around the stores (see the dQ kernel).
           const bool visible =
-              !masked_tile || key_visible(q_begin + c, kv_begin + own_row + cm_row(coord, i), pc.q_len, pc.kv_len);
+              !masked_tile || key_visible(q_begin + c, kv_begin + own_row + cm_row(coord, i), q_len, kv_len);
           const bool zeroed_query = masked_tile && query_nonfinite_step[c] == step;
           st[nb][i] = visible ? p : 0.0;
           dpt[nb][i] = !visible ? 0.0 : zeroed_query ? VKF_NAN : ds;
@@ -158,13 +171,13 @@ void main() {
   // Infinities and NaNs of dO that the staging zeroed, where the keys see them, read again from
   // the buffer (rare; common/nonfinite.glsl): the tiles the diagonal crosses come first in every head.
   if (nonfinite_do != 0) {
-    const uint first_head_row = (batch * pc.q_heads + kv_head * group) * pc.q_len;
     [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) {
       for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
         const uint key = kv_begin + own_row + cm_row(coord, i), column = 16 * db + cm_col(coord, i);
         for (uint h = 0; h < group; ++h) {
-          for (uint q = key_rows_begin(key, pc.q_len, pc.kv_len); q < masked_q_end; ++q) {
-            const float x = VKF_BUFFER_HALF(do_u4, (first_head_row + h * pc.q_len + q) * HEAD_DIM + column);
+          const uint do_base = tensor_base(VKF_TENSOR_DO, batch, kv_head * group + h, seq.q_row0);
+          for (uint q = key_rows_begin(key, q_len, kv_len); q < masked_q_end; ++q) {
+            const float x = VKF_BUFFER_HALF(do_u4, do_base + q * do_stride + column);
             if (isinf(x) || isnan(x)) dv_acc[db][i] += x;
           }
         }
@@ -174,7 +187,7 @@ void main() {
 
   const float scale = pc.scale_log2 / LOG2E;
   [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) dk_acc[db] = dk_acc[db] * scale;
-  const uint head_base = kv_head_row * HEAD_DIM;
-  VKF_STORE_ROW_BLOCK(dk_acc, 0, dk_u4, dk_h, coord, head_base, kv_begin + own_row, pc.kv_len);
-  VKF_STORE_ROW_BLOCK(dv_acc, 0, dv_u4, dv_h, coord, head_base, kv_begin + own_row, pc.kv_len);
+  // Rows [kv_len, kv_rows): zeros.
+  VKF_STORE_ROW_BLOCK(dk_acc, 0, dk_u4, dk_h, coord, k_base, k_stride, kv_begin + own_row, seq.kv_rows);
+  VKF_STORE_ROW_BLOCK(dv_acc, 0, dv_u4, dv_h, coord, v_base, v_stride, kv_begin + own_row, seq.kv_rows);
 }

@@ -26,6 +26,8 @@ const uint ROWS_PER_LANE = VKF_CM_ROWS_PER_LANE;
 
 #include "common/constants.glsl"
 #include "common/attention_mask.glsl"
+#define VKF_SEQUENCES_BINDING VKF_BWD_BINDING_SEQUENCES
+#include "common/sequences.glsl"  // strides are multiples of 8 elements here (the engine checks)
 #include "coopmat/coopmat.glsl"
 #include "coopmat/coopmat_tiles.glsl"
 #include "common/nonfinite.glsl"
@@ -54,38 +56,45 @@ VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_K
 void main() {
   const uint head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
   const uint kv_head = head / (pc.q_heads / pc.kv_heads);
+  const Sequence seq = sequence_of(batch);
+  const uint q_len = seq.q_len, kv_len = seq.kv_len;
   const uint q_begin = gl_WorkGroupID.x * BLOCK_Q;
-  const uint q_end = min(q_begin + BLOCK_Q, pc.q_len);
+  if (q_begin >= q_len) return;  // past this batch entry's queries
+  const uint q_end = min(q_begin + BLOCK_Q, q_len);
   const uint row0 = q_begin + 16 * gl_SubgroupID;  // this subgroup's first query row
-  const uint q_head_row = (batch * pc.q_heads + head) * pc.q_len;
-  const uint kv_head_row = (batch * pc.kv_heads + kv_head) * pc.kv_len;
+  // Element offsets of each tensor's row 0 of this head, and row strides (dQ has Q's).
+  const uint q_base = tensor_base(VKF_TENSOR_Q, batch, head, seq.q_row0), q_stride = tensor_row_stride(VKF_TENSOR_Q);
+  const uint do_base = tensor_base(VKF_TENSOR_DO, batch, head, seq.q_row0), do_stride = tensor_row_stride(VKF_TENSOR_DO);
+  const uint k_base = tensor_base(VKF_TENSOR_K, batch, kv_head, seq.kv_row0), k_stride = tensor_row_stride(VKF_TENSOR_K);
+  const uint v_base = tensor_base(VKF_TENSOR_V, batch, kv_head, seq.kv_row0), v_stride = tensor_row_stride(VKF_TENSOR_V);
 
   for (uint i = gl_LocalInvocationIndex; i < BLOCK_KV; i += WORKGROUP_SIZE) key_nonfinite_step[i] = 0;
   const VKF_ACC coord = load_coordinates();  // (its barrier also publishes the zeros above)
   VKF_MAT_A q_frag[D_BLOCKS], do_frag[D_BLOCKS];
-  VKF_LOAD_ROW_BLOCK(q_frag, 0, q_u4, q_h, coord, q_head_row * HEAD_DIM, row0, pc.q_len);
-  VKF_LOAD_ROW_BLOCK(do_frag, 0, do_u4, do_h, coord, q_head_row * HEAD_DIM, row0, pc.q_len);
+  VKF_LOAD_ROW_BLOCK(q_frag, 0, q_u4, q_h, coord, q_base, q_stride, row0, q_len);
+  VKF_LOAD_ROW_BLOCK(do_frag, 0, do_u4, do_h, coord, do_base, do_stride, row0, q_len);
 
   // LSE (base 2, +inf where P must be 0) and delta of the lane's rows, per slot.
   float lse_row[ROWS_PER_LANE], delta_row[ROWS_PER_LANE];
   [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
     const uint r = row0 + cm_row(coord, i);
-    lse_row[cm_slot(i)] = row_lse_log2(q_head_row + r, r);
-    delta_row[cm_slot(i)] = row_delta(q_head_row + r, r);
+    lse_row[cm_slot(i)] = row_lse_log2(lse_index(batch, head, seq, r), r, q_len);
+    delta_row[cm_slot(i)] = row_delta(lse_index(batch, head, seq, r), r, q_len);
   }
 
   VKF_ACC dq_acc[D_BLOCKS];
   [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) dq_acc[db] = VKF_ACC(0.0);
 
-  const uint kv_end = visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);
+  const uint kv_end = visible_kv_end(q_begin, q_end, q_len, kv_len);
   for (uint kv_begin = 0, step = 1; kv_begin < kv_end; kv_begin += BLOCK_KV, ++step) {
-    const uint kv_valid = min(BLOCK_KV, pc.kv_len - kv_begin);
+    const uint kv_valid = min(BLOCK_KV, kv_len - kv_begin);
     // Stage K and V (K's infinities and NaNs zeroed where the causal diagonal crosses the tile).
-    const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
+    const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, q_len, kv_len);
     {
       uvec4 k_words[KV_WORDS], v_words[KV_WORDS];
-      load_kv(k_words, v_words, kv_head_row + kv_begin, kv_valid);
-      if (tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len)) {
+      load_kv(k_words, v_words, (k_base + kv_begin * k_stride) / 8, k_stride / 8, (v_base + kv_begin * v_stride) / 8,
+              v_stride / 8, kv_valid);
+      if (tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, q_len, kv_len)) {
         VKF_ZERO_NONFINITE_ROWS(k_words, KV_WORDS, key_nonfinite_step, step);
       }
       store_kv(k_words, v_words);
@@ -113,7 +122,7 @@ void main() {
         const float ds = exp2(s[nb][i] * pc.scale_log2 - lse_row[t]) * (dp[nb][i] - delta_row[t]);
         // Selects, not a branch around the store: a matrix element written in one branch only made
         // the NV and KHR backward less than half as fast on the H100 (docs/tuning-log.md).
-        const bool visible = !masked_tile || key_visible(row0 + cm_row(coord, i), kv_begin + c, pc.q_len, pc.kv_len);
+        const bool visible = !masked_tile || key_visible(row0 + cm_row(coord, i), kv_begin + c, q_len, kv_len);
         const bool zeroed_key = masked_tile && key_nonfinite_step[c] == step;
         s[nb][i] = !visible ? 0.0 : zeroed_key ? VKF_NAN : ds;
       }
@@ -133,5 +142,5 @@ void main() {
 
   const float scale = pc.scale_log2 / LOG2E;
   [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) dq_acc[db] = dq_acc[db] * scale;
-  VKF_STORE_ROW_BLOCK(dq_acc, 0, dq_u4, dq_h, coord, q_head_row * HEAD_DIM, row0, pc.q_len);
+  VKF_STORE_ROW_BLOCK(dq_acc, 0, dq_u4, dq_h, coord, q_base, q_stride, row0, q_len);
 }

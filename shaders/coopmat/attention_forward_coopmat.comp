@@ -34,6 +34,8 @@ const uint ROWS_PER_LANE = VKF_CM_ROWS_PER_LANE;
 
 #include "common/constants.glsl"
 #include "common/attention_mask.glsl"
+#define VKF_SEQUENCES_BINDING VKF_FWD_BINDING_SEQUENCES
+#include "common/sequences.glsl"  // strides are multiples of 8 elements here (the engine checks)
 #include "coopmat/coopmat.glsl"
 #include "coopmat/coopmat_tiles.glsl"
 #include "common/nonfinite.glsl"
@@ -56,11 +58,17 @@ void main() {
   const uint lane = gl_SubgroupInvocationID;
   const uint head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
   const uint kv_head = head / (pc.q_heads / pc.kv_heads);  // GQA / MQA
+  const Sequence seq = sequence_of(batch);
+  const uint q_len = seq.q_len, kv_len = seq.kv_len;
   const uint q_begin = gl_WorkGroupID.x * BLOCK_Q;
-  const uint q_end = min(q_begin + BLOCK_Q, pc.q_len);
+  if (q_begin >= q_len) return;  // past this batch entry's queries
+  const uint q_end = min(q_begin + BLOCK_Q, q_len);
   const uint rows_begin = q_begin + gl_SubgroupID * 16 * M_BLOCKS;  // this subgroup's first row
-  const uint q_head = (batch * pc.q_heads + head) * pc.q_len * HEAD_DIM;  // in halves
-  const uint kv_head_row = (batch * pc.kv_heads + kv_head) * pc.kv_len;  // row index of key 0
+  // Element offsets of each tensor's row 0 of this head, and row strides (in halves).
+  const uint q_base = tensor_base(VKF_TENSOR_Q, batch, head, seq.q_row0), q_stride = tensor_row_stride(VKF_TENSOR_Q);
+  const uint o_base = tensor_base(VKF_TENSOR_O, batch, head, seq.q_row0), o_stride = tensor_row_stride(VKF_TENSOR_O);
+  const uint k_base = tensor_base(VKF_TENSOR_K, batch, kv_head, seq.kv_row0), k_stride = tensor_row_stride(VKF_TENSOR_K);
+  const uint v_base = tensor_base(VKF_TENSOR_V, batch, kv_head, seq.kv_row0), v_stride = tensor_row_stride(VKF_TENSOR_V);
 
   if (gl_LocalInvocationIndex == 0) nonfinite_v = 0;  // before load_coordinates' barrier
   const VKF_ACC coord = load_coordinates();  // coordinates of every accumulator element
@@ -68,7 +76,7 @@ void main() {
   // Q fragments (the scale is applied to S, so Q stays exactly as stored)
   VKF_MAT_A q_frag[M_BLOCKS * D_BLOCKS];
   [[unroll]] for (uint mb = 0; mb < M_BLOCKS; ++mb) {
-    VKF_LOAD_ROW_BLOCK(q_frag, mb * D_BLOCKS, q_u4, q_h, coord, q_head, rows_begin + 16 * mb, pc.q_len);
+    VKF_LOAD_ROW_BLOCK(q_frag, mb * D_BLOCKS, q_u4, q_h, coord, q_base, q_stride, rows_begin + 16 * mb, q_len);
   }
 
   float m_run[M_BLOCKS * ROWS_PER_LANE];  // running row max of S (base 2), per (block, slot)
@@ -77,16 +85,17 @@ void main() {
   [[unroll]] for (uint j = 0; j < M_BLOCKS * ROWS_PER_LANE; ++j) { m_run[j] = NEG_INF; l_part[j] = 0.0; }
   [[unroll]] for (uint j = 0; j < M_BLOCKS * D_BLOCKS; ++j) o_acc[j] = VKF_ACC(0.0);
 
-  uint masked_begin = pc.kv_len;  // the first tile the diagonal crosses: they are the last ones
-  const uint kv_end = visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);  // later tiles are wholly masked
+  uint masked_begin = kv_len;  // the first tile the diagonal crosses: they are the last ones
+  const uint kv_end = visible_kv_end(q_begin, q_end, q_len, kv_len);  // later tiles are wholly masked
   for (uint kv_begin = 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
-    const uint kv_valid = min(BLOCK_KV, pc.kv_len - kv_begin);  // rows past kv_len: zeros
+    const uint kv_valid = min(BLOCK_KV, kv_len - kv_begin);  // rows past kv_len: zeros
     // Stage K and V (V's infinities and NaNs zeroed where the causal diagonal crosses the tile).
-    const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
+    const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, q_len, kv_len);
     {
       uvec4 k_words[KV_WORDS], v_words[KV_WORDS];
-      load_kv(k_words, v_words, kv_head_row + kv_begin, kv_valid);
-      if (tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len)) {
+      load_kv(k_words, v_words, (k_base + kv_begin * k_stride) / 8, k_stride / 8, (v_base + kv_begin * v_stride) / 8,
+              v_stride / 8, kv_valid);
+      if (tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, q_len, kv_len)) {
         masked_begin = min(masked_begin, kv_begin);
         bool found = false;
         VKF_ZERO_NONFINITE(v_words, KV_WORDS, found);
@@ -117,7 +126,7 @@ void main() {
           float x = s[mb * N_BLOCKS + nb][i] * pc.scale_log2;
           if (masked_tile) {
             const uint q_row = rows_begin + 16 * mb + cm_row(coord, i);
-            if (!key_visible(q_row, kv_begin + 16 * nb + cm_col(coord, i), pc.q_len, pc.kv_len)) x = NEG_INF;
+            if (!key_visible(q_row, kv_begin + 16 * nb + cm_col(coord, i), q_len, kv_len)) x = NEG_INF;
           }
           s[mb * N_BLOCKS + nb][i] = x;
           tile_max[cm_slot(i)] = max(tile_max[cm_slot(i)], x);
@@ -166,8 +175,8 @@ void main() {
       [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) {
         for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
           const uint q_row = rows_begin + 16 * mb + cm_row(coord, i), column = 16 * db + cm_col(coord, i);
-          for (uint key = masked_begin; key < row_keys_end(q_row, pc.q_len, pc.kv_len); ++key) {
-            const float x = VKF_BUFFER_HALF(v_u4, (kv_head_row + key) * HEAD_DIM + column);
+          for (uint key = masked_begin; key < row_keys_end(q_row, q_len, kv_len); ++key) {
+            const float x = VKF_BUFFER_HALF(v_u4, v_base + key * v_stride + column);
             if (isinf(x) || isnan(x)) o_acc[mb * D_BLOCKS + db][i] += x;
           }
         }
@@ -186,12 +195,12 @@ void main() {
     }
     [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db)
       [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) o_acc[mb * D_BLOCKS + db][i] *= inv_l[cm_slot(i)];
-    VKF_STORE_ROW_BLOCK(o_acc, mb * D_BLOCKS, o_u4, o_h, coord, q_head, row0, pc.q_len);
+    VKF_STORE_ROW_BLOCK(o_acc, mb * D_BLOCKS, o_u4, o_h, coord, o_base, o_stride, row0, q_len);
     if (WRITE_LSE && (lane & VKF_CM_ROW_LANE_MASK) == 0) {
       for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
         const uint r = row0 + cm_row(coord, i), t = cm_slot(i);
-        if (cm_first_of_slot(i) && r < pc.q_len) {
-          lse_data[(batch * pc.q_heads + head) * pc.q_len + r] =
+        if (cm_first_of_slot(i) && r < q_len) {
+          lse_data[lse_index(batch, head, seq, r)] =
               l_row[t] == 0.0 ? NEG_INF : (m_run[mb * ROWS_PER_LANE + t] + log2(l_row[t])) * LN2;
         }
       }

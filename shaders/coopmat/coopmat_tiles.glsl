@@ -19,19 +19,20 @@ VKF_ACC load_coordinates() {
 }
 
 // Statement: loads the 16 x HEAD_DIM rows from row `row0` of a float16 tensor (element
-// head_base + row * HEAD_DIM + column) into the A operands frags[first .. first + D_BLOCKS):
+// head_base + row * stride + column; head_base and stride multiples of 8) into the A operands
+// frags[first .. first + D_BLOCKS):
 // straight from memory when all 16 rows exist, else element by element (rows >= row_end read as
 // zeros) through an accumulator-layout matrix and acc_to_a. A macro, not a function: arrays of
 // matrices passed to functions are copied, and drivers may then leave them in local memory.
-#define VKF_LOAD_ROW_BLOCK(frags, first, buffer_u4, buffer_h, coord, head_base, row0, row_end)            \
+#define VKF_LOAD_ROW_BLOCK(frags, first, buffer_u4, buffer_h, coord, head_base, stride, row0, row_end)    \
   [[unroll]] for (uint kb_ = 0; kb_ < D_BLOCKS; ++kb_) {                                                  \
     if ((row0) + 16 <= (row_end)) {                                                                       \
-      cm_load_rows(frags[(first) + kb_], buffer_u4, ((head_base) + (row0) * HEAD_DIM) / 8 + 2 * kb_, ROW_U4); \
+      cm_load_rows(frags[(first) + kb_], buffer_u4, ((head_base) + (row0) * (stride)) / 8 + 2 * kb_, (stride) / 8); \
     } else {                                                                                              \
       VKF_ACC part_;                                                                                      \
       for (uint i_ = 0; i_ < VKF_CM_ELEMENTS; ++i_) {                                                      \
         const uint r_ = (row0) + cm_row(coord, i_);                                                       \
-        part_[i_] = r_ < (row_end) ? float(buffer_h[(head_base) + r_ * HEAD_DIM + 16 * kb_ + cm_col(coord, i_)]) : 0.0; \
+        part_[i_] = r_ < (row_end) ? float(buffer_h[(head_base) + r_ * (stride) + 16 * kb_ + cm_col(coord, i_)]) : 0.0; \
       }                                                                                                   \
       frags[(first) + kb_] = acc_to_a(part_);                                                             \
     }                                                                                                     \
@@ -39,14 +40,14 @@ VKF_ACC load_coordinates() {
 
 // Statement: stores accumulators acc[first .. first + D_BLOCKS) as the float16 rows row0 ..
 // row0 + 15 of a tensor laid out as above; rows >= row_end are left alone.
-#define VKF_STORE_ROW_BLOCK(acc, first, buffer_u4, buffer_h, coord, head_base, row0, row_end)            \
+#define VKF_STORE_ROW_BLOCK(acc, first, buffer_u4, buffer_h, coord, head_base, stride, row0, row_end)    \
   [[unroll]] for (uint db_ = 0; db_ < D_BLOCKS; ++db_) {                                                  \
     if ((row0) + 16 <= (row_end)) {                                                                       \
-      cm_store_rows(VKF_ACC16(acc[(first) + db_]), buffer_u4, ((head_base) + (row0) * HEAD_DIM) / 8 + 2 * db_, ROW_U4); \
+      cm_store_rows(VKF_ACC16(acc[(first) + db_]), buffer_u4, ((head_base) + (row0) * (stride)) / 8 + 2 * db_, (stride) / 8); \
     } else {                                                                                              \
       for (uint i_ = 0; i_ < VKF_CM_ELEMENTS; ++i_) {                                         \
         const uint r_ = (row0) + cm_row(coord, i_);                                                       \
-        if (r_ < (row_end)) buffer_h[(head_base) + r_ * HEAD_DIM + 16 * db_ + cm_col(coord, i_)] = float16_t(acc[(first) + db_][i_]); \
+        if (r_ < (row_end)) buffer_h[(head_base) + r_ * (stride) + 16 * db_ + cm_col(coord, i_)] = float16_t(acc[(first) + db_][i_]); \
       }                                                                                                   \
     }                                                                                                     \
   }

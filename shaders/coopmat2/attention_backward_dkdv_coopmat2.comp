@@ -45,6 +45,8 @@ layout(std430, set = 0, binding = VKF_BWD_BINDING_DV) writeonly buffer dv_block 
 layout(std430, set = 0, binding = VKF_BWD_BINDING_LSE) readonly buffer lse_block { float lse_data[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_DELTA) readonly buffer delta_block { float delta_data[]; };
 
+#define VKF_SEQUENCES_BINDING VKF_BWD_BINDING_SEQUENCES
+#include "common/sequences.glsl"  // strides are multiples of 8 elements here (the engine checks)
 #include "coopmat2/coopmat2_backward.glsl"
 
 const uint SUBGROUP_ROWS = BLOCK_KV / (WORKGROUP_SIZE / SUBGROUP_SIZE);  // rows each subgroup owns (16 or 32)
@@ -77,10 +79,11 @@ VKF_DEFINE_STAGE_ROW_PAIR_SPLIT_AT(load_q_do, store_q_do, tiles, STREAM_ROW0, q_
 #define DIM_X_QUERIES_B coopmat<float16_t, gl_ScopeSubgroup, HEAD_DIM, BLOCK_Q, gl_MatrixUseB>
 
 // Callbacks: row is a key of the subgroup's rows (the first at k0), col a query of the step's tile
-// (the first at q0).
+// (the first at q0); q_len and kv_len are the sequence's.
 float p_of_st(const uint row, const uint col, const float st) { return p_of_score(st, lse_tile[col]); }
-float masked_p_of_st(const uint row, const uint col, const float st, const uint q0, const uint k0) {
-  return masked_p(q0 + col, k0 + row, st, lse_tile[col]);
+float masked_p_of_st(const uint row, const uint col, const float st, const uint q0, const uint k0, const uint q_len,
+                     const uint kv_len) {
+  return masked_p(q0 + col, k0 + row, st, lse_tile[col], q_len, kv_len);
 }
 // dS^T = P^T (dP^T - delta)
 float ds_of_dpt(const uint row, const uint col, const float dpt, const float p) {
@@ -89,19 +92,21 @@ float ds_of_dpt(const uint row, const uint col, const float dpt, const float p) 
 // In a tile that crosses the mask, also NaN where a query whose Q the staging zeroed at this step
 // sees the key (common/nonfinite.glsl).
 float masked_ds_of_dpt(const uint row, const uint col, const float dpt, const float p, const uint q0, const uint k0,
-                       const uint step) {
-  const float ds = masked_ds(q0 + col, k0 + row, p, dpt, delta_tile[col]);
-  return query_nonfinite_step[col] == step && key_visible(q0 + col, k0 + row, pc.q_len, pc.kv_len) ? VKF_NAN : ds;
+                       const uint step, const uint q_len, const uint kv_len) {
+  const float ds = masked_ds(q0 + col, k0 + row, p, dpt, delta_tile[col], q_len, kv_len);
+  return query_nonfinite_step[col] == step && key_visible(q0 + col, k0 + row, q_len, kv_len) ? VKF_NAN : ds;
 }
 // dV plus the infinities and NaNs of dO (column `col`, read from the buffer) of the queries below
 // `masked_q_end` of every head of the group that see the key: those the staging zeroed (the tiles
-// that the diagonal crosses are the first of each head's loop; common/nonfinite.glsl).
+// that the diagonal crosses are the first of each head's loop; common/nonfinite.glsl). dO row q of
+// the group's first head starts at element do_base.
 float add_seen_nonfinite_do(const uint row, const uint col, const float dv, const uint k0, const uint masked_q_end,
-                            const uint first_head_row) {
+                            const uint do_base, const uint q_len, const uint kv_len) {
   float sum = dv;
+  const uint head_stride = pc.strides[3 * VKF_TENSOR_DO + 1], do_stride = tensor_row_stride(VKF_TENSOR_DO);
   for (uint h = 0; h < pc.q_heads / pc.kv_heads; ++h) {
-    for (uint q = key_rows_begin(k0 + row, pc.q_len, pc.kv_len); q < masked_q_end; ++q) {
-      const float x = VKF_BUFFER_HALF(do_u4, (first_head_row + h * pc.q_len + q) * HEAD_DIM + col);
+    for (uint q = key_rows_begin(k0 + row, q_len, kv_len); q < masked_q_end; ++q) {
+      const float x = VKF_BUFFER_HALF(do_u4, do_base + h * head_stride + q * do_stride + col);
       if (isinf(x) || isnan(x)) sum += x;
     }
   }
@@ -114,20 +119,24 @@ float add_seen_nonfinite_do(const uint row, const uint col, const float dv, cons
 // kv_len) also mask P^T and dS^T; main() runs them in a loop of their own (as
 // attention_backward_dq_coopmat2.comp does, which says why). In `crossing` steps (the diagonal
 // crosses the tile) the staging also zeroes Q's and dO's infinities and NaNs.
-void dkdv_step(const bool masked, const bool crossing, const uint step, const uint q_begin, const uint head_row,
+// q_base, do_base: elements where the head's query 0 starts in Q and dO; lse_row0: its LSE index.
+void dkdv_step(const bool masked, const bool crossing, const uint step, const uint q_begin, const uint q_len,
+               const uint kv_len, const uint q_base, const uint do_base, const uint lse_row0,
                const uint kv_begin, const uint own_row, const KEYS_X_DIM(float16_t, gl_MatrixUseA) k_frag,
                inout KEYS_X_DIM(float, gl_MatrixUseAccumulator) dk_acc,
                inout KEYS_X_DIM(float, gl_MatrixUseAccumulator) dv_acc) {
   // This step's rows, LSE and delta, read from the buffers while waiting for every matrix
   // load of the previous step (the first step: for the K loads); then stored.
-  const uint q_valid = min(BLOCK_Q, pc.q_len - q_begin);
+  const uint q_valid = min(BLOCK_Q, q_len - q_begin);
+  const uint q_stride = tensor_row_stride(VKF_TENSOR_Q), do_stride = tensor_row_stride(VKF_TENSOR_DO);
   uvec4 q_words[Q_DO_WORDS], do_words[Q_DO_WORDS];
-  load_q_do(q_words, do_words, head_row + q_begin, q_valid);
+  load_q_do(q_words, do_words, (q_base + q_begin * q_stride) / 8, q_stride / 8, (do_base + q_begin * do_stride) / 8,
+            do_stride / 8, q_valid);
   float lse[STAT_WORDS], delta[STAT_WORDS];
   [[unroll]] for (uint j = 0; j < STAT_WORDS; ++j) {
     const uint r = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;
-    lse[j] = row_lse_log2(head_row + q_begin + r, q_begin + r);
-    delta[j] = row_delta(head_row + q_begin + r, q_begin + r);
+    lse[j] = row_lse_log2(lse_row0 + q_begin + r, q_begin + r, q_len);
+    delta[j] = row_delta(lse_row0 + q_begin + r, q_begin + r, q_len);
   }
   barrier();
   if (masked && crossing) {
@@ -152,7 +161,7 @@ void dkdv_step(const bool masked, const bool crossing, const uint step, const ui
   KEYS_X_QUERIES(float, gl_MatrixUseAccumulator) p_t =
       coopMatMulAdd(k_frag, q_t, KEYS_X_QUERIES(float, gl_MatrixUseAccumulator)(0.0));
   if (masked) {
-    coopMatPerElementNV(p_t, p_t, masked_p_of_st, q_begin, kv_begin + own_row);
+    coopMatPerElementNV(p_t, p_t, masked_p_of_st, q_begin, kv_begin + own_row, q_len, kv_len);
   } else {
     coopMatPerElementNV(p_t, p_t, p_of_st);
   }
@@ -170,7 +179,7 @@ void dkdv_step(const bool masked, const bool crossing, const uint step, const ui
   KEYS_X_QUERIES(float, gl_MatrixUseAccumulator) ds_t =
       coopMatMulAdd(v_frag, do_t, KEYS_X_QUERIES(float, gl_MatrixUseAccumulator)(0.0));
   if (masked) {  // 0 for masked pairs whatever dP^T holds (an inf in dO)
-    coopMatPerElementNV(ds_t, ds_t, masked_ds_of_dpt, p_t, q_begin, kv_begin + own_row, step);
+    coopMatPerElementNV(ds_t, ds_t, masked_ds_of_dpt, p_t, q_begin, kv_begin + own_row, step, q_len, kv_len);
   } else {
     coopMatPerElementNV(ds_t, ds_t, ds_of_dpt, p_t);
   }
@@ -185,12 +194,19 @@ void main() {
   const uint kv_head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
   const uint kv_begin = gl_WorkGroupID.x * BLOCK_KV;
   const uint own_row = SUBGROUP_ROWS * gl_SubgroupID;  // this subgroup's first key inside the tile
-  const uint kv_head_row = (batch * pc.kv_heads + kv_head) * pc.kv_len;  // row index of key 0 of this head
+  const Sequence seq = sequence_of(batch);
+  const uint q_len = seq.q_len, kv_len = seq.kv_len;
+  if (kv_begin >= seq.kv_rows) return;  // past the key rows of this batch entry
+  // A tile of keys the sequence does not attend to gets zero dK and dV: no query tile is visited.
+  const uint q_loop_end = kv_begin < kv_len ? q_len : 0;
+  const uint k_base = tensor_base(VKF_TENSOR_K, batch, kv_head, seq.kv_row0), k_stride = tensor_row_stride(VKF_TENSOR_K);
+  const uint v_base = tensor_base(VKF_TENSOR_V, batch, kv_head, seq.kv_row0), v_stride = tensor_row_stride(VKF_TENSOR_V);
 
   if (gl_LocalInvocationIndex == 0) nonfinite_do = 0;  // before the first barrier
   for (uint i = gl_LocalInvocationIndex; i < BLOCK_Q; i += WORKGROUP_SIZE) query_nonfinite_step[i] = 0;
   // The tile's V rows (kept) and K rows (loaded once as this subgroup's A operand).
-  stage_vk(kv_head_row + kv_begin, min(BLOCK_KV, pc.kv_len - kv_begin));
+  stage_vk((v_base + kv_begin * v_stride) / 8, v_stride / 8, (k_base + kv_begin * k_stride) / 8, k_stride / 8,
+           kv_begin < kv_len ? min(BLOCK_KV, kv_len - kv_begin) : 0);
   barrier();
   KEYS_X_DIM(float16_t, gl_MatrixUseA) k_frag;
   coopMatLoad(k_frag, tiles, (STREAM_ROW0 + own_row) * TILE_STRIDE, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
@@ -200,22 +216,26 @@ void main() {
 
   // Query rows before q_first see none of this tile's keys (causal): their tiles are skipped.
   uint q_first = 0;
-  if (CAUSAL) q_first = uint(clamp(int(kv_begin) - causal_shift(pc.q_len, pc.kv_len), 0, int(pc.q_len)));
+  if (CAUSAL) q_first = uint(clamp(int(kv_begin) - causal_shift(q_len, kv_len), 0, int(q_len)));
   const uint group = pc.q_heads / pc.kv_heads;
   uint masked_q_end = 0;  // the tiles that the diagonal crosses end here, the same in every head
   uint step = 0;
   for (uint head = kv_head * group; head < (kv_head + 1) * group; ++head) {
-    const uint head_row = (batch * pc.q_heads + head) * pc.q_len;  // row index of query 0 of this head
+    const uint q_base = tensor_base(VKF_TENSOR_Q, batch, head, seq.q_row0);
+    const uint do_base = tensor_base(VKF_TENSOR_DO, batch, head, seq.q_row0);
+    const uint lse_row0 = lse_index(batch, head, seq, 0);
     // The tiles that cross the mask come first.
     uint q_begin = (q_first / BLOCK_Q) * BLOCK_Q;
-    [[dont_unroll]] for (; q_begin < pc.q_len && tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
+    [[dont_unroll]] for (; q_begin < q_loop_end && tile_needs_mask(q_begin, kv_begin, BLOCK_KV, q_len, kv_len);
                          q_begin += BLOCK_Q) {
-      const bool crossing = tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
-      if (crossing) masked_q_end = max(masked_q_end, min(q_begin + BLOCK_Q, pc.q_len));
-      dkdv_step(true, crossing, ++step, q_begin, head_row, kv_begin, own_row, k_frag, dk_acc, dv_acc);
+      const bool crossing = tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, q_len, kv_len);
+      if (crossing) masked_q_end = max(masked_q_end, min(q_begin + BLOCK_Q, q_len));
+      dkdv_step(true, crossing, ++step, q_begin, q_len, kv_len, q_base, do_base, lse_row0, kv_begin, own_row, k_frag,
+                dk_acc, dv_acc);
     }
-    [[dont_unroll]] for (; q_begin < pc.q_len; q_begin += BLOCK_Q) {
-      dkdv_step(false, false, ++step, q_begin, head_row, kv_begin, own_row, k_frag, dk_acc, dv_acc);
+    [[dont_unroll]] for (; q_begin < q_loop_end; q_begin += BLOCK_Q) {
+      dkdv_step(false, false, ++step, q_begin, q_len, kv_len, q_base, do_base, lse_row0, kv_begin, own_row, k_frag,
+                dk_acc, dv_acc);
     }
   }
 
@@ -223,17 +243,19 @@ void main() {
   // raised before the last step's second barrier).
   if (nonfinite_do != 0) {
     coopMatPerElementNV(dv_acc, dv_acc, add_seen_nonfinite_do, kv_begin + own_row, masked_q_end,
-                        (batch * pc.q_heads + kv_head * group) * pc.q_len);
+                        tensor_base(VKF_TENSOR_DO, batch, kv_head * group, seq.q_row0), q_len, kv_len);
   }
 
-  // [kv_len, HEAD_DIM] row-major: rows past kv_len are dropped.
+  // [kv_rows, HEAD_DIM] with K's and V's row strides: rows past the sequence's are dropped, rows
+  // [kv_len, kv_rows) get zeros.
   tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> kv_layout =
       createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
-  kv_layout = setTensorLayoutDimensionNV(kv_layout, pc.kv_len, HEAD_DIM);
-  const uint kv_offset = kv_head_row * HEAD_DIM;  // in halves
+  kv_layout = setTensorLayoutDimensionNV(kv_layout, seq.kv_rows, HEAD_DIM);
   dk_acc *= pc.scale_log2 / LOG2E;
-  coopMatStoreTensorNV(KEYS_X_DIM(float16_t, gl_MatrixUseAccumulator)(dk_acc), dk_h, kv_offset,
-                       sliceTensorLayoutNV(kv_layout, kv_begin + own_row, SUBGROUP_ROWS, 0, HEAD_DIM));
-  coopMatStoreTensorNV(KEYS_X_DIM(float16_t, gl_MatrixUseAccumulator)(dv_acc), dv_h, kv_offset,
-                       sliceTensorLayoutNV(kv_layout, kv_begin + own_row, SUBGROUP_ROWS, 0, HEAD_DIM));
+  coopMatStoreTensorNV(KEYS_X_DIM(float16_t, gl_MatrixUseAccumulator)(dk_acc), dk_h, k_base,
+                       sliceTensorLayoutNV(setTensorLayoutStrideNV(kv_layout, k_stride, 1), kv_begin + own_row,
+                                           SUBGROUP_ROWS, 0, HEAD_DIM));
+  coopMatStoreTensorNV(KEYS_X_DIM(float16_t, gl_MatrixUseAccumulator)(dv_acc), dv_h, v_base,
+                       sliceTensorLayoutNV(setTensorLayoutStrideNV(kv_layout, v_stride, 1), kv_begin + own_row,
+                                           SUBGROUP_ROWS, 0, HEAD_DIM));
 }

@@ -39,6 +39,8 @@ layout(std430, set = 0, binding = VKF_BWD_BINDING_DQ) writeonly buffer dq_block 
 layout(std430, set = 0, binding = VKF_BWD_BINDING_LSE) readonly buffer lse_block { float lse_data[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_DELTA) readonly buffer delta_block { float delta_data[]; };
 
+#define VKF_SEQUENCES_BINDING VKF_BWD_BINDING_SEQUENCES
+#include "common/sequences.glsl"  // strides are multiples of 8 elements here (the engine checks)
 #include "coopmat2/coopmat2_backward.glsl"
 
 const uint SUBGROUP_ROWS = BLOCK_Q / (WORKGROUP_SIZE / SUBGROUP_SIZE);  // rows each subgroup owns (16 or 32)
@@ -60,12 +62,13 @@ VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_K
 #define DIM_X_KEYS_B coopmat<float16_t, gl_ScopeSubgroup, HEAD_DIM, BLOCK_KV, gl_MatrixUseB>
 
 // Callbacks: row is a query of the subgroup's rows (tile row q_row0 + row, the first at q0), col
-// a key of the step's tile (the first at k0).
+// a key of the step's tile (the first at k0); q_len and kv_len are the sequence's.
 float p_of_s(const uint row, const uint col, const float s, const uint q_row0) {
   return p_of_score(s, lse_rows[q_row0 + row]);
 }
-float masked_p_of_s(const uint row, const uint col, const float s, const uint q_row0, const uint q0, const uint k0) {
-  return masked_p(q0 + row, k0 + col, s, lse_rows[q_row0 + row]);
+float masked_p_of_s(const uint row, const uint col, const float s, const uint q_row0, const uint q0, const uint k0,
+                    const uint q_len, const uint kv_len) {
+  return masked_p(q0 + row, k0 + col, s, lse_rows[q_row0 + row], q_len, kv_len);
 }
 // dS = P (dP - delta)
 float ds_of_dp(const uint row, const uint col, const float dp, const float p, const uint q_row0) {
@@ -74,9 +77,9 @@ float ds_of_dp(const uint row, const uint col, const float dp, const float p, co
 // In a tile that crosses the mask, also NaN where the row sees a key whose K the staging zeroed at
 // this step (common/nonfinite.glsl).
 float masked_ds_of_dp(const uint row, const uint col, const float dp, const float p, const uint q_row0, const uint q0,
-                      const uint k0, const uint step) {
-  const float ds = masked_ds(q0 + row, k0 + col, p, dp, delta_rows[q_row0 + row]);
-  return key_nonfinite_step[col] == step && key_visible(q0 + row, k0 + col, pc.q_len, pc.kv_len) ? VKF_NAN : ds;
+                      const uint k0, const uint step, const uint q_len, const uint kv_len) {
+  const float ds = masked_ds(q0 + row, k0 + col, p, dp, delta_rows[q_row0 + row], q_len, kv_len);
+  return key_nonfinite_step[col] == step && key_visible(q0 + row, k0 + col, q_len, kv_len) ? VKF_NAN : ds;
 }
 
 // One step of the key loop: stage the key tile at kv_begin, recompute P, dS = P (dP - delta),
@@ -84,16 +87,20 @@ float masked_ds_of_dp(const uint row, const uint col, const float dp, const floa
 // also mask P and dS, and where the diagonal crosses them zero K's infinities and NaNs; main() runs
 // them in a loop of their own, so that the loop over the other tiles carries none of that code (on
 // the H100 that is 2-4% faster at D=64 than one loop that tests each tile: docs/tuning-log.md).
+// k_base, v_base: elements where the KV head's key 0 starts in K and V.
 void dq_step(const bool masked, const uint kv_begin, const uint step, const uint q_begin, const uint own_row,
-             const uint kv_head_row, const QUERIES_X_DIM(float16_t, gl_MatrixUseA) q_frag,
+             const uint q_len, const uint kv_len, const uint k_base, const uint v_base,
+             const QUERIES_X_DIM(float16_t, gl_MatrixUseA) q_frag,
              const QUERIES_X_DIM(float16_t, gl_MatrixUseA) do_frag,
              inout QUERIES_X_DIM(float, gl_MatrixUseAccumulator) dq_acc) {
   // stage this step's K and V rows (read before the barrier, as in the forward), zeroing K's
   // infinities and NaNs where the causal diagonal crosses the tile
   uvec4 k_words[KV_WORDS], v_words[KV_WORDS];
-  load_kv(k_words, v_words, kv_head_row + kv_begin, min(BLOCK_KV, pc.kv_len - kv_begin));
+  const uint k_stride = tensor_row_stride(VKF_TENSOR_K), v_stride = tensor_row_stride(VKF_TENSOR_V);
+  load_kv(k_words, v_words, (k_base + kv_begin * k_stride) / 8, k_stride / 8, (v_base + kv_begin * v_stride) / 8,
+          v_stride / 8, min(BLOCK_KV, kv_len - kv_begin));
   barrier();
-  if (masked && tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len)) {
+  if (masked && tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, q_len, kv_len)) {
     VKF_ZERO_NONFINITE_ROWS(k_words, KV_WORDS, key_nonfinite_step, step);
   }
   store_kv(k_words, v_words);
@@ -105,7 +112,7 @@ void dq_step(const bool masked, const uint kv_begin, const uint step, const uint
   QUERIES_X_KEYS(float, gl_MatrixUseAccumulator) p =
       coopMatMulAdd(q_frag, k_t, QUERIES_X_KEYS(float, gl_MatrixUseAccumulator)(0.0));
   if (masked) {
-    coopMatPerElementNV(p, p, masked_p_of_s, own_row, q_begin + own_row, kv_begin);
+    coopMatPerElementNV(p, p, masked_p_of_s, own_row, q_begin + own_row, kv_begin, q_len, kv_len);
   } else {
     coopMatPerElementNV(p, p, p_of_s, own_row);
   }
@@ -116,7 +123,7 @@ void dq_step(const bool masked, const uint kv_begin, const uint step, const uint
   QUERIES_X_KEYS(float, gl_MatrixUseAccumulator) ds =
       coopMatMulAdd(do_frag, v_t, QUERIES_X_KEYS(float, gl_MatrixUseAccumulator)(0.0));
   if (masked) {  // 0 for masked pairs whatever dP holds (an inf in V)
-    coopMatPerElementNV(ds, ds, masked_ds_of_dp, p, own_row, q_begin + own_row, kv_begin, step);
+    coopMatPerElementNV(ds, ds, masked_ds_of_dp, p, own_row, q_begin + own_row, kv_begin, step, q_len, kv_len);
   } else {
     coopMatPerElementNV(ds, ds, ds_of_dp, p, own_row);
   }
@@ -130,41 +137,52 @@ void dq_step(const bool masked, const uint kv_begin, const uint step, const uint
 void main() {
   const uint head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
   const uint kv_head = head / (pc.q_heads / pc.kv_heads);  // GQA / MQA
+  const Sequence seq = sequence_of(batch);
+  const uint q_len = seq.q_len, kv_len = seq.kv_len;
   const uint q_begin = gl_WorkGroupID.x * BLOCK_Q;
-  const uint q_end = min(q_begin + BLOCK_Q, pc.q_len);
+  if (q_begin >= q_len) return;  // past this batch entry's queries
+  const uint q_end = min(q_begin + BLOCK_Q, q_len);
   const uint own_row = SUBGROUP_ROWS * gl_SubgroupID;  // this subgroup's first query inside the tile
-  const uint head_row = (batch * pc.q_heads + head) * pc.q_len;  // row index of query 0 of this head
-  const uint q_offset = head_row * HEAD_DIM;                       // in halves
-  const uint kv_head_row = (batch * pc.kv_heads + kv_head) * pc.kv_len;  // row index of key 0 of this head
+  // Element offsets of each tensor's row 0 of this head (dQ has Q's strides).
+  const uint q_base = tensor_base(VKF_TENSOR_Q, batch, head, seq.q_row0);
+  const uint do_base = tensor_base(VKF_TENSOR_DO, batch, head, seq.q_row0);
+  const uint k_base = tensor_base(VKF_TENSOR_K, batch, kv_head, seq.kv_row0);
+  const uint v_base = tensor_base(VKF_TENSOR_V, batch, kv_head, seq.kv_row0);
 
-  // [q_len, HEAD_DIM] row-major; reads past the last row give 0, writes there are dropped.
-  tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> q_layout =
+  // [q_len, HEAD_DIM] with the tensors' row strides; reads past the last row give 0, writes there
+  // are dropped.
+  tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> rows_layout =
       createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
-  q_layout = setTensorLayoutDimensionNV(q_layout, pc.q_len, HEAD_DIM);
+  rows_layout = setTensorLayoutDimensionNV(rows_layout, q_len, HEAD_DIM);
+  const tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> q_layout =
+      setTensorLayoutStrideNV(rows_layout, tensor_row_stride(VKF_TENSOR_Q), 1);
+  const tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> do_layout =
+      setTensorLayoutStrideNV(rows_layout, tensor_row_stride(VKF_TENSOR_DO), 1);
   QUERIES_X_DIM(float16_t, gl_MatrixUseA) q_frag, do_frag;
-  coopMatLoadTensorNV(q_frag, q_h, q_offset, sliceTensorLayoutNV(q_layout, q_begin + own_row, SUBGROUP_ROWS, 0, HEAD_DIM));
-  coopMatLoadTensorNV(do_frag, do_h, q_offset, sliceTensorLayoutNV(q_layout, q_begin + own_row, SUBGROUP_ROWS, 0, HEAD_DIM));
+  coopMatLoadTensorNV(q_frag, q_h, q_base, sliceTensorLayoutNV(q_layout, q_begin + own_row, SUBGROUP_ROWS, 0, HEAD_DIM));
+  coopMatLoadTensorNV(do_frag, do_h, do_base, sliceTensorLayoutNV(do_layout, q_begin + own_row, SUBGROUP_ROWS, 0, HEAD_DIM));
   QUERIES_X_DIM(float, gl_MatrixUseAccumulator) dq_acc = QUERIES_X_DIM(float, gl_MatrixUseAccumulator)(0.0);
 
   // LSE and delta of the owned rows (the first step's barriers make them visible).
   for (uint i = gl_LocalInvocationIndex; i < BLOCK_Q; i += WORKGROUP_SIZE) {
-    lse_rows[i] = row_lse_log2(head_row + q_begin + i, q_begin + i);
-    delta_rows[i] = row_delta(head_row + q_begin + i, q_begin + i);
+    const uint row_index = lse_index(batch, head, seq, q_begin + i);
+    lse_rows[i] = row_lse_log2(row_index, q_begin + i, q_len);
+    delta_rows[i] = row_delta(row_index, q_begin + i, q_len);
   }
   for (uint i = gl_LocalInvocationIndex; i < BLOCK_KV; i += WORKGROUP_SIZE) key_nonfinite_step[i] = 0;
 
   // Tiles from kv_end on are wholly masked: never visited. Those that cross the mask come last.
-  const uint kv_end = visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);
+  const uint kv_end = visible_kv_end(q_begin, q_end, q_len, kv_len);
   uint kv_begin = 0, step = 1;
-  [[dont_unroll]] for (; kv_begin < kv_end && !tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
+  [[dont_unroll]] for (; kv_begin < kv_end && !tile_needs_mask(q_begin, kv_begin, BLOCK_KV, q_len, kv_len);
                        kv_begin += BLOCK_KV, ++step) {
-    dq_step(false, kv_begin, step, q_begin, own_row, kv_head_row, q_frag, do_frag, dq_acc);
+    dq_step(false, kv_begin, step, q_begin, own_row, q_len, kv_len, k_base, v_base, q_frag, do_frag, dq_acc);
   }
   [[dont_unroll]] for (; kv_begin < kv_end; kv_begin += BLOCK_KV, ++step) {
-    dq_step(true, kv_begin, step, q_begin, own_row, kv_head_row, q_frag, do_frag, dq_acc);
+    dq_step(true, kv_begin, step, q_begin, own_row, q_len, kv_len, k_base, v_base, q_frag, do_frag, dq_acc);
   }
 
   dq_acc *= pc.scale_log2 / LOG2E;
-  coopMatStoreTensorNV(QUERIES_X_DIM(float16_t, gl_MatrixUseAccumulator)(dq_acc), dq_h, q_offset,
+  coopMatStoreTensorNV(QUERIES_X_DIM(float16_t, gl_MatrixUseAccumulator)(dq_acc), dq_h, q_base,
                        sliceTensorLayoutNV(q_layout, q_begin + own_row, SUBGROUP_ROWS, 0, HEAD_DIM));
 }

@@ -45,6 +45,8 @@ layout(constant_id = VKF_SPEC_CM2_STAT_COLUMNS) const uint STAT_COLUMNS = 32;
 #define NEG_HALF_FLT_MAX uintBitsToFloat(0xfeffffffu)
 
 #include "common/attention_mask.glsl"
+#define VKF_SEQUENCES_BINDING VKF_FWD_BINDING_SEQUENCES
+#include "common/sequences.glsl"  // strides are multiples of 8 elements here (the engine checks)
 
 layout(std430, set = 0, binding = VKF_FWD_BINDING_Q) readonly buffer q_block { float16_t q_h[]; };
 layout(std430, set = 0, binding = VKF_FWD_BINDING_K) readonly buffer k_block { uvec4 k_u4[]; };
@@ -72,8 +74,9 @@ float smear(const float a, const float b) { return a; }  // widens a row-reduced
 float exp2_element(const uint row, const uint col, const float x) { return exp2(x); }
 
 // Causal and kv_len masking of a tile's scores (row / col are tile-relative).
-float mask_element(const uint row, const uint col, const float s, const uint q_begin, const uint kv_begin) {
-  return key_visible(q_begin + row, kv_begin + col, pc.q_len, pc.kv_len) ? s : NEG_INF;
+float mask_element(const uint row, const uint col, const float s, const uint q_begin, const uint kv_begin,
+                   const uint q_len, const uint kv_len) {
+  return key_visible(q_begin + row, kv_begin + col, q_len, kv_len) ? s : NEG_INF;
 }
 
 // Column 0 of the LSE matrix holds each row's LSE; rows past q_len are not stored.
@@ -85,19 +88,28 @@ float store_lse(const uint row, const uint col, const float lse, const uint lse_
 void main() {
   const uint head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
   const uint kv_head = head / (pc.q_heads / pc.kv_heads);  // GQA / MQA
+  const Sequence seq = sequence_of(batch);
+  const uint q_len = seq.q_len, kv_len = seq.kv_len;
   const uint q_begin = gl_WorkGroupID.x * BLOCK_Q;
-  const uint q_end = min(q_begin + BLOCK_Q, pc.q_len);
-  const uint q_offset = (batch * pc.q_heads + head) * pc.q_len * HEAD_DIM;       // in halves
-  const uint kv_head_row = (batch * pc.kv_heads + kv_head) * pc.kv_len;  // row index of key 0 of this head
+  if (q_begin >= q_len) return;  // past this batch entry's queries
+  const uint q_end = min(q_begin + BLOCK_Q, q_len);
+  // Element offsets of each tensor's row 0 of this head, and row strides (in halves).
+  const uint q_base = tensor_base(VKF_TENSOR_Q, batch, head, seq.q_row0);
+  const uint o_base = tensor_base(VKF_TENSOR_O, batch, head, seq.q_row0), o_stride = tensor_row_stride(VKF_TENSOR_O);
+  const uint k_base = tensor_base(VKF_TENSOR_K, batch, kv_head, seq.kv_row0), k_stride = tensor_row_stride(VKF_TENSOR_K);
+  const uint v_base = tensor_base(VKF_TENSOR_V, batch, kv_head, seq.kv_row0), v_stride = tensor_row_stride(VKF_TENSOR_V);
 
-  // [q_len, HEAD_DIM] row-major; reads past the last row give 0, writes there are dropped.
+  // [q_len, HEAD_DIM] with the tensors' row strides; reads past the last row give 0, writes there
+  // are dropped.
   tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> q_layout =
       createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
-  q_layout = setTensorLayoutDimensionNV(q_layout, pc.q_len, HEAD_DIM);
+  q_layout = setTensorLayoutDimensionNV(q_layout, q_len, HEAD_DIM);
+  tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> o_layout = setTensorLayoutStrideNV(q_layout, o_stride, 1);
+  q_layout = setTensorLayoutStrideNV(q_layout, tensor_row_stride(VKF_TENSOR_Q), 1);
 
   // Q stays exactly as stored; the softmax scale is applied to S.
   coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_Q, HEAD_DIM, gl_MatrixUseA> q_tile;
-  coopMatLoadTensorNV(q_tile, q_h, q_offset, sliceTensorLayoutNV(q_layout, q_begin, BLOCK_Q, 0, HEAD_DIM));
+  coopMatLoadTensorNV(q_tile, q_h, q_base, sliceTensorLayoutNV(q_layout, q_begin, BLOCK_Q, 0, HEAD_DIM));
 
   ROWS_X_DIM(float) o_acc = ROWS_X_DIM(float)(0.0);
   ROW_VECTOR(float) m_run = ROW_VECTOR(float)(NEG_HALF_FLT_MAX);  // every column holds the row's value
@@ -106,17 +118,18 @@ void main() {
   const coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_KV, STAT_COLUMNS, gl_MatrixUseB> ones =
       coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_KV, STAT_COLUMNS, gl_MatrixUseB>(1.0);
   if (gl_LocalInvocationIndex == 0) nonfinite_v = 0;  // before the first step's barriers
-  uint masked_begin = pc.kv_len;  // the first tile the diagonal crosses: they are the last ones
-  const uint kv_end = visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);  // later tiles are wholly masked
+  uint masked_begin = kv_len;  // the first tile the diagonal crosses: they are the last ones
+  const uint kv_end = visible_kv_end(q_begin, q_end, q_len, kv_len);  // later tiles are wholly masked
   [[dont_unroll]] for (uint kv_begin = 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
     // stage this step's K and V rows: read them while waiting for every matrix load of the
     // previous step, then store (zeroing V's infinities and NaNs where the tile crosses the
     // causal diagonal)
-    const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
+    const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, q_len, kv_len);
     uvec4 k_words[KV_WORDS], v_words[KV_WORDS];
-    load_kv(k_words, v_words, kv_head_row + kv_begin, min(BLOCK_KV, pc.kv_len - kv_begin));
+    load_kv(k_words, v_words, (k_base + kv_begin * k_stride) / 8, k_stride / 8, (v_base + kv_begin * v_stride) / 8,
+            v_stride / 8, min(BLOCK_KV, kv_len - kv_begin));
     barrier();
-    if (tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len)) {
+    if (tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, q_len, kv_len)) {
       masked_begin = min(masked_begin, kv_begin);
       bool found = false;
       VKF_ZERO_NONFINITE(v_words, KV_WORDS, found);
@@ -130,7 +143,7 @@ void main() {
     coopMatLoad(k_t, kv_tiles, 0, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
     ROWS_X_KEYS(float) s = coopMatMulAdd(q_tile, k_t, ROWS_X_KEYS(float)(0.0));
     s *= pc.scale_log2;
-    if (masked_tile) coopMatPerElementNV(s, s, mask_element, q_begin, kv_begin);
+    if (masked_tile) coopMatPerElementNV(s, s, mask_element, q_begin, kv_begin, q_len, kv_len);
 
     // online softmax: m_new = max(m_run, rowmax(S)), P = exp2(S - m_new), alpha = exp2(m_run - m_new)
     ROW_VECTOR(float) tile_max;
@@ -168,7 +181,7 @@ void main() {
   ROWS_X_DIM(float) inv_l_wide;
   coopMatReduceNV(inv_l_wide, inv_l, gl_CooperativeMatrixReduceRowNV, smear);
   const ROWS_X_DIM(float16_t) o_out = ROWS_X_DIM(float16_t)(o_acc * inv_l_wide);
-  coopMatStoreTensorNV(o_out, o_h, q_offset, sliceTensorLayoutNV(q_layout, q_begin, BLOCK_Q, 0, HEAD_DIM));
+  coopMatStoreTensorNV(o_out, o_h, o_base, sliceTensorLayoutNV(o_layout, q_begin, BLOCK_Q, 0, HEAD_DIM));
 
   // Infinities and NaNs of V that the staging zeroed, added where the rows see them (rare: the
   // flag was raised before the last step's second barrier; common/nonfinite.glsl). The whole
@@ -179,11 +192,11 @@ void main() {
                    gl_SemanticsAcquireRelease | gl_SemanticsMakeAvailable | gl_SemanticsMakeVisible);
     for (uint e = gl_LocalInvocationIndex; e < BLOCK_Q * HEAD_DIM; e += WORKGROUP_SIZE) {
       const uint q_row = q_begin + e / HEAD_DIM, column = e % HEAD_DIM;
-      if (q_row >= pc.q_len) continue;
-      const uint at = q_offset + q_row * HEAD_DIM + column;
+      if (q_row >= q_len) continue;
+      const uint at = o_base + q_row * o_stride + column;
       float o = float(o_h[at]);
-      for (uint key = masked_begin; key < row_keys_end(q_row, pc.q_len, pc.kv_len); ++key) {
-        const float x = VKF_BUFFER_HALF(v_u4, (kv_head_row + key) * HEAD_DIM + column);
+      for (uint key = masked_begin; key < row_keys_end(q_row, q_len, kv_len); ++key) {
+        const float x = VKF_BUFFER_HALF(v_u4, v_base + key * v_stride + column);
         if (isinf(x) || isnan(x)) o += x;
       }
       o_h[at] = float16_t(o);
@@ -195,6 +208,6 @@ void main() {
     [[unroll]] for (uint i = 0; i < lse.length(); ++i) {
       lse[i] = l_run[i] == 0.0 ? NEG_INF : (m_run[i] + log2(l_run[i])) * LN2;
     }
-    coopMatPerElementNV(lse, lse, store_lse, (batch * pc.q_heads + head) * pc.q_len + q_begin, q_end - q_begin);
+    coopMatPerElementNV(lse, lse, store_lse, lse_index(batch, head, seq, q_begin), q_end - q_begin);
   }
 }

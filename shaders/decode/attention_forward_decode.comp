@@ -25,6 +25,8 @@
 #include "common/attention_preamble.glsl"  // the engine sets BLOCK_KV = KEY_GROUPS * KEYS_PER_STEP
 #include "common/constants.glsl"
 #include "common/attention_mask.glsl"
+#define VKF_SEQUENCES_BINDING VKF_FWD_BINDING_SEQUENCES
+#include "common/sequences.glsl"  // strides are multiples of 8 elements here (the engine checks)
 layout(constant_id = VKF_SPEC_WRITE_LSE) const bool WRITE_LSE = true;
 layout(constant_id = VKF_SPEC_CHUNKED) const bool SPLIT = false;  // partial results to the workspace
 
@@ -41,7 +43,8 @@ layout(std430, set = 0, binding = VKF_FWD_BINDING_K) readonly buffer k_block { u
 layout(std430, set = 0, binding = VKF_FWD_BINDING_V) readonly buffer v_block { uvec4 v_u4[]; };
 layout(std430, set = 0, binding = VKF_FWD_BINDING_O) writeonly buffer o_block { uvec4 o_u4[]; };
 layout(std430, set = 0, binding = VKF_FWD_BINDING_LSE) writeonly buffer lse_block { float lse_data[]; };
-// SPLIT: per (row, split), the normalized O ([rows][splits][HEAD_DIM] floats) and the base-2 LSE.
+// SPLIT: per (row, split), the normalized O ([rows][splits][HEAD_DIM] floats) and the base-2 LSE;
+// rows indexed [batch, q_heads, q_len] with the longest sequence's q_len.
 layout(std430, set = 0, binding = VKF_FWD_BINDING_O_STATE) writeonly buffer o_part_block { vec4 o_part[]; };
 layout(std430, set = 0, binding = VKF_FWD_BINDING_ROW_STATE) writeonly buffer lse_part_block { float lse_part[]; };
 
@@ -61,21 +64,25 @@ void unpack8(uvec4 w, out vec4 lo, out vec4 hi) {
 void main() {
   const uint split = gl_WorkGroupID.x, kv_head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
   const uint group_size = pc.q_heads / pc.kv_heads;
-  const uint rows = group_size * pc.q_len;  // packed rows: head-major, then query row
+  const Sequence seq = sequence_of(batch);
+  const uint q_len = seq.q_len;
+  const uint rows = group_size * q_len;  // packed rows: head-major, then query row
+  if (rows == 0) return;                 // a batch entry without queries
   const uint lane = gl_LocalInvocationIndex % T, key_group = gl_LocalInvocationIndex / T;
-  const int shift = causal_shift(pc.q_len, pc.kv_len);
+  const int shift = causal_shift(q_len, seq.kv_len);
 
-  // This split's keys (the last row of a query tile that holds all q_len rows sees every key).
+  // This split's keys (the last row of a query tile that holds all q_len rows sees every key); a
+  // split past a shorter sequence's keys has none, and writes parts that weigh nothing.
   const uint key_begin = split * pc.split_keys;
-  const uint key_end = min(key_begin + pc.split_keys, pc.kv_len);
+  const uint key_end = min(key_begin + pc.split_keys, seq.kv_len);
 
   // Packed row r is query row r % q_len of head kv_head * group_size + r / q_len.
   vec4 q[ROWS][2 * U4_PER_THREAD];
   uint q_row[ROWS];
   for (uint r = 0; r < ROWS; ++r) {
-    q_row[r] = r < rows ? r % pc.q_len : 0;
-    const uint head = kv_head * group_size + min(r, rows - 1) / pc.q_len;
-    const uint base = ((batch * pc.q_heads + head) * pc.q_len + q_row[r]) * ROW_U4;
+    q_row[r] = r < rows ? r % q_len : 0;
+    const uint head = kv_head * group_size + min(r, rows - 1) / q_len;
+    const uint base = (tensor_base(VKF_TENSOR_Q, batch, head, seq.q_row0) + q_row[r] * tensor_row_stride(VKF_TENSOR_Q)) / 8;
     for (uint c = 0; c < U4_PER_THREAD; ++c) {
       vec4 lo = vec4(0.0), hi = vec4(0.0);
       if (r < rows) unpack8(q_u4[base + lane + c * T], lo, hi);
@@ -92,15 +99,17 @@ void main() {
     for (uint c = 0; c < 2 * U4_PER_THREAD; ++c) o[r][c] = vec4(0.0);
   }
 
-  const uint kv_base = (batch * pc.kv_heads + kv_head) * pc.kv_len;
+  // In uvec4 words: 8 float16 elements.
+  const uint k_base = tensor_base(VKF_TENSOR_K, batch, kv_head, seq.kv_row0) / 8, k_stride = tensor_row_stride(VKF_TENSOR_K) / 8;
+  const uint v_base = tensor_base(VKF_TENSOR_V, batch, kv_head, seq.kv_row0) / 8, v_stride = tensor_row_stride(VKF_TENSOR_V) / 8;
   for (uint key0 = key_begin + key_group * KEYS_PER_STEP; key0 < key_end; key0 += KEY_GROUPS * KEYS_PER_STEP) {
     // Every load of the step first, so that they are in flight together.
     uvec4 k_words[KEYS_PER_STEP][U4_PER_THREAD], v_words[KEYS_PER_STEP][U4_PER_THREAD];
     [[unroll]] for (uint u = 0; u < KEYS_PER_STEP; ++u) {
       const uint key = min(key0 + u, key_end - 1);  // past the end: a key the mask drops below
       [[unroll]] for (uint c = 0; c < U4_PER_THREAD; ++c) {
-        k_words[u][c] = k_u4[(kv_base + key) * ROW_U4 + lane + c * T];
-        v_words[u][c] = v_u4[(kv_base + key) * ROW_U4 + lane + c * T];
+        k_words[u][c] = k_u4[k_base + key * k_stride + lane + c * T];
+        v_words[u][c] = v_u4[v_base + key * v_stride + lane + c * T];
       }
     }
     float s[KEYS_PER_STEP][ROWS];
@@ -189,8 +198,8 @@ void main() {
   const uint splits = SPLIT ? (pc.kv_len + pc.split_keys - 1) / pc.split_keys : 1;
   for (uint i = gl_LocalInvocationIndex; i < rows * ROW_U4; i += WORKGROUP_SIZE) {
     const uint r = i / ROW_U4, word = i % ROW_U4;
-    const uint head = kv_head * group_size + r / pc.q_len;
-    const uint row_index = (batch * pc.q_heads + head) * pc.q_len + r % pc.q_len;
+    const uint head = kv_head * group_size + r / q_len, n = r % q_len;
+    const uint row_index = (batch * pc.q_heads + head) * pc.q_len + n;  // of the parts
     // A row that saw no key: O = 0 (LSE -inf below); a NaN sum gives NaN.
     const float inv_sum = merged_sum[r] == 0.0 ? 0.0 : 1.0 / merged_sum[r];
     const vec4 lo = merged_o[r * (HEAD_DIM / 4) + 2 * word] * inv_sum;
@@ -202,9 +211,9 @@ void main() {
       o_part[part + 1] = hi;
       if (word == 0) lse_part[row_index * splits + split] = lse_log2;
     } else {
-      o_u4[row_index * ROW_U4 + word] =
-          uvec4(packHalf2x16(lo.xy), packHalf2x16(lo.zw), packHalf2x16(hi.xy), packHalf2x16(hi.zw));
-      if (WRITE_LSE && word == 0) lse_data[row_index] = lse_log2 * LN2;
+      const uint o_at = (tensor_base(VKF_TENSOR_O, batch, head, seq.q_row0) + n * tensor_row_stride(VKF_TENSOR_O)) / 8;
+      o_u4[o_at + word] = uvec4(packHalf2x16(lo.xy), packHalf2x16(lo.zw), packHalf2x16(hi.xy), packHalf2x16(hi.zw));
+      if (WRITE_LSE && word == 0) lse_data[lse_index(batch, head, seq, n)] = lse_log2 * LN2;
     }
   }
 }

@@ -23,6 +23,8 @@ const uint VEC4_PER_THREAD = (HEAD_VEC4 + THREADS_PER_ROW - 1) / THREADS_PER_ROW
 
 #include "scalar/tensor_io.glsl"
 #include "common/attention_mask.glsl"
+#define VKF_SEQUENCES_BINDING VKF_BWD_BINDING_SEQUENCES
+#include "common/sequences.glsl"
 
 VKF_TENSOR_IN(VKF_BWD_BINDING_Q, q_data);
 VKF_TENSOR_IN(VKF_BWD_BINDING_K, k_data);
@@ -62,57 +64,65 @@ void main() {
   const uint kv_head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
   const uint kv_begin = gl_WorkGroupID.x * BLOCK_KV;
   const uint key = kv_begin + row;
-  const uint kv_head_base = (batch * pc.kv_heads + kv_head) * pc.kv_len * HEAD_DIM;
+  const Sequence seq = sequence_of(batch);
+  const uint q_len = seq.q_len, kv_len = seq.kv_len;
+  if (kv_begin >= seq.kv_rows) return;  // past the key rows of this batch entry
+  const uint k_base = tensor_base(VKF_TENSOR_K, batch, kv_head, seq.kv_row0), k_stride = tensor_row_stride(VKF_TENSOR_K);
+  const uint v_base = tensor_base(VKF_TENSOR_V, batch, kv_head, seq.kv_row0), v_stride = tensor_row_stride(VKF_TENSOR_V);
 
   for (uint i = tid; i < BLOCK_KV * HEAD_VEC4; i += WORKGROUP_SIZE) {
     const uint r = i / HEAD_VEC4, d4 = i % HEAD_VEC4;
-    const bool inside = kv_begin + r < pc.kv_len;
-    const uint row_base = kv_head_base + (kv_begin + r) * HEAD_DIM;
-    k_rows[i] = inside ? load_k4(row_base, d4) : vec4(0.0);
-    v_rows[i] = inside ? load_v4(row_base, d4) : vec4(0.0);
+    const bool inside = kv_begin + r < kv_len;
+    k_rows[i] = inside ? load_k4(k_base + (kv_begin + r) * k_stride, d4) : vec4(0.0);
+    v_rows[i] = inside ? load_v4(v_base + (kv_begin + r) * v_stride, d4) : vec4(0.0);
   }
 
   vec4 dk[VEC4_PER_THREAD], dv[VEC4_PER_THREAD];  // this lane's columns: vec4 d4 = lane + k * THREADS_PER_ROW
   for (uint k = 0; k < VEC4_PER_THREAD; ++k) dk[k] = dv[k] = vec4(0.0);
-  const uint state_base = kv_head_base + key * HEAD_DIM;  // of this key row in dk_state / dv_state
-  if (CHUNKED && pc.chunk_begin > 0 && key < pc.kv_len) {  // the sums of the earlier chunks
+  // Of this key row in dk_state / dv_state ([batch, kv_heads, kv_len, D] for the longest sequence).
+  const uint state_base = ((batch * pc.kv_heads + kv_head) * pc.kv_len + key) * HEAD_DIM;
+  if (CHUNKED && pc.chunk_begin > 0 && key < kv_len) {  // the sums of the earlier chunks
     for (uint k = 0; k < VEC4_PER_THREAD; ++k) {
       dk[k] = load_dk_state4(state_base, lane + k * THREADS_PER_ROW);
       dv[k] = load_dv_state4(state_base, lane + k * THREADS_PER_ROW);
     }
   }
-  const uint key_rows = key_rows_begin(key, pc.q_len, pc.kv_len);  // queries [key_rows, q_len) see this key
+  const uint key_rows = key_rows_begin(key, q_len, kv_len);  // queries [key_rows, q_len) see this key
 
   // Query rows before q_first see none of this tile's keys (causal): their tiles are skipped. The
   // steps are the query tiles of each head of the group, head-major; a chunk takes its own range.
   uint q_first = 0;
-  if (CAUSAL) q_first = uint(clamp(int(kv_begin) - causal_shift(pc.q_len, pc.kv_len), 0, int(pc.q_len)));
+  if (CAUSAL) q_first = uint(clamp(int(kv_begin) - causal_shift(q_len, kv_len), 0, int(q_len)));
   const uint group = pc.q_heads / pc.kv_heads;
+  // Steps are counted with the longest sequence's tiles (the chunks' unit); this sequence's stop
+  // at its own, and a tile of keys it does not attend to (its dK and dV are zeros) has none.
   const uint q_tiles = (pc.q_len + BLOCK_Q - 1) / BLOCK_Q;
+  const uint own_q_tiles = kv_begin < kv_len ? (q_len + BLOCK_Q - 1) / BLOCK_Q : 0;
   const uint step_begin = CHUNKED ? pc.chunk_begin : 0, step_end = CHUNKED ? pc.chunk_end : group * q_tiles;
   const uint heads_end = q_tiles == 0 ? 0 : min(group, (step_end + q_tiles - 1) / q_tiles);  // no queries: none
   for (uint h = q_tiles == 0 ? 0 : step_begin / q_tiles; h < heads_end; ++h) {
     const uint head = kv_head * group + h;
-    const uint q_row_base = (batch * pc.q_heads + head) * pc.q_len;  // row index of query 0 of this head
+    const uint q_base = tensor_base(VKF_TENSOR_Q, batch, head, seq.q_row0), q_stride = tensor_row_stride(VKF_TENSOR_Q);
+    const uint do_base = tensor_base(VKF_TENSOR_DO, batch, head, seq.q_row0), do_stride = tensor_row_stride(VKF_TENSOR_DO);
     const uint tile_begin = max(q_first / BLOCK_Q, step_begin > h * q_tiles ? step_begin - h * q_tiles : 0);
-    const uint tile_end = min(q_tiles, step_end - h * q_tiles);
+    const uint tile_end = min(own_q_tiles, step_end - h * q_tiles);
     for (uint q_begin = tile_begin * BLOCK_Q; q_begin < tile_end * BLOCK_Q; q_begin += BLOCK_Q) {
       barrier();  // the previous step's tiles are no longer read (first step: K/V rows visible)
       for (uint i = tid; i < BLOCK_Q * HEAD_VEC4; i += WORKGROUP_SIZE) {
         const uint r = i / HEAD_VEC4, d4 = i % HEAD_VEC4;
-        const bool inside = q_begin + r < pc.q_len;
-        const uint row_base = (q_row_base + q_begin + r) * HEAD_DIM;
-        q_tile[r * Q_STRIDE + d4] = inside ? load_q4(row_base, d4) : vec4(0.0);
-        do_tile[r * Q_STRIDE + d4] = inside ? load_do4(row_base, d4) : vec4(0.0);
+        const bool inside = q_begin + r < q_len;
+        q_tile[r * Q_STRIDE + d4] = inside ? load_q4(q_base + (q_begin + r) * q_stride, d4) : vec4(0.0);
+        do_tile[r * Q_STRIDE + d4] = inside ? load_do4(do_base + (q_begin + r) * do_stride, d4) : vec4(0.0);
       }
       for (uint i = tid; i < BLOCK_Q; i += WORKGROUP_SIZE) {
-        lse_tile[i] = row_lse_log2(q_row_base + q_begin + i, q_begin + i);
-        delta_tile[i] = row_delta(q_row_base + q_begin + i, q_begin + i);
+        const uint row_index = lse_index(batch, head, seq, q_begin + i);
+        lse_tile[i] = row_lse_log2(row_index, q_begin + i, q_len);
+        delta_tile[i] = row_delta(row_index, q_begin + i, q_len);
       }
       barrier();
 
       // P^T and dS^T for this lane's query rows c = lane, lane + THREADS_PER_ROW, ...
-      const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
+      const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, q_len, kv_len);
       for (uint c = lane; c < BLOCK_Q; c += THREADS_PER_ROW) {
         float s = 0.0, dp = 0.0;
         [[dont_unroll]] for (uint d4 = 0; d4 < HEAD_VEC4; ++d4) {
@@ -120,7 +130,7 @@ void main() {
           dp += dot(v_rows[row * HEAD_VEC4 + d4], do_tile[c * Q_STRIDE + d4]);
         }
         // A masked pair's P and dS are 0 whatever dP is (an inf in dO would make P (dP - delta) NaN).
-        const bool visible = !masked_tile || key_visible(q_begin + c, key, pc.q_len, pc.kv_len);
+        const bool visible = !masked_tile || key_visible(q_begin + c, key, q_len, kv_len);
         const float p = visible ? exp2(s * pc.scale_log2 - lse_tile[c]) : 0.0;
         pt_tile[row * BLOCK_Q + c] = p;
         dst_tile[row * BLOCK_Q + c] = visible ? p * (dp - delta_tile[c]) : 0.0;
@@ -130,7 +140,7 @@ void main() {
       // dV += P^T dO, dK += dS^T Q (scaled once at the end), over the queries that see the key
       // only: 0 x inf is NaN.
       const uint c_begin = masked_tile ? min(BLOCK_Q, uint(max(int(key_rows) - int(q_begin), 0))) : 0;
-      const uint c_end = min(BLOCK_Q, pc.q_len - q_begin);
+      const uint c_end = min(BLOCK_Q, q_len - q_begin);
       for (uint k = 0; k < VEC4_PER_THREAD; ++k) {
         const uint d4 = lane + k * THREADS_PER_ROW;
         if (d4 < HEAD_VEC4) {
@@ -144,7 +154,7 @@ void main() {
   }
 
   if (CHUNKED && pc.chunk_end < group * q_tiles) {  // more chunks follow: keep the sums
-    if (key < pc.kv_len) {
+    if (key < kv_len) {
       for (uint k = 0; k < VEC4_PER_THREAD; ++k) {
         store_dk_state4(state_base, lane + k * THREADS_PER_ROW, dk[k]);
         store_dv_state4(state_base, lane + k * THREADS_PER_ROW, dv[k]);
@@ -152,14 +162,14 @@ void main() {
     }
     return;
   }
-  if (key < pc.kv_len) {
-    const uint out_base = kv_head_base + key * HEAD_DIM;
+  if (key < seq.kv_rows) {  // keys past kv_len: zeros
+    const uint dk_at = k_base + key * k_stride, dv_at = v_base + key * v_stride;
     const float scale = pc.scale_log2 / LOG2E;
     for (uint k = 0; k < VEC4_PER_THREAD; ++k) {
       const uint d4 = lane + k * THREADS_PER_ROW;
       if (d4 < HEAD_VEC4) {
-        store_dk4(out_base, d4, dk[k] * scale);
-        store_dv4(out_base, d4, dv[k]);
+        store_dk4(dk_at, d4, dk[k] * scale);
+        store_dv4(dv_at, d4, dv[k]);
       }
     }
   }

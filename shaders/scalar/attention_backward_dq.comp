@@ -20,6 +20,8 @@ const uint VEC4_PER_THREAD = (HEAD_VEC4 + THREADS_PER_ROW - 1) / THREADS_PER_ROW
 
 #include "scalar/tensor_io.glsl"
 #include "common/attention_mask.glsl"
+#define VKF_SEQUENCES_BINDING VKF_BWD_BINDING_SEQUENCES
+#include "common/sequences.glsl"
 
 VKF_TENSOR_IN(VKF_BWD_BINDING_Q, q_data);
 VKF_TENSOR_IN(VKF_BWD_BINDING_K, k_data);
@@ -51,45 +53,49 @@ void main() {
   const uint lane = tid % THREADS_PER_ROW;
   const uint head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
   const uint kv_head = head / (pc.q_heads / pc.kv_heads);
+  const Sequence seq = sequence_of(batch);
+  const uint q_len = seq.q_len, kv_len = seq.kv_len;
   const uint q_begin = gl_WorkGroupID.x * BLOCK_Q;
-  const uint q_end = min(q_begin + BLOCK_Q, pc.q_len);
+  if (q_begin >= q_len) return;  // past this batch entry's queries
+  const uint q_end = min(q_begin + BLOCK_Q, q_len);
   const uint q_row = q_begin + row;
-  const uint q_row_base = (batch * pc.q_heads + head) * pc.q_len;  // row index of query 0 of this head
-  const uint kv_head_base = (batch * pc.kv_heads + kv_head) * pc.kv_len * HEAD_DIM;
+  const uint q_base = tensor_base(VKF_TENSOR_Q, batch, head, seq.q_row0), q_stride = tensor_row_stride(VKF_TENSOR_Q);
+  const uint do_base = tensor_base(VKF_TENSOR_DO, batch, head, seq.q_row0), do_stride = tensor_row_stride(VKF_TENSOR_DO);
+  const uint k_base = tensor_base(VKF_TENSOR_K, batch, kv_head, seq.kv_row0), k_stride = tensor_row_stride(VKF_TENSOR_K);
+  const uint v_base = tensor_base(VKF_TENSOR_V, batch, kv_head, seq.kv_row0), v_stride = tensor_row_stride(VKF_TENSOR_V);
 
   for (uint i = tid; i < BLOCK_Q * HEAD_VEC4; i += WORKGROUP_SIZE) {
     const uint r = i / HEAD_VEC4, d4 = i % HEAD_VEC4;
-    const bool inside = q_begin + r < pc.q_len;
-    const uint row_base = (q_row_base + q_begin + r) * HEAD_DIM;
-    q_rows[i] = inside ? load_q4(row_base, d4) : vec4(0.0);
-    do_rows[i] = inside ? load_do4(row_base, d4) : vec4(0.0);
+    const bool inside = q_begin + r < q_len;
+    q_rows[i] = inside ? load_q4(q_base + (q_begin + r) * q_stride, d4) : vec4(0.0);
+    do_rows[i] = inside ? load_do4(do_base + (q_begin + r) * do_stride, d4) : vec4(0.0);
   }
-  const float lse = row_lse_log2(q_row_base + q_row, q_row);
-  const float delta = row_delta(q_row_base + q_row, q_row);
+  const float lse = row_lse_log2(lse_index(batch, head, seq, q_row), q_row, q_len);
+  const float delta = row_delta(lse_index(batch, head, seq, q_row), q_row, q_len);
 
   vec4 dq[VEC4_PER_THREAD];  // this lane's columns: vec4 d4 = lane + k * THREADS_PER_ROW
   for (uint k = 0; k < VEC4_PER_THREAD; ++k) dq[k] = vec4(0.0);
-  const uint row_keys = row_keys_end(q_row, pc.q_len, pc.kv_len);  // the row sees keys [0, row_keys)
-  const uint state_base = (q_row_base + q_row) * HEAD_DIM;       // of this row in dq_state
-  if (CHUNKED && pc.chunk_begin > 0 && q_row < pc.q_len) {        // the sum of the earlier chunks
+  const uint row_keys = row_keys_end(q_row, q_len, kv_len);  // the row sees keys [0, row_keys)
+  // Of this row in dq_state ([batch, q_heads, q_len, D] for the longest sequence).
+  const uint state_base = ((batch * pc.q_heads + head) * pc.q_len + q_row) * HEAD_DIM;
+  if (CHUNKED && pc.chunk_begin > 0 && q_row < q_len) {  // the sum of the earlier chunks
     for (uint k = 0; k < VEC4_PER_THREAD; ++k) dq[k] = load_state4(state_base, lane + k * THREADS_PER_ROW);
   }
 
-  const uint kv_end = CHUNKED ? min(visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len), pc.chunk_end)
-                              : visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);
+  const uint kv_end = CHUNKED ? min(visible_kv_end(q_begin, q_end, q_len, kv_len), pc.chunk_end)
+                              : visible_kv_end(q_begin, q_end, q_len, kv_len);
   for (uint kv_begin = CHUNKED ? pc.chunk_begin : 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
     barrier();  // the previous step's tiles are no longer read (first step: Q / dO rows visible)
     for (uint i = tid; i < BLOCK_KV * HEAD_VEC4; i += WORKGROUP_SIZE) {
       const uint r = i / HEAD_VEC4, d4 = i % HEAD_VEC4;
-      const bool inside = kv_begin + r < pc.kv_len;
-      const uint row_base = kv_head_base + (kv_begin + r) * HEAD_DIM;
-      k_tile[r * KV_STRIDE + d4] = inside ? load_k4(row_base, d4) : vec4(0.0);
-      v_tile[r * KV_STRIDE + d4] = inside ? load_v4(row_base, d4) : vec4(0.0);
+      const bool inside = kv_begin + r < kv_len;
+      k_tile[r * KV_STRIDE + d4] = inside ? load_k4(k_base + (kv_begin + r) * k_stride, d4) : vec4(0.0);
+      v_tile[r * KV_STRIDE + d4] = inside ? load_v4(v_base + (kv_begin + r) * v_stride, d4) : vec4(0.0);
     }
     barrier();
 
     // dS for this lane's keys c = lane, lane + THREADS_PER_ROW, ...
-    const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
+    const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, q_len, kv_len);
     for (uint c = lane; c < BLOCK_KV; c += THREADS_PER_ROW) {
       float s = 0.0, dp = 0.0;
       [[dont_unroll]] for (uint d4 = 0; d4 < HEAD_VEC4; ++d4) {
@@ -97,7 +103,7 @@ void main() {
         dp += dot(do_rows[row * HEAD_VEC4 + d4], v_tile[c * KV_STRIDE + d4]);
       }
       // A masked pair's dS is 0 whatever dP is (an inf in V would make P (dP - delta) NaN).
-      const bool visible = !masked_tile || key_visible(q_row, kv_begin + c, pc.q_len, pc.kv_len);
+      const bool visible = !masked_tile || key_visible(q_row, kv_begin + c, q_len, kv_len);
       ds_tile[row * BLOCK_KV + c] = visible ? exp2(s * pc.scale_log2 - lse) * (dp - delta) : 0.0;
     }
     barrier();
@@ -112,14 +118,14 @@ void main() {
     }
   }
 
-  if (CHUNKED && pc.chunk_end < pc.kv_len) {  // more chunks follow: keep the sum
-    if (q_row < pc.q_len) {
+  if (CHUNKED && pc.chunk_end < pc.kv_len) {  // more chunks follow (for the longest sequence): keep the sum
+    if (q_row < q_len) {
       for (uint k = 0; k < VEC4_PER_THREAD; ++k) store_state4(state_base, lane + k * THREADS_PER_ROW, dq[k]);
     }
     return;
   }
-  if (q_row < pc.q_len) {
-    const uint out_base = (q_row_base + q_row) * HEAD_DIM;
+  if (q_row < q_len) {
+    const uint out_base = q_base + q_row * q_stride;  // dQ has Q's strides
     const float scale = pc.scale_log2 / LOG2E;
     for (uint k = 0; k < VEC4_PER_THREAD; ++k) {
       const uint d4 = lane + k * THREADS_PER_ROW;

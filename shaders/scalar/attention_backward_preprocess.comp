@@ -8,6 +8,8 @@
 #include "common/attention_preamble.glsl"
 
 #include "scalar/tensor_io.glsl"
+#define VKF_SEQUENCES_BINDING VKF_BWD_BINDING_SEQUENCES
+#include "common/sequences.glsl"
 
 VKF_TENSOR_IN(VKF_BWD_BINDING_O, o_data);
 VKF_TENSOR_IN(VKF_BWD_BINDING_DO, do_data);
@@ -25,12 +27,15 @@ void main() {
   const uint rows_per_group = WORKGROUP_SIZE / THREADS_PER_ROW;
   const uint lane = gl_LocalInvocationIndex % THREADS_PER_ROW;
   const uint q_row = gl_WorkGroupID.x * rows_per_group + gl_LocalInvocationIndex / THREADS_PER_ROW;
-  const uint row_index = (gl_WorkGroupID.z * pc.q_heads + gl_WorkGroupID.y) * pc.q_len + q_row;
-  const uint base = row_index * HEAD_DIM;
+  const uint head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
+  const Sequence seq = sequence_of(batch);
+  if (gl_WorkGroupID.x * rows_per_group >= seq.q_len) return;  // past this batch entry's queries
+  const uint o_base = tensor_base(VKF_TENSOR_O, batch, head, seq.q_row0) + q_row * tensor_row_stride(VKF_TENSOR_O);
+  const uint do_base = tensor_base(VKF_TENSOR_DO, batch, head, seq.q_row0) + q_row * tensor_row_stride(VKF_TENSOR_DO);
   float sum = 0.0;
-  if (q_row < pc.q_len) {
-    for (uint d = lane; d < HEAD_DIM; d += THREADS_PER_ROW) sum += float(o_data[base + d]) * float(do_data[base + d]);
+  if (q_row < seq.q_len) {
+    for (uint d = lane; d < HEAD_DIM; d += THREADS_PER_ROW) sum += float(o_data[o_base + d]) * float(do_data[do_base + d]);
   }
   const float total = row_sum(sum);
-  if (lane == 0 && q_row < pc.q_len) delta_data[row_index] = total;
+  if (lane == 0 && q_row < seq.q_len) delta_data[lse_index(batch, head, seq, q_row)] = total;
 }

@@ -28,6 +28,8 @@ const uint VEC4_PER_THREAD = (HEAD_VEC4 + THREADS_PER_ROW - 1) / THREADS_PER_ROW
 #include "scalar/tensor_io.glsl"
 #include "scalar/row_reduce.glsl"
 #include "common/attention_mask.glsl"
+#define VKF_SEQUENCES_BINDING VKF_FWD_BINDING_SEQUENCES
+#include "common/sequences.glsl"
 
 VKF_TENSOR_IN(VKF_FWD_BINDING_Q, q_data);
 VKF_TENSOR_IN(VKF_FWD_BINDING_K, k_data);
@@ -47,14 +49,15 @@ VKF_DEFINE_VEC4_LOADER(load_k4, k_data)
 VKF_DEFINE_VEC4_LOADER(load_v4, v_data)
 VKF_DEFINE_VEC4_STORER(store_o4, o_data)
 
-// Copies rows [kv_begin, kv_begin + BLOCK_KV) of this head's K or V into kv_tile; rows past
-// kv_len become zeros (they are masked out of S, and P is 0 there).
-void load_kv_tile(bool load_v, uint head_base, uint kv_begin) {
+// Copies rows [kv_begin, kv_begin + BLOCK_KV) of this head's K or V (key n at element
+// base + n * stride) into kv_tile; rows past kv_len become zeros (they are masked out of S, and P
+// is 0 there).
+void load_kv_tile(bool load_v, uint base, uint stride, uint kv_begin, uint kv_len) {
   for (uint i = gl_LocalInvocationIndex; i < BLOCK_KV * HEAD_VEC4; i += WORKGROUP_SIZE) {
     const uint r = i / HEAD_VEC4, d4 = i % HEAD_VEC4;
     const uint key = kv_begin + r;
-    const uint row_base = head_base + key * HEAD_DIM;
-    kv_tile[r * KV_STRIDE + d4] = key >= pc.kv_len ? vec4(0.0) : load_v ? load_v4(row_base, d4) : load_k4(row_base, d4);
+    const uint row_base = base + key * stride;
+    kv_tile[r * KV_STRIDE + d4] = key >= kv_len ? vec4(0.0) : load_v ? load_v4(row_base, d4) : load_k4(row_base, d4);
   }
 }
 
@@ -81,30 +84,34 @@ void main() {
   const uint lane = tid % THREADS_PER_ROW;  // position among the row's invocations
   const uint head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
   const uint kv_head = head / (pc.q_heads / pc.kv_heads);  // GQA / MQA
+  const Sequence seq = sequence_of(batch);
+  const uint q_len = seq.q_len, kv_len = seq.kv_len;
   const uint q_begin = gl_WorkGroupID.x * BLOCK_Q;
-  const uint q_end = min(q_begin + BLOCK_Q, pc.q_len);
+  if (q_begin >= q_len) return;  // past this batch entry's queries (a shorter sequence)
+  const uint q_end = min(q_begin + BLOCK_Q, q_len);
   const uint q_row = q_begin + row;
-  const uint q_head_base = (batch * pc.q_heads + head) * pc.q_len * HEAD_DIM;
-  const uint kv_head_base = (batch * pc.kv_heads + kv_head) * pc.kv_len * HEAD_DIM;
+  const uint q_base = tensor_base(VKF_TENSOR_Q, batch, head, seq.q_row0), q_stride = tensor_row_stride(VKF_TENSOR_Q);
+  const uint k_base = tensor_base(VKF_TENSOR_K, batch, kv_head, seq.kv_row0), k_stride = tensor_row_stride(VKF_TENSOR_K);
+  const uint v_base = tensor_base(VKF_TENSOR_V, batch, kv_head, seq.kv_row0), v_stride = tensor_row_stride(VKF_TENSOR_V);
 
   // Load the Q tile once; rows past q_len are zeros and are never stored.
   for (uint i = tid; i < BLOCK_Q * HEAD_VEC4; i += WORKGROUP_SIZE) {
     const uint r = i / HEAD_VEC4;
-    q_tile[i] = q_begin + r < pc.q_len ? load_q4(q_head_base + (q_begin + r) * HEAD_DIM, i % HEAD_VEC4) : vec4(0.0);
+    q_tile[i] = q_begin + r < q_len ? load_q4(q_base + (q_begin + r) * q_stride, i % HEAD_VEC4) : vec4(0.0);
   }
 
   float m = NEG_INF;         // running row max of S (base-2 units), the same in every lane of a row
   float l_partial = 0.0;     // this lane's share of the running row sum of P
   vec4 acc[VEC4_PER_THREAD];  // this lane's columns of the unnormalized O row: vec4 d4 = lane + k * THREADS_PER_ROW
   for (uint k = 0; k < VEC4_PER_THREAD; ++k) acc[k] = vec4(0.0);
-  const uint row_index = (batch * pc.q_heads + head) * pc.q_len + q_row;  // of the LSE and the row state
-  const uint row_keys = row_keys_end(q_row, pc.q_len, pc.kv_len);      // the row sees keys [0, row_keys)
+  const uint row_index = (batch * pc.q_heads + head) * pc.q_len + q_row;  // of the row state
+  const uint row_keys = row_keys_end(q_row, q_len, kv_len);            // the row sees keys [0, row_keys)
 
   // A later chunk resumes the online softmax where the last one stopped: its running max, each
   // lane's share of the sum and of O, as they were (nothing rounded in between: the same results
   // as one pass over all keys, also where scores are large).
   const uint row_state_base = row_index * (THREADS_PER_ROW + 1);  // the max, then the lanes' sums
-  if (CHUNKED && pc.chunk_begin > 0 && q_row < pc.q_len) {
+  if (CHUNKED && pc.chunk_begin > 0 && q_row < q_len) {
     m = row_state[row_state_base];
     l_partial = row_state[row_state_base + 1 + lane];
     for (uint k = 0; k < VEC4_PER_THREAD; ++k) {
@@ -114,20 +121,20 @@ void main() {
   }
 
   // Tiles wholly above the causal diagonal are never visited; a chunk visits its own keys only.
-  const uint kv_end = CHUNKED ? min(visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len), pc.chunk_end)
-                              : visible_kv_end(q_begin, q_end, pc.q_len, pc.kv_len);
+  const uint kv_end = CHUNKED ? min(visible_kv_end(q_begin, q_end, q_len, kv_len), pc.chunk_end)
+                              : visible_kv_end(q_begin, q_end, q_len, kv_len);
   for (uint kv_begin = CHUNKED ? pc.chunk_begin : 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
-    load_kv_tile(false, kv_head_base, kv_begin);
+    load_kv_tile(false, k_base, k_stride, kv_begin, kv_len);
     barrier();  // K tile (and, on the first pass, the Q tile) visible
 
     // S = Q K^T * scale * log2(e); this lane takes keys c = lane, lane + THREADS_PER_ROW, ...
-    const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, pc.q_len, pc.kv_len);
+    const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, q_len, kv_len);
     float tile_max = NEG_INF;
     for (uint c = lane; c < BLOCK_KV; c += THREADS_PER_ROW) {
       float s = 0.0;
       [[dont_unroll]] for (uint d4 = 0; d4 < HEAD_VEC4; ++d4) s += dot(q_tile[row * HEAD_VEC4 + d4], kv_tile[c * KV_STRIDE + d4]);
       s *= pc.scale_log2;
-      if (masked_tile && !key_visible(q_row, kv_begin + c, pc.q_len, pc.kv_len)) s = NEG_INF;
+      if (masked_tile && !key_visible(q_row, kv_begin + c, q_len, kv_len)) s = NEG_INF;
       p_tile[row * BLOCK_KV + c] = s;
       tile_max = max(tile_max, s);
     }
@@ -149,7 +156,7 @@ void main() {
     if (INSTRUMENT) record_tile_stats(batch, head, q_row, kv_begin, lane, m_new, alpha, tile_max, tile_sum, l_partial);
     barrier();  // everyone is done with K
 
-    load_kv_tile(true, kv_head_base, kv_begin);
+    load_kv_tile(true, v_base, v_stride, kv_begin, kv_len);
     barrier();  // V tile and the whole P tile visible
 
     // O += P V, for this lane's columns. Keys the row cannot see are left out, not multiplied by
@@ -166,8 +173,8 @@ void main() {
     barrier();  // everyone is done with V and P before the next tile overwrites them
   }
 
-  if (CHUNKED && pc.chunk_end < pc.kv_len) {  // more chunks follow: keep the state
-    if (q_row < pc.q_len) {
+  if (CHUNKED && pc.chunk_end < pc.kv_len) {  // more chunks follow (for the longest sequence): keep the state
+    if (q_row < q_len) {
       for (uint k = 0; k < VEC4_PER_THREAD; ++k) {
         const uint d4 = lane + k * THREADS_PER_ROW;
         if (d4 < HEAD_VEC4) o_state[row_index * HEAD_VEC4 + d4] = acc[k];
@@ -181,14 +188,14 @@ void main() {
   // Epilogue: O = acc / l, LSE = ln(l) + m (natural log). A row that saw no key: O = 0, LSE = -inf.
   // A NaN score made l NaN: then O and LSE are NaN, never the "no key" values.
   const float l = row_sum(l_partial);
-  if (q_row < pc.q_len) {
+  if (q_row < q_len) {
     const float inv_l = l == 0.0 ? 0.0 : 1.0 / l;
     const float lse_log2 = l == 0.0 ? NEG_INF : m + log2(l);
-    const uint out_base = q_head_base + q_row * HEAD_DIM;
+    const uint out_base = tensor_base(VKF_TENSOR_O, batch, head, seq.q_row0) + q_row * tensor_row_stride(VKF_TENSOR_O);
     for (uint k = 0; k < VEC4_PER_THREAD; ++k) {
       const uint d4 = lane + k * THREADS_PER_ROW;
       if (d4 < HEAD_VEC4) store_o4(out_base, d4, acc[k] * inv_l);
     }
-    if (WRITE_LSE && lane == 0) lse_data[row_index] = lse_log2 * LN2;
+    if (WRITE_LSE && lane == 0) lse_data[lse_index(batch, head, seq, q_row)] = lse_log2 * LN2;
   }
 }
