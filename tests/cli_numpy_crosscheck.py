@@ -68,6 +68,49 @@ CASES = [  # (B, Hq, Hkv, Nq, Nk, D, dtype, causal, scale)
 ]
 
 
+def check_sequences(vkflash, path, rng):
+    """Ragged queries and keys ([total, H, D], --cu-seqlens-q/-k) with per-sequence KV lengths
+    (--seqlens-k), causal: each sequence against NumPy alone; dK, dV zero past each length.
+    Returns the number of failed checks."""
+    cq, ck, lens = [0, 5, 5, 12], [0, 9, 13, 19], [9, 2, 3]
+    hq, hkv, d = 4, 2, 16
+    arrays = {"q": rng.standard_normal((12, hq, d)), "k": rng.standard_normal((19, hkv, d)),
+              "v": rng.standard_normal((19, hkv, d)), "do": rng.standard_normal((12, hq, d))}
+    arrays = {name: a.astype(np.float32) for name, a in arrays.items()}
+    for name, a in (*arrays.items(), ("cq", np.array(cq, np.int32)), ("ck", np.array(ck, np.int32)),
+                    ("lens", np.array(lens, np.int32))):
+        np.save(path(name + ".npy"), a)
+    flags = ["--causal", "--cu-seqlens-q", path("cq.npy"), "--cu-seqlens-k", path("ck.npy"), "--seqlens-k", path("lens.npy")]
+    io = ["--q", path("q.npy"), "--k", path("k.npy"), "--v", path("v.npy")]
+    for command in (["forward", *io, "--out", path("o.npy"), "--lse", path("lse.npy"), *flags],
+                    ["backward", *io, "--do", path("do.npy"), "--dq", path("dq.npy"), "--dk", path("dk.npy"),
+                     "--dv", path("dv.npy"), *flags]):
+        run = subprocess.run([vkflash, *command], capture_output=True, text=True)
+        if run.returncode != 0 or run.stderr:
+            print(f"FAIL vkflash {' '.join(command)}: exit {run.returncode}\n{run.stderr}")
+            return 1
+    got = {name: np.load(path(name + ".npy")) for name in ("o", "lse", "dq", "dk", "dv")}
+    failures = 0
+    heads_first = lambda a: a.transpose(1, 0, 2)[None].astype(np.float64)
+    for b in range(3):
+        rows, keys = slice(cq[b], cq[b + 1]), slice(ck[b], ck[b] + lens[b])
+        o, lse, grads = attention(heads_first(arrays["q"][rows]), heads_first(arrays["k"][keys]),
+                                  heads_first(arrays["v"][keys]), True, d ** -0.5)
+        dq, dk, dv = grads(heads_first(arrays["do"][rows]))
+        back = lambda x: x[0].transpose(1, 0, 2)
+        unused = slice(ck[b] + lens[b], ck[b + 1])
+        checks = [("O", rel_error(got["o"][rows], back(o)), 2e-4), ("LSE", rel_error(got["lse"][:, rows], lse[0]), 2e-4),
+                  ("dQ", rel_error(got["dq"][rows], back(dq)), 5e-4), ("dK", rel_error(got["dk"][keys], back(dk)), 5e-4),
+                  ("dV", rel_error(got["dv"][keys], back(dv)), 5e-4),
+                  ("dK, dV past the length", float(np.abs(got["dk"][unused]).max(initial=0) +
+                                                   np.abs(got["dv"][unused]).max(initial=0)), 0.0)]
+        for what, err, tol in checks:
+            ok = err <= tol
+            failures += not ok
+            print(f"{'ok  ' if ok else 'FAIL'} varlen sequence {b}: {what} error {err:.2e} (tolerance {tol:.0e})")
+    return failures
+
+
 def main():
     vkflash = sys.argv[1]
     rng = np.random.default_rng(0)
@@ -106,7 +149,8 @@ def main():
                 ok = got.dtype == out_dtype and got.shape == expected.shape and err <= tol
                 failures += not ok
                 print(f"{'ok  ' if ok else 'FAIL'} {label}: {what} relative error {err:.2e} (tolerance {tol:.0e})")
-    print(f"{len(CASES) * 5 - failures} passed, {failures} failed")
+        failures += check_sequences(vkflash, path, rng)
+    print(f"{len(CASES) * 5 + 18 - failures} passed, {failures} failed")
     return 1 if failures else 0
 
 

@@ -356,7 +356,7 @@ TEST_CASE("varlen: ragged batches packed end to end, forward and backward, again
   }
 }
 
-TEST_CASE("varlen forward equals separate calls per sequence; reruns are bit-identical", "[forward][sequences]") {
+TEST_CASE("varlen forward equals separate calls per sequence, and reruns are bit-identical", "[forward][sequences]") {
   Context& context = SharedContext(Knobs::kDevice);
   AttentionParams p = Params({3, 4, 4, 200, 300, 64}, DataType::kFloat16, true);
   p.layout = TensorLayout::kBshd;

@@ -1,6 +1,7 @@
 #include "attention_io.h"
 
 #include <string>
+#include <tuple>
 
 #include "storage_bytes.h"
 
@@ -29,17 +30,46 @@ Result<Buffer> UploadBuffer(Context& context, const std::vector<uint8_t>& data, 
 
 std::vector<float> ToFloats(const tools::NpyArray& array) { return tools::UnpackTensor(array.data, array.dtype); }
 
+void AddSequenceOptions(CLI::App* app, SequenceOptions* options) {
+  app->add_option("--layout", options->layout, "Tensor layout: bhsd [B, H, N, D] or bshd [B, N, H, D]")
+      ->check(CLI::IsMember({"bhsd", "bshd"}))
+      ->capture_default_str();
+  app->add_option("--seqlens-k", options->seqlens_k, "int32 [B]: the keys each sequence uses of K/V's Nk rows");
+  app->add_option("--cu-seqlens-q", options->cu_seqlens_q,
+                  "int32 [B+1]: ragged queries packed end to end; Q/O/dO/dQ are [total_q, Hq, D], LSE [Hq, total_q]");
+  app->add_option("--cu-seqlens-k", options->cu_seqlens_k,
+                  "int32 [B+1]: ragged keys packed end to end; K/V/dK/dV are [total_k, Hkv, D]");
+}
+
 Result<AttentionInputs> LoadAttentionInputs(const std::string& q_path, const std::string& k_path,
-                                            const std::string& v_path, bool causal, std::optional<float> scale) {
+                                            const std::string& v_path, bool causal, std::optional<float> scale,
+                                            const SequenceOptions& sequences) {
   AttentionInputs in;
+  AttentionParams& p = in.params;
+  for (const auto& [path, target, name] : {std::tuple{&sequences.seqlens_k, &p.kv_lengths, "--seqlens-k"},
+                                           std::tuple{&sequences.cu_seqlens_q, &p.cu_seqlens_q, "--cu-seqlens-q"},
+                                           std::tuple{&sequences.cu_seqlens_k, &p.cu_seqlens_k, "--cu-seqlens-k"}}) {
+    if (path->empty()) continue;
+    auto values = tools::ReadNpyInt32Vector(*path);
+    if (!values.ok()) return values.status();
+    if (values->empty()) return Bad(std::string(name) + " '" + *path + "' is empty");
+    *target = std::move(values).value();
+  }
+  const bool ragged_q = !p.cu_seqlens_q.empty(), ragged_k = !p.cu_seqlens_k.empty();
+  const bool bshd = sequences.layout == "bshd";
+
   const std::pair<const std::string*, tools::NpyArray*> files[] = {{&q_path, &in.q}, {&k_path, &in.k}, {&v_path, &in.v}};
   const char* names[] = {"Q", "K", "V"};
   for (int i = 0; i < 3; ++i) {
     auto array = tools::ReadNpy(*files[i].first);
     if (!array.ok()) return array.status();
-    if (array->shape.size() != 4) {
+    const bool ragged = i == 0 ? ragged_q : ragged_k;
+    const size_t dims = ragged ? 3 : 4;
+    if (array->shape.size() != dims) {
       return Bad(std::string(names[i]) + " '" + *files[i].first + "' has shape " + ShapeText(array->shape) +
-                 "; expected 4 dimensions [batch, heads, seq_len, head_dim]");
+                 "; expected " + (ragged ? "3 dimensions [total, heads, head_dim] (ragged, --cu-seqlens)"
+                                         : bshd ? "4 dimensions [batch, seq_len, heads, head_dim] (--layout bshd)"
+                                                : "4 dimensions [batch, heads, seq_len, head_dim]"));
     }
     for (uint64_t d : array->shape) {
       if (d > 0xffffffffull) return Bad(std::string(names[i]) + " has a dimension too large");
@@ -53,26 +83,45 @@ Result<AttentionInputs> LoadAttentionInputs(const std::string& q_path, const std
   if (in.k.shape != in.v.shape) {
     return Bad("K shape " + ShapeText(in.k.shape) + " differs from V shape " + ShapeText(in.v.shape));
   }
-  if (in.q.shape[0] != in.k.shape[0]) {
-    return Bad("batch differs: Q " + ShapeText(in.q.shape) + " vs K " + ShapeText(in.k.shape));
+  // (batch, heads, rows, head dim) of a tensor as the options lay it out; batch 0 = ragged.
+  struct Dims {
+    uint64_t batch, heads, rows, head_dim;
+  };
+  const auto dims_of = [&](const tools::NpyArray& a, bool ragged) {
+    if (ragged) return Dims{0, a.shape[1], a.shape[0], a.shape[2]};
+    return bshd ? Dims{a.shape[0], a.shape[2], a.shape[1], a.shape[3]} : Dims{a.shape[0], a.shape[1], a.shape[2], a.shape[3]};
+  };
+  const Dims q = dims_of(in.q, ragged_q), k = dims_of(in.k, ragged_k);
+  // The batch count: every source that has one must agree.
+  std::vector<std::pair<uint64_t, std::string>> batches;
+  if (!ragged_q) batches.push_back({q.batch, "Q " + ShapeText(in.q.shape)});
+  if (!ragged_k) batches.push_back({k.batch, "K " + ShapeText(in.k.shape)});
+  if (ragged_q) batches.push_back({p.cu_seqlens_q.size() - 1, "--cu-seqlens-q (" + std::to_string(p.cu_seqlens_q.size()) + " offsets)"});
+  if (ragged_k) batches.push_back({p.cu_seqlens_k.size() - 1, "--cu-seqlens-k (" + std::to_string(p.cu_seqlens_k.size()) + " offsets)"});
+  if (!p.kv_lengths.empty()) batches.push_back({p.kv_lengths.size(), "--seqlens-k (" + std::to_string(p.kv_lengths.size()) + " lengths)"});
+  for (const auto& [batch, source] : batches) {
+    if (batch != batches[0].first) {
+      return Bad("batch counts differ: " + batches[0].second + " has " + std::to_string(batches[0].first) + ", " + source +
+                 " has " + std::to_string(batch));
+    }
   }
-  if (in.q.shape[3] != in.k.shape[3]) {
+  if (q.head_dim != k.head_dim) {
     return Bad("head dim differs: Q " + ShapeText(in.q.shape) + " vs K " + ShapeText(in.k.shape));
   }
-  if (in.q.shape[1] == 0 || in.k.shape[1] == 0 || in.q.shape[1] % in.k.shape[1] != 0) {
-    return Bad("Q heads (" + std::to_string(in.q.shape[1]) + ") must be a positive multiple of K/V heads (" +
-               std::to_string(in.k.shape[1]) + ")");
+  if (q.heads == 0 || k.heads == 0 || q.heads % k.heads != 0) {
+    return Bad("Q heads (" + std::to_string(q.heads) + ") must be a positive multiple of K/V heads (" +
+               std::to_string(k.heads) + ")");
   }
-  AttentionParams& p = in.params;
   p.dtype = in.q.dtype;
   p.causal = causal;
   p.scale = scale;
-  p.shape.batch = uint32_t(in.q.shape[0]);
-  p.shape.q_heads = uint32_t(in.q.shape[1]);
-  p.shape.q_len = uint32_t(in.q.shape[2]);
-  p.shape.head_dim = uint32_t(in.q.shape[3]);
-  p.shape.kv_heads = uint32_t(in.k.shape[1]);
-  p.shape.kv_len = uint32_t(in.k.shape[2]);
+  p.shape = {uint32_t(batches[0].first), uint32_t(q.heads), uint32_t(k.heads), uint32_t(q.rows), uint32_t(k.rows),
+             uint32_t(q.head_dim)};
+  // Ragged tensors are [total, H, D]: bshd with one batch entry.
+  const TensorLayout q_layout = ragged_q || bshd ? TensorLayout::kBshd : TensorLayout::kBhsd;
+  const TensorLayout k_layout = ragged_k || bshd ? TensorLayout::kBshd : TensorLayout::kBhsd;
+  p.q_strides = p.o_strides = p.d_o_strides = PackedStrides(q_layout, p.shape.q_heads, p.shape.q_len, p.shape.head_dim);
+  p.k_strides = p.v_strides = PackedStrides(k_layout, p.shape.kv_heads, p.shape.kv_len, p.shape.head_dim);
   Status valid = ValidateAttentionParams(p);
   if (!valid.ok()) return valid;
   return in;
@@ -92,9 +141,10 @@ Result<ForwardOutputs> RunForward(Context& context, const AttentionInputs& in) {
   out.o.shape = in.q.shape;
   out.o.data.assign(in.q.data.size(), 0);
   out.lse.dtype = DataType::kFloat32;
-  out.lse.shape = {shape.batch, shape.q_heads, shape.q_len};
-  out.lse.data.assign(shape.lse_elements() * sizeof(float), 0);
-  if (shape.q_elements() == 0) return out;  // nothing to compute: empty outputs
+  out.lse.shape = in.params.cu_seqlens_q.empty() ? std::vector<uint64_t>{shape.batch, shape.q_heads, shape.q_len}
+                                                 : std::vector<uint64_t>{shape.q_heads, shape.q_len};
+  out.lse.data.assign(*tools::CheckedElementCount(out.lse.shape) * sizeof(float), 0);
+  if (out.o.data.empty() || shape.batch == 0) return out;  // nothing to compute: empty outputs
 
   auto q = UploadBuffer(context, in.q.data, in.q.data.size());
   if (!q.ok()) return q.status();
@@ -102,9 +152,10 @@ Result<ForwardOutputs> RunForward(Context& context, const AttentionInputs& in) {
   if (!k.ok()) return k.status();
   auto v = UploadBuffer(context, in.v.data, in.v.data.size());
   if (!v.ok()) return v.status();
-  auto o = context.CreateBuffer(out.o.data.size());
+  // Outputs start as zeros: rows no sequence has (past the last offset) stay 0.
+  auto o = UploadBuffer(context, out.o.data, out.o.data.size());
   if (!o.ok()) return o.status();
-  auto lse = context.CreateBuffer(out.lse.data.size());
+  auto lse = UploadBuffer(context, out.lse.data, out.lse.data.size());
   if (!lse.ok()) return lse.status();
 
   ForwardBuffers buffers{q->view(), k->view(), v->view(), o->view(), lse->view()};
@@ -122,7 +173,7 @@ Result<BackwardOutputs> RunBackward(Context& context, const AttentionInputs& in,
   out.dq = {in.q.dtype, in.q.shape, std::vector<uint8_t>(in.q.data.size(), 0)};
   out.dk = {in.k.dtype, in.k.shape, std::vector<uint8_t>(in.k.data.size(), 0)};
   out.dv = {in.v.dtype, in.v.shape, std::vector<uint8_t>(in.v.data.size(), 0)};
-  if (shape.q_elements() == 0 && shape.kv_elements() == 0) return out;
+  if ((in.q.data.empty() && in.k.data.empty()) || shape.batch == 0) return out;
 
   // Every tensor gets a buffer (4 bytes when empty): the operator binds stand-ins for empty sides.
   std::vector<Buffer> held;
@@ -140,16 +191,18 @@ Result<BackwardOutputs> RunBackward(Context& context, const AttentionInputs& in,
       {&b.v, upload(in.v.data, in.v.data.size())},
       {&b.d_o, upload(d_o.data, d_o.data.size())},
       {&b.o, upload(none, in.q.data.size())},
-      {&b.lse, upload(none, shape.lse_elements() * sizeof(float))},
-      {&b.dq, upload(none, in.q.data.size())},
-      {&b.dk, upload(none, in.k.data.size())},
-      {&b.dv, upload(none, in.v.data.size())},
+      {&b.lse, upload(none, (in.params.cu_seqlens_q.empty() ? shape.lse_elements()
+                                                             : uint64_t(shape.q_heads) * shape.q_len) * sizeof(float))},
+      // Gradients start as zeros: rows no sequence has stay 0.
+      {&b.dq, upload(out.dq.data, in.q.data.size())},
+      {&b.dk, upload(out.dk.data, in.k.data.size())},
+      {&b.dv, upload(out.dv.data, in.v.data.size())},
   };
   for (const auto& [slot, view] : views) {
     if (!view.ok()) return view.status();
     *slot = *view;
   }
-  if (shape.q_elements() > 0) {
+  if (!in.q.data.empty()) {
     Status forward = context.Forward(in.params, {b.q, b.k, b.v, b.o, b.lse});
     if (!forward.ok()) return forward;
   }

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "npy.h"
 
 namespace vkflash::cli {
@@ -17,14 +19,27 @@ struct AttentionInputs {
   AttentionParams params;
 };
 
-// Reads Q, K, V and checks them against the contract: 4-D [B, H, N, D], one dtype, equal B and
-// D, K and V of one shape, Hq % Hkv == 0, a supported head dim. Errors name the file and problem.
+// How the .npy tensors hold their sequences (docs/design.md): --layout bhsd|bshd, --seqlens-k
+// (int32 [B]), --cu-seqlens-q / --cu-seqlens-k (int32 [B + 1]; Q-like or K-like tensors are then
+// 3-D [total, H, D] and the LSE [Hq, total_q]).
+struct SequenceOptions {
+  std::string layout = "bhsd";
+  std::string seqlens_k, cu_seqlens_q, cu_seqlens_k;
+};
+// Adds the options above to a command.
+void AddSequenceOptions(CLI::App* app, SequenceOptions* options);
+
+// Reads Q, K, V (and the sequence files) and checks them against the contract: 4-D [B, H, N, D]
+// or [B, N, H, D] (3-D [total, H, D] where ragged), one dtype, equal batch counts and D, K and V
+// of one shape, Hq % Hkv == 0, a supported head dim, lengths and offsets that fit. Errors name the
+// file and problem.
 Result<AttentionInputs> LoadAttentionInputs(const std::string& q_path, const std::string& k_path,
-                                            const std::string& v_path, bool causal, std::optional<float> scale);
+                                            const std::string& v_path, bool causal, std::optional<float> scale,
+                                            const SequenceOptions& sequences = {});
 
 struct ForwardOutputs {
   tools::NpyArray o;    // dtype and shape of Q
-  tools::NpyArray lse;  // float32 [B, Hq, Nq]
+  tools::NpyArray lse;  // float32 [B, Hq, Nq] ([Hq, total_q] for ragged queries)
 };
 
 // Uploads the inputs, runs the forward pass and downloads O and LSE.

@@ -15,6 +15,7 @@ struct BackwardOptions {
   std::string q, k, v, d_o, dq, dk, dv, device;
   bool causal = false;
   std::optional<float> scale;
+  SequenceOptions sequences;
 };
 
 int RunBackwardCommand(const BackwardOptions& options) {
@@ -25,7 +26,7 @@ int RunBackwardCommand(const BackwardOptions& options) {
   if (status.ok()) status = files.Plan("--dv", options.dv);
   if (!status.ok()) return ReportError(status);
 
-  auto inputs = LoadAttentionInputs(options.q, options.k, options.v, options.causal, options.scale);
+  auto inputs = LoadAttentionInputs(options.q, options.k, options.v, options.causal, options.scale, options.sequences);
   if (!inputs.ok()) return ReportError(inputs.status());
   auto d_o = tools::ReadNpy(options.d_o);
   if (!d_o.ok()) return ReportError(d_o.status());
@@ -60,6 +61,7 @@ Command AddBackwardCommand(CLI::App& parent) {
   app->add_flag("--causal", options->causal, "Causal mask, bottom-right aligned");
   app->add_option("--scale", options->scale, "Softmax scale (default 1/sqrt(D))");
   app->add_option("--device", options->device, "Device index or name substring (default: VKFLASH_DEVICE, else the best)");
+  AddSequenceOptions(app, &options->sequences);
   return {app, [options]() { return RunBackwardCommand(*options); }};
 }
 

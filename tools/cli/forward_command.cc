@@ -15,6 +15,7 @@ struct ForwardOptions {
   std::string q, k, v, out, lse, device;
   bool causal = false;
   std::optional<float> scale;
+  SequenceOptions sequences;
 };
 
 int RunForwardCommand(const ForwardOptions& options) {
@@ -24,7 +25,7 @@ int RunForwardCommand(const ForwardOptions& options) {
   if (status.ok() && !options.lse.empty()) status = files.Plan("--lse", options.lse);
   if (!status.ok()) return ReportError(status);
 
-  auto inputs = LoadAttentionInputs(options.q, options.k, options.v, options.causal, options.scale);
+  auto inputs = LoadAttentionInputs(options.q, options.k, options.v, options.causal, options.scale, options.sequences);
   if (!inputs.ok()) return ReportError(inputs.status());
   auto context = OpenContext(options.device);
   if (!context.ok()) return ReportError(context.status());
@@ -51,6 +52,7 @@ Command AddForwardCommand(CLI::App& parent) {
   app->add_flag("--causal", options->causal, "Causal mask, bottom-right aligned");
   app->add_option("--scale", options->scale, "Softmax scale (default 1/sqrt(D))");
   app->add_option("--device", options->device, "Device index or name substring (default: VKFLASH_DEVICE, else the best)");
+  AddSequenceOptions(app, &options->sequences);
   return {app, [options]() { return RunForwardCommand(*options); }};
 }
 

@@ -66,7 +66,13 @@ uint64_t NpyArray::element_count() const {
 
 float NpyArray::at(uint64_t i) const { return LoadElement(data.data() + i * DataTypeSize(dtype), dtype); }
 
-Result<NpyArray> ReadNpy(const std::string& path) {
+namespace {
+
+// The header and data of a .npy file whose descr `element_of` accepts: it returns the element
+// size in bytes (0: refused) and names what is accepted in `accepted`.
+template <typename ElementOf>
+Result<std::pair<std::vector<uint64_t>, std::vector<uint8_t>>> ReadNpyData(const std::string& path, ElementOf element_of,
+                                                                           const char* accepted) {
   auto opened = RegularFile::Open(path);
   if (!opened.ok()) return opened.status();
   RegularFile& file = *opened;
@@ -97,19 +103,19 @@ Result<NpyArray> ReadNpy(const std::string& path) {
   auto header = ParseNpyHeader(text, major);
   if (!header.ok()) return Invalid(path, header.status().message());
 
-  NpyArray array;
-  array.shape = header->shape;
-  if (!DescrDtype(header->descr, &array.dtype)) {
-    return Invalid(path, "dtype '" + header->descr + "' is not supported (float32 '<f4' or float16 '<f2' only)");
+  std::pair<std::vector<uint64_t>, std::vector<uint8_t>> array;
+  array.first = header->shape;
+  const uint64_t element_bytes = element_of(header->descr);
+  if (element_bytes == 0) {
+    return Invalid(path, "dtype '" + header->descr + "' is not supported (" + accepted + " only)");
   }
-  const std::optional<uint64_t> count = CheckedElementCount(array.shape);
-  const uint64_t element_bytes = DataTypeSize(array.dtype);
+  const std::optional<uint64_t> count = CheckedElementCount(array.first);
   if (!count || *count > std::numeric_limits<uint64_t>::max() / element_bytes) {
-    return Invalid(path, "shape " + ShapeText(array.shape) + " has more elements than can be addressed");
+    return Invalid(path, "shape " + ShapeText(array.first) + " has more elements than can be addressed");
   }
   // Fortran order lays out an array with at most one dimension above 1 exactly as C order does.
   uint64_t long_dimensions = 0;
-  for (uint64_t d : array.shape) long_dimensions += d > 1;
+  for (uint64_t d : array.first) long_dimensions += d > 1;
   if (header->fortran_order && long_dimensions > 1) {
     return Invalid(path, "Fortran-ordered arrays are not supported (use C order)");
   }
@@ -117,11 +123,42 @@ Result<NpyArray> ReadNpy(const std::string& path) {
   const uint64_t data_bytes = *count * element_bytes;
   if (file.size() - data_start < data_bytes) {
     return Invalid(path, "holds " + std::to_string(file.size() - data_start) + " data bytes, shape " +
-                             ShapeText(array.shape) + " needs " + std::to_string(data_bytes));
+                             ShapeText(array.first) + " needs " + std::to_string(data_bytes));
   }
-  array.data.resize(data_bytes);
-  if (Status read = file.ReadNext(array.data.data(), data_bytes); !read.ok()) return read;
+  array.second.resize(data_bytes);
+  if (Status read = file.ReadNext(array.second.data(), data_bytes); !read.ok()) return read;
   return array;
+}
+
+}  // namespace
+
+Result<NpyArray> ReadNpy(const std::string& path) {
+  NpyArray array;
+  auto read = ReadNpyData(
+      path, [&](const std::string& descr) { return DescrDtype(descr, &array.dtype) ? DataTypeSize(array.dtype) : 0; },
+      "float32 '<f4' or float16 '<f2'");
+  if (!read.ok()) return read.status();
+  array.shape = std::move(read->first);
+  array.data = std::move(read->second);
+  return array;
+}
+
+Result<std::vector<int32_t>> ReadNpyInt32Vector(const std::string& path) {
+  auto read = ReadNpyData(
+      path,
+      [](const std::string& descr) -> uint64_t {
+        std::string code = descr;
+        if (!code.empty() && (code[0] == '<' || code[0] == '=' || code[0] == '|')) code.erase(0, 1);
+        return code == "i4" || code == "i" ? 4 : 0;
+      },
+      "int32 '<i4'");
+  if (!read.ok()) return read.status();
+  if (read->first.size() != 1) {
+    return Invalid(path, "has shape " + ShapeText(read->first) + "; expected one dimension");
+  }
+  std::vector<int32_t> values(read->first[0]);
+  std::memcpy(values.data(), read->second.data(), values.size() * sizeof(int32_t));
+  return values;
 }
 
 Status WriteNpy(const std::string& path, const NpyArray& array) {

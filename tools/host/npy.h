@@ -31,6 +31,9 @@ std::optional<uint64_t> CheckedElementCount(const std::vector<uint64_t>& shape);
 // not a supported .npy.
 Result<NpyArray> ReadNpy(const std::string& path);
 
+// A one-dimensional int32 array (sequence lengths, offsets), read with the same checks.
+Result<std::vector<int32_t>> ReadNpyInt32Vector(const std::string& path);
+
 // Writes the whole file or returns an error (a partly written file is removed).
 Status WriteNpy(const std::string& path, const NpyArray& array);
 
