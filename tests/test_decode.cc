@@ -22,13 +22,7 @@ using namespace vkflash::testing;
 
 namespace {
 
-AttentionParams DecodeParams(AttentionShape shape, bool causal) {
-  AttentionParams params;
-  params.shape = shape;
-  params.dtype = DataType::kFloat16;
-  params.causal = causal;
-  return params;
-}
+AttentionParams DecodeParams(AttentionShape shape, bool causal) { return MakeParams(shape, DataType::kFloat16, causal); }
 
 // Where the context has the decode kernels, this call runs them.
 void RequireDecodeWhereUsed(Context& context, const AttentionParams& params) {

@@ -15,14 +15,6 @@ using namespace vkflash::testing;
 
 namespace {
 
-AttentionParams Params(AttentionShape shape, DataType dtype, bool causal) {
-  AttentionParams p;
-  p.shape = shape;
-  p.dtype = dtype;
-  p.causal = causal;
-  return p;
-}
-
 void CheckForward(Context& context, const AttentionParams& params) {
   INFO(Describe(params) << ", loop budget " << context.device_info().shader_loop_budget);
   auto workspace = context.ForwardWorkspaceBytes(params);
@@ -52,31 +44,31 @@ void CheckBackward(Context& context, const AttentionParams& params) {
 
 TEST_CASE("forward is right past the driver's loop budget, at every head dim", "[forward][long]") {
   Context& context = SharedContext(Knobs::kDevice);
-  CheckForward(context, Params({1, 2, 1, 16, 4000, 256}, DataType::kFloat32, false));
-  CheckForward(context, Params({1, 2, 1, 16, 8000, 128}, DataType::kFloat32, false));
-  CheckForward(context, Params({1, 2, 1, 16, 14000, 64}, DataType::kFloat32, false));
-  CheckForward(context, Params({1, 2, 1, 16, 25000, 32}, DataType::kFloat32, false));
-  CheckForward(context, Params({1, 1, 1, 40, 20000, 64}, DataType::kFloat16, true));
-  CheckForward(context, Params({1, 1, 1, 300, 14000, 80}, DataType::kFloat16, false));
+  CheckForward(context, MakeParams({1, 2, 1, 16, 4000, 256}, DataType::kFloat32, false));
+  CheckForward(context, MakeParams({1, 2, 1, 16, 8000, 128}, DataType::kFloat32, false));
+  CheckForward(context, MakeParams({1, 2, 1, 16, 14000, 64}, DataType::kFloat32, false));
+  CheckForward(context, MakeParams({1, 2, 1, 16, 25000, 32}, DataType::kFloat32, false));
+  CheckForward(context, MakeParams({1, 1, 1, 40, 20000, 64}, DataType::kFloat16, true));
+  CheckForward(context, MakeParams({1, 1, 1, 300, 14000, 80}, DataType::kFloat16, false));
 }
 
 TEST_CASE("backward is right past the driver's loop budget, on both gradient kernels", "[backward][long]") {
   Context& context = SharedContext(Knobs::kDevice);
-  CheckBackward(context, Params({1, 2, 1, 14000, 40, 64}, DataType::kFloat32, false));  // dK/dV: many queries
-  CheckBackward(context, Params({1, 1, 1, 9000, 33, 128}, DataType::kFloat16, true));
-  CheckBackward(context, Params({1, 1, 1, 24, 16000, 64}, DataType::kFloat32, true));   // dQ: many keys
-  CheckBackward(context, Params({1, 1, 1, 20, 5000, 256}, DataType::kFloat32, false));
+  CheckBackward(context, MakeParams({1, 2, 1, 14000, 40, 64}, DataType::kFloat32, false));  // dK/dV: many queries
+  CheckBackward(context, MakeParams({1, 1, 1, 9000, 33, 128}, DataType::kFloat16, true));
+  CheckBackward(context, MakeParams({1, 1, 1, 24, 16000, 64}, DataType::kFloat32, true));   // dQ: many keys
+  CheckBackward(context, MakeParams({1, 1, 1, 20, 5000, 256}, DataType::kFloat32, false));
 }
 
 TEST_CASE("long loops on mobile-sized limits (small tiles, shared-memory reductions)", "[long][knobs]") {
   Context& context = SharedContext(Knobs::kMobile);
-  CheckForward(context, Params({1, 2, 1, 9, 9000, 128}, DataType::kFloat32, true));
-  CheckBackward(context, Params({1, 2, 1, 6000, 21, 96}, DataType::kFloat16, false));
+  CheckForward(context, MakeParams({1, 2, 1, 9, 9000, 128}, DataType::kFloat32, true));
+  CheckBackward(context, MakeParams({1, 2, 1, 6000, 21, 96}, DataType::kFloat16, false));
 }
 
 TEST_CASE("a chunked forward recorded without its workspace is refused, not run short", "[forward][long][errors]") {
   Context& context = SharedContext(Knobs::kDevice);
-  const AttentionParams params = Params({1, 1, 1, 16, 14000, 64}, DataType::kFloat32, false);
+  const AttentionParams params = MakeParams({1, 1, 1, 16, 14000, 64}, DataType::kFloat32, false);
   auto workspace = context.ForwardWorkspaceBytes(params);
   REQUIRE(workspace.ok());
   if (*workspace == 0) return;  // no loop budget on this device: nothing to refuse
@@ -121,7 +113,7 @@ TEST_CASE("chunked passes give the same bits as one pass", "[long][knobs]") {
   Context& whole = SharedContext(Knobs::kDevice);
   REQUIRE(chunked.device_info().shader_loop_budget == 4000);
   for (const bool causal : {false, true}) {
-    AttentionParams p = Params({2, 4, 2, 300, 700, 64}, DataType::kFloat32, causal);  // scalar kernels on every device
+    AttentionParams p = MakeParams({2, 4, 2, 300, 700, 64}, DataType::kFloat32, causal);  // scalar kernels on every device
     INFO(Describe(p));
     auto workspace = chunked.ForwardWorkspaceBytes(p);
     REQUIRE(workspace.ok());
@@ -137,7 +129,7 @@ TEST_CASE("chunked passes give the same bits as one pass", "[long][knobs]") {
     CHECK(c.dk_error <= BackwardTolerance(p.dtype));
   }
   // Scores so large (~1e6) that a rounded LSE between chunks would lose the weights' digits.
-  AttentionParams p = Params({1, 1, 1, 8, 2000, 64}, DataType::kFloat32, false);
+  AttentionParams p = MakeParams({1, 1, 1, 8, 2000, 64}, DataType::kFloat32, false);
   auto q = RandomValues(p.shape.q_elements(), p.dtype, 33, 300.0f), k = RandomValues(p.shape.kv_elements(), p.dtype, 34, 40.0f);
   auto v = RandomValues(p.shape.kv_elements(), p.dtype, 35);
   const ForwardRun a = RunForwardWith(chunked, p, q, k, v), b = RunForwardWith(whole, p, q, k, v);

@@ -132,14 +132,10 @@ struct DeviceTensor {
   BufferView view;
 };
 DeviceTensor Upload(Context& context, const std::vector<float>& host, DataType dtype, uint64_t offset_elements) {
-  const std::vector<uint8_t> bytes = tools::PackTensor(host, dtype);
-  auto buffer = context.CreateBuffer(bytes.size());
-  REQUIRE(buffer.ok());
-  REQUIRE(context.Upload(buffer->view(), bytes.data(), bytes.size()).ok());
   DeviceTensor t;
+  t.buffer = UploadedBuffer(context, tools::PackTensor(host, dtype));
   const VkDeviceSize offset = offset_elements * DataTypeSize(dtype);
-  t.view = {buffer->handle(), offset, bytes.size() - offset};
-  t.buffer = std::move(*buffer);
+  t.view = {t.buffer.handle(), offset, t.buffer.size() - offset};
   return t;
 }
 std::vector<float> Download(Context& context, const DeviceTensor& t, DataType dtype) {
@@ -267,14 +263,6 @@ void CheckSequencesCall(Context& context, const AttentionParams& p, uint32_t see
   }
 }
 
-AttentionParams Params(AttentionShape shape, DataType dtype, bool causal) {
-  AttentionParams p;
-  p.shape = shape;
-  p.dtype = dtype;
-  p.causal = causal;
-  return p;
-}
-
 }  // namespace
 
 TEST_CASE("layouts: [B, N, H, D], interleaved QKV, slices of a larger cache, forward and backward",
@@ -284,23 +272,23 @@ TEST_CASE("layouts: [B, N, H, D], interleaved QKV, slices of a larger cache, for
   for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
     for (bool causal : {false, true}) {
       // bshd for every tensor.
-      AttentionParams p = Params({2, 4, 2, 37, 45, 32}, dtype, causal);
+      AttentionParams p = MakeParams({2, 4, 2, 37, 45, 32}, dtype, causal);
       p.layout = TensorLayout::kBshd;
       CheckSequencesCall(context, p, seed++, true);
       // Q, K, V interleaved per row in one [B, N, 3, H, D]-like run (each its own view here):
       // row stride 3 H D; O packed bhsd; dO bshd.
-      p = Params({2, 2, 2, 33, 33, 64}, dtype, causal);
+      p = MakeParams({2, 2, 2, 33, 33, 64}, dtype, causal);
       p.q_strides = p.k_strides = p.v_strides = TensorStrides{33ull * 3 * 2 * 64, 64, 3 * 2 * 64};
       p.d_o_strides = PackedStrides(TensorLayout::kBshd, 2, 33, 64);
       CheckSequencesCall(context, p, seed++, true);
       // K and V: the first 40 rows of a cache of 100 per head (a slice), GQA 4:1.
-      p = Params({1, 8, 2, 5, 40, 64}, dtype, causal);
+      p = MakeParams({1, 8, 2, 5, 40, 64}, dtype, causal);
       p.k_strides = p.v_strides = TensorStrides{2ull * 100 * 64, 100ull * 64, 64};
       CheckSequencesCall(context, p, seed++, true);
     }
   }
   // Strides that are not multiples of 8 elements: the scalar kernels take them.
-  AttentionParams p = Params({1, 2, 1, 17, 19, 20}, DataType::kFloat16, true);
+  AttentionParams p = MakeParams({1, 2, 1, 17, 19, 20}, DataType::kFloat16, true);
   p.q_strides = TensorStrides{0, 17ull * 21, 21};
   CheckSequencesCall(context, p, seed++, true);
 }
@@ -311,17 +299,17 @@ TEST_CASE("KV lengths per sequence: a cache filled to different lengths, decode 
   uint32_t seed = 7100;
   for (bool causal : {false, true}) {
     // Decode over a cache of 3000 rows: one query row, GQA groups of 4.
-    AttentionParams p = Params({4, 8, 2, 1, 3000, 128}, DataType::kFloat16, causal);
+    AttentionParams p = MakeParams({4, 8, 2, 1, 3000, 128}, DataType::kFloat16, causal);
     p.kv_lengths = {3000, 1, 0, 1777};
     CheckSequencesCall(context, p, seed++, false);
     // bshd cache (llama.cpp's), speculative rows.
-    p = Params({3, 4, 2, 3, 700, 64}, DataType::kFloat16, causal);
+    p = MakeParams({3, 4, 2, 3, 700, 64}, DataType::kFloat16, causal);
     p.layout = TensorLayout::kBshd;
     p.kv_lengths = {2, 700, 333};
     CheckSequencesCall(context, p, seed++, false);
     // Prefill-sized, float32 and float16, forward and backward (dK, dV zero past each length).
     for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
-      p = Params({3, 2, 1, 40, 90, 64}, dtype, causal);
+      p = MakeParams({3, 2, 1, 40, 90, 64}, dtype, causal);
       p.kv_lengths = {90, 0, 41};
       CheckSequencesCall(context, p, seed++, true);
     }
@@ -335,18 +323,18 @@ TEST_CASE("varlen: ragged batches packed end to end, forward and backward, again
   for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
     for (bool causal : {false, true}) {
       // flash-attn's varlen layout [total, H, D]; sequences of 17, 0, 64, 5 queries and 20, 3, 64, 0 keys.
-      AttentionParams p = Params({4, 4, 2, 86, 87, 64}, dtype, causal);
+      AttentionParams p = MakeParams({4, 4, 2, 86, 87, 64}, dtype, causal);
       p.layout = TensorLayout::kBshd;
       p.cu_seqlens_q = {0, 17, 17, 81, 86};
       p.cu_seqlens_k = {0, 20, 23, 87, 87};
       CheckSequencesCall(context, p, seed++, true);
       // Ragged queries over a padded KV cache with per-sequence lengths; rows past the last offset.
-      p = Params({3, 2, 2, 40, 50, 32}, dtype, causal);
+      p = MakeParams({3, 2, 2, 40, 50, 32}, dtype, causal);
       p.cu_seqlens_q = {0, 1, 9, 30};
       p.kv_lengths = {50, 7, 20};
       CheckSequencesCall(context, p, seed++, true);
       // Ragged keys with used lengths inside each sequence's rows (seqused_k).
-      p = Params({2, 2, 1, 30, 60, 64}, dtype, causal);
+      p = MakeParams({2, 2, 1, 30, 60, 64}, dtype, causal);
       p.layout = TensorLayout::kBshd;
       p.cu_seqlens_q = {0, 10, 30};
       p.cu_seqlens_k = {0, 25, 60};
@@ -358,7 +346,7 @@ TEST_CASE("varlen: ragged batches packed end to end, forward and backward, again
 
 TEST_CASE("varlen forward equals separate calls per sequence, and reruns are bit-identical", "[forward][sequences]") {
   Context& context = SharedContext(Knobs::kDevice);
-  AttentionParams p = Params({3, 4, 4, 200, 300, 64}, DataType::kFloat16, true);
+  AttentionParams p = MakeParams({3, 4, 4, 200, 300, 64}, DataType::kFloat16, true);
   p.layout = TensorLayout::kBshd;
   p.cu_seqlens_q = {0, 100, 101, 200};
   p.cu_seqlens_k = {0, 150, 151, 300};
@@ -397,13 +385,13 @@ TEST_CASE("sequences and strides in chunks (a driver's loop budget), with descri
     Context& context = SharedContext(knobs);
     for (bool causal : {false, true}) {
       // Long enough that every loop runs in several chunks under the budget (decode: in parts).
-      AttentionParams p = Params({3, 4, 2, 300, 700, 64}, DataType::kFloat16, causal);
+      AttentionParams p = MakeParams({3, 4, 2, 300, 700, 64}, DataType::kFloat16, causal);
       p.layout = TensorLayout::kBshd;
       p.cu_seqlens_q = {0, 120, 120, 300};
       p.cu_seqlens_k = {0, 400, 450, 700};
       p.kv_lengths = {400, 0, 200};
       CheckSequencesCall(context, p, seed++, true);
-      p = Params({2, 8, 2, 1, 5000, 64}, DataType::kFloat16, causal);
+      p = MakeParams({2, 8, 2, 1, 5000, 64}, DataType::kFloat16, causal);
       p.kv_lengths = {4999, 2100};
       CheckSequencesCall(context, p, seed++, false);
     }
@@ -412,7 +400,7 @@ TEST_CASE("sequences and strides in chunks (a driver's loop budget), with descri
 
 TEST_CASE("strides and sequences: bad input gets a clear error and no output", "[api][sequences]") {
   Context& context = SharedContext(Knobs::kDevice);
-  AttentionParams p = Params({2, 2, 1, 8, 16, 16}, DataType::kFloat32, false);
+  AttentionParams p = MakeParams({2, 2, 1, 8, 16, 16}, DataType::kFloat32, false);
   const uint64_t q_bytes = p.shape.q_elements() * 4, kv_bytes = p.shape.kv_elements() * 4;
   auto q = context.CreateBuffer(q_bytes), k = context.CreateBuffer(kv_bytes), v = context.CreateBuffer(kv_bytes),
        o = context.CreateBuffer(q_bytes);

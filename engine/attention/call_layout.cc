@@ -35,13 +35,11 @@ Result<uint64_t> ReachedElements(const char* name, const TensorStrides& strides,
                      std::to_string(strides.batch) + ", head " + std::to_string(strides.head) + ", row " +
                      std::to_string(strides.row) + " elements, head dim " + std::to_string(head_dim) + ")");
     }
-    if (stride > UINT32_MAX || extent - 1 > (uint64_t(1) << 40) / stride) {
+    // The kernels index elements with 32-bit integers (span <= UINT32_MAX here, stride >= span > 0).
+    if (extent - 1 > (UINT32_MAX - span) / stride) {
       return Status::Error(ErrorCode::kUnsupported, std::string("the strides of '") + name + "' reach past 2^32 elements");
     }
     span += stride * (extent - 1);
-  }
-  if (span > UINT32_MAX) {
-    return Status::Error(ErrorCode::kUnsupported, std::string("the strides of '") + name + "' reach past 2^32 elements");
   }
   return span;
 }

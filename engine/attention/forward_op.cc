@@ -141,7 +141,6 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
   // run in chunks (common/shader_interface.h, AttentionPush.chunk_*); a decode call's parts.
   uint32_t decode_splits = 1, split_keys = UINT32_MAX, chunks = 1, chunk_length = 0;
   StateParts state;
-  std::string why_workspace;
   if (IsDecode(choice)) {
     VKF_ASSIGN_OR_RETURN(DecodeSplits split, PlanDecodeSplits(info_, call.planning, choice, overrides_));
     if (split.splits > 1 && buffers.workspace.empty()) {  // one part, where the loop budget allows
@@ -152,30 +151,34 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
     decode_splits = split.splits;
     split_keys = split.split_keys;
     state = DecodeStateParts(info_, call, decode_splits);
-    why_workspace = "this driver ends long shader loops early, so the keys are split over " +
-                    std::to_string(decode_splits) + " workgroups per KV head";
   } else {
     VKF_ASSIGN_OR_RETURN(const ChunkPlan plan, Chunks(choice, call.planning, instrumented));
     chunks = plan.chunks;
     chunk_length = plan.length;
     state = ForwardStateParts(info_, call, choice, chunks > 1);
-    why_workspace = "this driver ends long shader loops early, so the keys are walked in " + std::to_string(chunks) +
-                    " chunks";
   }
-  if (call.sequence_table_bytes() > 0) why_workspace = "the sequences' lengths are kept there";
   const NamedView workspace{"workspace", buffers.workspace, state.total, state.largest()};
   std::vector<NamedView> outputs = {o};
   if (!buffers.lse.empty()) outputs.push_back(lse);
   if (instrumented) outputs.push_back(stats);
   if (state.total > 0) {
-    if (buffers.workspace.empty()) return NeedsWorkspace(state.total, why_workspace);
+    if (buffers.workspace.empty()) {
+      if (call.sequence_table_bytes() > 0) return NeedsWorkspace(state.total, "the sequences' lengths are kept there");
+      return NeedsWorkspace(state.total, IsDecode(choice) ? "this driver ends long shader loops early, so the keys are "
+                                                            "split over " + std::to_string(decode_splits) +
+                                                                " workgroups per KV head"
+                                                          : "this driver ends long shader loops early, so the keys "
+                                                            "are walked in " + std::to_string(chunks) + " chunks");
+    }
     VKF_RETURN_IF_ERROR(CheckViews(info_, {workspace}));
     outputs.push_back(workspace);
   }
   VKF_RETURN_IF_ERROR(CheckNoOverlap(outputs, {q, k, v}));
 
+  // The decode merge dispatches one workgroup per query row.
   const uint32_t group_count_x = IsDecode(choice) ? decode_splits : (shape.q_len + choice.block_q - 1) / choice.block_q;
-  if (group_count_x > info_.max_workgroup_count[0] || shape.q_len > info_.max_workgroup_count[0] ||
+  const bool merge = IsDecode(choice) && decode_splits > 1;
+  if (group_count_x > info_.max_workgroup_count[0] || (merge && shape.q_len > info_.max_workgroup_count[0]) ||
       shape.q_heads > info_.max_workgroup_count[1] || shape.batch > info_.max_workgroup_count[2]) {
     return Status::Error(ErrorCode::kUnsupported, "q_len / splits / q_heads / batch exceed maxComputeWorkGroupCount");
   }

@@ -21,17 +21,19 @@ std::string Describe(const AttentionParams& p) {
          (p.scale ? " scale=" + std::to_string(*p.scale) : "");
 }
 
+AttentionParams MakeParams(const AttentionShape& shape, DataType dtype, bool causal) {
+  AttentionParams params;
+  params.shape = shape;
+  params.dtype = dtype;
+  params.causal = causal;
+  return params;
+}
+
 std::vector<AttentionParams> FullSweep(const std::vector<AttentionShape>& shapes) {
   std::vector<AttentionParams> sweep;
   for (const AttentionShape& shape : shapes) {
     for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
-      for (bool causal : {false, true}) {
-        AttentionParams params;
-        params.shape = shape;
-        params.dtype = dtype;
-        params.causal = causal;
-        sweep.push_back(params);
-      }
+      for (bool causal : {false, true}) sweep.push_back(MakeParams(shape, dtype, causal));
     }
   }
   return sweep;
@@ -45,16 +47,12 @@ std::vector<float> RandomValues(uint64_t count, DataType dtype, uint32_t seed, f
   return values;
 }
 
-namespace {
-
-Buffer MakeBuffer(Context& context, const std::vector<uint8_t>& bytes) {
+Buffer UploadedBuffer(Context& context, const std::vector<uint8_t>& bytes) {
   auto buffer = context.CreateBuffer(bytes.empty() ? 4 : bytes.size());
   REQUIRE(buffer.ok());
   if (!bytes.empty()) REQUIRE(context.Upload(buffer->view(), bytes.data(), bytes.size()).ok());
   return std::move(buffer).value();
 }
-
-}  // namespace
 
 ForwardRun RunForwardCase(Context& context, const AttentionParams& params, uint32_t seed) {
   const AttentionShape& s = params.shape;
@@ -88,11 +86,11 @@ ForwardRun RunForwardWith(Context& context, const AttentionParams& params, std::
   run.v = std::move(v_values);
 
   const size_t o_bytes = s.q_elements() * DataTypeSize(params.dtype), lse_bytes = s.lse_elements() * 4;
-  Buffer q = MakeBuffer(context, tools::PackTensor(run.q, params.dtype));
-  Buffer k = MakeBuffer(context, tools::PackTensor(run.k, params.dtype));
-  Buffer v = MakeBuffer(context, tools::PackTensor(run.v, params.dtype));
-  Buffer o = MakeBuffer(context, std::vector<uint8_t>(o_bytes, 0xff));      // NaN in both dtypes
-  Buffer lse = MakeBuffer(context, std::vector<uint8_t>(lse_bytes, 0xff));  // NaN
+  Buffer q = UploadedBuffer(context, tools::PackTensor(run.q, params.dtype));
+  Buffer k = UploadedBuffer(context, tools::PackTensor(run.k, params.dtype));
+  Buffer v = UploadedBuffer(context, tools::PackTensor(run.v, params.dtype));
+  Buffer o = UploadedBuffer(context, std::vector<uint8_t>(o_bytes, 0xff));      // NaN in both dtypes
+  Buffer lse = UploadedBuffer(context, std::vector<uint8_t>(lse_bytes, 0xff));  // NaN
 
   const Status status = context.Forward(params, {q.view(), k.view(), v.view(), o.view(), lse.view()});
   INFO(status.ToString());
@@ -134,15 +132,15 @@ BackwardRun RunBackwardWith(Context& context, const AttentionParams& params, std
   run.d_o = std::move(do_values);
 
   const size_t q_bytes = s.q_elements() * DataTypeSize(dtype), kv_bytes = s.kv_elements() * DataTypeSize(dtype);
-  Buffer q = MakeBuffer(context, tools::PackTensor(run.q, dtype));
-  Buffer k = MakeBuffer(context, tools::PackTensor(run.k, dtype));
-  Buffer v = MakeBuffer(context, tools::PackTensor(run.v, dtype));
-  Buffer d_o = MakeBuffer(context, tools::PackTensor(run.d_o, dtype));
-  Buffer o = MakeBuffer(context, std::vector<uint8_t>(q_bytes, 0xff));
-  Buffer lse = MakeBuffer(context, std::vector<uint8_t>(s.lse_elements() * 4, 0xff));
-  Buffer dq = MakeBuffer(context, std::vector<uint8_t>(q_bytes, 0xff));
-  Buffer dk = MakeBuffer(context, std::vector<uint8_t>(kv_bytes, 0xff));
-  Buffer dv = MakeBuffer(context, std::vector<uint8_t>(kv_bytes, 0xff));
+  Buffer q = UploadedBuffer(context, tools::PackTensor(run.q, dtype));
+  Buffer k = UploadedBuffer(context, tools::PackTensor(run.k, dtype));
+  Buffer v = UploadedBuffer(context, tools::PackTensor(run.v, dtype));
+  Buffer d_o = UploadedBuffer(context, tools::PackTensor(run.d_o, dtype));
+  Buffer o = UploadedBuffer(context, std::vector<uint8_t>(q_bytes, 0xff));
+  Buffer lse = UploadedBuffer(context, std::vector<uint8_t>(s.lse_elements() * 4, 0xff));
+  Buffer dq = UploadedBuffer(context, std::vector<uint8_t>(q_bytes, 0xff));
+  Buffer dk = UploadedBuffer(context, std::vector<uint8_t>(kv_bytes, 0xff));
+  Buffer dv = UploadedBuffer(context, std::vector<uint8_t>(kv_bytes, 0xff));
 
   Status status = context.Forward(params, {q.view(), k.view(), v.view(), o.view(), lse.view()});
   INFO(status.ToString());

@@ -13,6 +13,9 @@ namespace vkflash::testing {
 // "B=.. Hq=.. Hkv=.. Nq=.. Nk=.. D=.. dtype [causal] [scale=..]", for test messages.
 std::string Describe(const AttentionParams& params);
 
+// The params of `shape` in `dtype`, default scale.
+AttentionParams MakeParams(const AttentionShape& shape, DataType dtype, bool causal);
+
 // Every shape in `shapes` x {float32, float16} x {not causal, causal}, default scale.
 std::vector<AttentionParams> FullSweep(const std::vector<AttentionShape>& shapes);
 
@@ -50,6 +53,9 @@ BackwardRun RunBackwardWith(Context& context, const AttentionParams& params, std
 // RunForwardCase, then O and LSE within ForwardTolerance of the reference; rows that see no key
 // exactly O = 0 and LSE = -inf; no validation message.
 void CheckForwardAgainstReference(Context& context, const AttentionParams& params, uint32_t seed);
+
+// A device buffer holding `bytes` (4 bytes when empty). REQUIREs success.
+Buffer UploadedBuffer(Context& context, const std::vector<uint8_t>& bytes);
 
 // Runs a forward on `context` with random inputs from `seed`; O and LSE buffers are filled with
 // NaN before the run, so anything the kernel fails to write shows up. REQUIREs success.
