@@ -1,6 +1,11 @@
 // Merges the split-K parts of decode/attention_forward_decode.comp: one workgroup per (query row,
-// head, batch) weighs each split's normalized O by exp2(its LSE - the max LSE), in split order
-// (deterministic), and writes O (float16) and the LSE (natural log).
+// head, batch) weighs each split's normalized O by exp2(its LSE - the max LSE) and writes O
+// (float16) and the LSE (natural log).
+//
+// The pass is short and latency-bound (a few dozen parts per row), so it is one round of reads
+// spread over the workgroup: invocation (quad, lane) merges parts lane, lane + SPLIT_LANES, ... of
+// one column quad with its own running max (as the online softmax does), and the lanes are then
+// merged in lane order through shared memory. Fixed orders everywhere: deterministic.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 
@@ -11,38 +16,65 @@
 #include "common/sequences.glsl"
 layout(constant_id = VKF_SPEC_WRITE_LSE) const bool WRITE_LSE = true;
 
-layout(std430, set = 0, binding = VKF_FWD_BINDING_O) writeonly buffer o_block { uint o_h2[]; };  // half pairs
+layout(std430, set = 0, binding = VKF_FWD_BINDING_O) writeonly buffer o_block { uvec2 o_h4[]; };  // half quads
 layout(std430, set = 0, binding = VKF_FWD_BINDING_LSE) writeonly buffer lse_block { float lse_data[]; };
-layout(std430, set = 0, binding = VKF_FWD_BINDING_O_STATE) readonly buffer o_part_block { vec2 o_part[]; };
+layout(std430, set = 0, binding = VKF_FWD_BINDING_O_STATE) readonly buffer o_part_block { vec4 o_part[]; };
 layout(std430, set = 0, binding = VKF_FWD_BINDING_ROW_STATE) readonly buffer lse_part_block { float lse_part[]; };
+
+const uint QUADS = HEAD_DIM / 4;                   // the engine keeps HEAD_DIM / 4 <= WORKGROUP_SIZE
+const uint SPLIT_LANES = WORKGROUP_SIZE / QUADS;   // invocations that share a column quad
+shared float lane_max[WORKGROUP_SIZE], lane_weight[WORKGROUP_SIZE];
+shared vec4 lane_o[WORKGROUP_SIZE];
+
+float max_keeping_nan(float a, float b) { return isnan(a) || a > b ? a : b; }
 
 void main() {
   const uint n = gl_WorkGroupID.x, head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
   const Sequence seq = sequence_of(batch);
-  if (n >= seq.q_len) return;  // past this batch entry's queries
+  if (n >= seq.q_len) return;  // past this batch entry's queries (uniform: no barrier skipped)
   const uint row_index = (batch * pc.q_heads + head) * pc.q_len + n;  // of the parts
   const uint splits = (pc.kv_len + pc.split_keys - 1) / pc.split_keys;
-  // The max over the splits (NaN wins: it must reach O and LSE), then the weights' sum.
-  float max_lse = NEG_INF;
-  for (uint s = 0; s < splits; ++s) {
-    const float x = lse_part[row_index * splits + s];
-    max_lse = isnan(x) || x > max_lse ? x : max_lse;
+  const uint first_part = row_index * splits;
+  const uint tid = gl_LocalInvocationIndex, quad = tid % QUADS, lane = tid / QUADS;
+
+  // This lane's parts: m the max LSE so far (a NaN wins: it must reach O and the LSE), weight the
+  // sum of exp2(LSE - m), o the parts' O so weighed. A part that saw no key of the row (LSE -inf,
+  // O 0) adds nothing.
+  float m = NEG_INF, weight = 0.0;
+  vec4 o = vec4(0.0);
+  if (lane < SPLIT_LANES) {
+    for (uint s = lane; s < splits; s += SPLIT_LANES) {
+      const float x = lse_part[first_part + s];
+      const vec4 part = o_part[(first_part + s) * QUADS + quad];
+      if (x == NEG_INF) continue;
+      const float new_m = max_keeping_nan(m, x);
+      const float rescale = m == NEG_INF ? 0.0 : exp2(m - new_m);
+      const float w = exp2(x - new_m);
+      weight = weight * rescale + w;
+      o = o * rescale + w * part;
+      m = new_m;
+    }
   }
+  lane_max[tid] = m;
+  lane_weight[tid] = weight;
+  lane_o[tid] = o;
+  barrier();
+  if (lane != 0) return;
+  // The lanes of this quad, in lane order.
+  float max_lse = m;
+  for (uint l = 1; l < SPLIT_LANES; ++l) max_lse = max_keeping_nan(max_lse, lane_max[l * QUADS + quad]);
   float weight_sum = 0.0;
-  for (uint s = 0; s < splits; ++s) {
-    const float x = lse_part[row_index * splits + s];
-    weight_sum += x == NEG_INF ? 0.0 : exp2(x - max_lse);
+  vec4 o_sum = vec4(0.0);
+  for (uint l = 0; l < SPLIT_LANES; ++l) {
+    const float lane_m = lane_max[l * QUADS + quad];
+    if (lane_m == NEG_INF) continue;
+    const float rescale = exp2(lane_m - max_lse);
+    weight_sum += lane_weight[l * QUADS + quad] * rescale;
+    o_sum += lane_o[l * QUADS + quad] * rescale;
   }
   const float inv_sum = weight_sum == 0.0 ? 0.0 : 1.0 / weight_sum;  // a row that saw no key: O = 0
-  const uint o_at = (tensor_base(VKF_TENSOR_O, batch, head, seq.q_row0) + n * tensor_row_stride(VKF_TENSOR_O)) / 2;
-  for (uint pair = gl_LocalInvocationIndex; pair < HEAD_DIM / 2; pair += WORKGROUP_SIZE) {
-    vec2 o = vec2(0.0);
-    for (uint s = 0; s < splits; ++s) {
-      const float x = lse_part[row_index * splits + s];
-      if (x == NEG_INF) continue;  // a split that saw no key of this row (its O is 0)
-      o += exp2(x - max_lse) * o_part[(row_index * splits + s) * (HEAD_DIM / 2) + pair];
-    }
-    o_h2[o_at + pair] = packHalf2x16(o * inv_sum);
-  }
-  if (WRITE_LSE && gl_LocalInvocationIndex == 0) lse_data[lse_index(batch, head, seq, n)] = (max_lse + log2(weight_sum)) * LN2;
+  o_sum *= inv_sum;
+  const uint o_at = (tensor_base(VKF_TENSOR_O, batch, head, seq.q_row0) + n * tensor_row_stride(VKF_TENSOR_O)) / 4;
+  o_h4[o_at + quad] = uvec2(packHalf2x16(o_sum.xy), packHalf2x16(o_sum.zw));
+  if (WRITE_LSE && quad == 0) lse_data[lse_index(batch, head, seq, n)] = (max_lse + log2(weight_sum)) * LN2;
 }

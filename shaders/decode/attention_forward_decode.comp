@@ -76,6 +76,24 @@ void main() {
   const uint key_begin = split * pc.split_keys;
   const uint key_end = min(key_begin + pc.split_keys, seq.kv_len);
 
+  // In uvec4 words: 8 float16 elements.
+  const uint k_base = tensor_base(VKF_TENSOR_K, batch, kv_head, seq.kv_row0) / 8, k_stride = tensor_row_stride(VKF_TENSOR_K) / 8;
+  const uint v_base = tensor_base(VKF_TENSOR_V, batch, kv_head, seq.kv_row0) / 8, v_stride = tensor_row_stride(VKF_TENSOR_V) / 8;
+  // Software pipelined: the next step's K and V words are read before this step's arithmetic, so
+  // that a group's reads stay in flight while it computes, and the first step's before Q's (a key
+  // past the end reads the last key again, which the mask drops below).
+  const uint key_step = KEY_GROUPS * KEYS_PER_STEP;
+  uvec4 k_words[KEYS_PER_STEP][U4_PER_THREAD], v_words[KEYS_PER_STEP][U4_PER_THREAD];
+  const uint first_key = key_begin + key_group * KEYS_PER_STEP;
+  if (first_key < key_end) {
+    [[unroll]] for (uint u = 0; u < KEYS_PER_STEP; ++u) {
+      const uint key = min(first_key + u, key_end - 1);
+      [[unroll]] for (uint c = 0; c < U4_PER_THREAD; ++c) {
+        k_words[u][c] = k_u4[k_base + key * k_stride + lane + c * T];
+        v_words[u][c] = v_u4[v_base + key * v_stride + lane + c * T];
+      }
+    }
+  }
   // Packed row r is query row r % q_len of head kv_head * group_size + r / q_len.
   vec4 q[ROWS][2 * U4_PER_THREAD];
   uint q_row[ROWS];
@@ -99,17 +117,13 @@ void main() {
     for (uint c = 0; c < 2 * U4_PER_THREAD; ++c) o[r][c] = vec4(0.0);
   }
 
-  // In uvec4 words: 8 float16 elements.
-  const uint k_base = tensor_base(VKF_TENSOR_K, batch, kv_head, seq.kv_row0) / 8, k_stride = tensor_row_stride(VKF_TENSOR_K) / 8;
-  const uint v_base = tensor_base(VKF_TENSOR_V, batch, kv_head, seq.kv_row0) / 8, v_stride = tensor_row_stride(VKF_TENSOR_V) / 8;
-  for (uint key0 = key_begin + key_group * KEYS_PER_STEP; key0 < key_end; key0 += KEY_GROUPS * KEYS_PER_STEP) {
-    // Every load of the step first, so that they are in flight together.
-    uvec4 k_words[KEYS_PER_STEP][U4_PER_THREAD], v_words[KEYS_PER_STEP][U4_PER_THREAD];
+  for (uint key0 = first_key; key0 < key_end; key0 += key_step) {
+    uvec4 k_next[KEYS_PER_STEP][U4_PER_THREAD], v_next[KEYS_PER_STEP][U4_PER_THREAD];
     [[unroll]] for (uint u = 0; u < KEYS_PER_STEP; ++u) {
-      const uint key = min(key0 + u, key_end - 1);  // past the end: a key the mask drops below
+      const uint key = min(key0 + key_step + u, key_end - 1);
       [[unroll]] for (uint c = 0; c < U4_PER_THREAD; ++c) {
-        k_words[u][c] = k_u4[k_base + key * k_stride + lane + c * T];
-        v_words[u][c] = v_u4[v_base + key * v_stride + lane + c * T];
+        k_next[u][c] = k_u4[k_base + key * k_stride + lane + c * T];
+        v_next[u][c] = v_u4[v_base + key * v_stride + lane + c * T];
       }
     }
     float s[KEYS_PER_STEP][ROWS];
@@ -152,6 +166,12 @@ void main() {
           o[r][2 * c] = seen ? o[r][2 * c] + p[u][r] * lo : o[r][2 * c];
           o[r][2 * c + 1] = seen ? o[r][2 * c + 1] + p[u][r] * hi : o[r][2 * c + 1];
         }
+      }
+    }
+    [[unroll]] for (uint u = 0; u < KEYS_PER_STEP; ++u) {
+      [[unroll]] for (uint c = 0; c < U4_PER_THREAD; ++c) {
+        k_words[u][c] = k_next[u][c];
+        v_words[u][c] = v_next[u][c];
       }
     }
   }

@@ -17,12 +17,13 @@ constexpr uint32_t kWorkgroupSize = 128;
 // Below this many keys per part, the merge's reads of every part's O cost more than the split gains.
 constexpr uint32_t kMinSplitKeys = 256;
 // Workgroups per compute unit to aim for: enough loads in flight to cover memory latency, few
-// parts to merge (H100, Hkv = 8: 2 gave 1.64 / 2.53 TB/s at 16k / 128k keys, 4 gave 1.27 / 2.11).
+// parts to merge (the sweeps behind 2: docs/tuning-log.md).
 constexpr uint32_t kWorkgroupsPerComputeUnit = 2;
 constexpr uint32_t kMaxSplits = 4096;
 
 // Every loop of attention_forward_decode.comp at its longest (chunk_plan.h): per step a group's
-// loads, dot products and shuffles, softmax and O update; once, Q, the merge and the stores.
+// loads, dot products and shuffles, softmax and O update; once, Q, the first step's loads, the
+// merge and the stores.
 LoopCost DecodeLoopCost(const KernelChoice& choice, uint32_t head_dim) {
   const uint64_t t = choice.threads_per_row, rows = choice.block_q, words = head_dim / 8 / t;
   const uint64_t groups = choice.workgroup_size / t, keys = choice.block_kv / groups;
@@ -30,7 +31,7 @@ LoopCost DecodeLoopCost(const KernelChoice& choice, uint32_t head_dim) {
   LoopCost cost;
   cost.per_step = keys * words + keys * (words + rows * (2 * words + shuffles + 1)) +
                   rows * (keys + 2 * words + keys) + keys * words * (rows + 1) + 3 * keys + 1;
-  cost.fixed = rows * (words + 2 * words + 1) + rows * (3 * groups + 1) + groups * (rows * words * 2 + 1) +
+  cost.fixed = keys * words + rows * (words + 2 * words + 1) + rows * (3 * groups + 1) + groups * (rows * words * 2 + 1) +
                rows * head_dim / 8 / choice.workgroup_size + 1;
   return cost;
 }
@@ -60,7 +61,8 @@ Result<KernelChoice> DecodeBackend::ChooseForward(const DeviceInfo& device, cons
   uint32_t t = 1;
   while (t < 16 && words % (2 * t) == 0 && 2 * t <= device.min_subgroup_size) t *= 2;
   const uint32_t groups = kWorkgroupSize / t;
-  const uint32_t keys_per_step = rows <= 4 ? 4 : 2;  // loads in flight, against registers
+  // Keys a group reads per step (twice that in flight, the loads being pipelined), against registers.
+  const uint32_t keys_per_step = rows <= 4 ? 8 : 4;
   KernelChoice choice;
   choice.kernel = "forward_f16_decode";
   choice.block_q = rows;
@@ -93,7 +95,9 @@ Result<DecodeSplits> PlanDecodeSplits(const DeviceInfo& device, const AttentionP
   uint32_t splits = std::min(overrides.decode_splits, kMaxSplits);
   if (splits == 0) {
     const uint64_t groups = uint64_t(s.kv_heads) * s.batch;
-    splits = uint32_t(CeilDiv(uint64_t(ComputeUnitsOrAssumed(device)) * kWorkgroupsPerComputeUnit, groups));
+    // Rounded down: a few workgroups past what the device holds at once would run as a second wave
+    // (H100, B = 8: 5 parts of 320 workgroups ran 25% slower than 4 of 256).
+    splits = uint32_t(std::max<uint64_t>(1, uint64_t(ComputeUnitsOrAssumed(device)) * kWorkgroupsPerComputeUnit / groups));
     splits = std::min(splits, std::max(1u, s.kv_len / kMinSplitKeys));
   }
   splits = std::clamp(splits, 1u, uint32_t(CeilDiv(s.kv_len, choice.block_kv)));
@@ -103,9 +107,9 @@ Result<DecodeSplits> PlanDecodeSplits(const DeviceInfo& device, const AttentionP
   VKF_ASSIGN_OR_RETURN(const ChunkPlan budget, PlanChunks(device, DecodeLoopCost(choice, s.head_dim), steps, choice.block_kv));
   plan.split_keys = std::min(plan.split_keys, budget.length);
   plan.splits = uint32_t(CeilDiv(s.kv_len, plan.split_keys));
-  // The merge walks every part in each invocation: three loops over the parts, the last once per
-  // pair of columns its invocation writes.
-  const uint64_t merge_iterations = uint64_t(plan.splits) * (2 + CeilDiv(s.head_dim / 2, kCombineWorkgroupSize)) + 2;
+  // The merge's loops: each invocation's every (workgroup / quads)-th part, then the lanes twice.
+  const uint64_t split_lanes = kCombineWorkgroupSize / (s.head_dim / 4);
+  const uint64_t merge_iterations = CeilDiv(plan.splits, split_lanes) + 2 * split_lanes;
   if (plan.splits > kMaxSplits ||
       (device.shader_loop_budget > 0 && merge_iterations > device.shader_loop_budget / 2)) {
     return Status::Error(ErrorCode::kUnsupported, "kv_len " + std::to_string(s.kv_len) + " needs " +

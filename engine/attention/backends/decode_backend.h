@@ -13,8 +13,9 @@ namespace vkflash::attention {
 
 // Query rows a decode workgroup holds in registers: (q_heads / kv_heads) * q_len at most.
 constexpr uint32_t kDecodeMaxRows = 8;
-// Invocations of the merge pass (attention_decode_combine.comp), one workgroup per query row.
-constexpr uint32_t kCombineWorkgroupSize = 64;
+// Invocations of the merge pass (attention_decode_combine.comp), one workgroup per query row; a
+// power of two of at least head_dim / 4.
+constexpr uint32_t kCombineWorkgroupSize = 128;
 
 class DecodeBackend final : public KernelBackend {
  public:
