@@ -22,14 +22,14 @@ constexpr uint32_t kWorkgroupsPerComputeUnit = 2;
 constexpr uint32_t kMaxSplits = 4096;
 
 // Every loop of attention_forward_decode.comp at its longest (chunk_plan.h): per step a group's
-// loads, dot products and shuffles, softmax and O update; once, Q, the first step's loads, the
+// loads and their copy, dot products and shuffles, softmax and O update; once, Q, the first step's loads, the
 // merge and the stores.
 LoopCost DecodeLoopCost(const KernelChoice& choice, uint32_t head_dim) {
   const uint64_t t = choice.threads_per_row, rows = choice.block_q, words = head_dim / 8 / t;
   const uint64_t groups = choice.workgroup_size / t, keys = choice.block_kv / groups;
   const uint64_t shuffles = std::bit_width(t);
   LoopCost cost;
-  cost.per_step = keys * words + keys * (words + rows * (2 * words + shuffles + 1)) +
+  cost.per_step = 2 * keys * words + keys * (words + rows * (2 * words + shuffles + 1)) +
                   rows * (keys + 2 * words + keys) + keys * words * (rows + 1) + 3 * keys + 1;
   cost.fixed = keys * words + rows * (words + 2 * words + 1) + rows * (3 * groups + 1) + groups * (rows * words * 2 + 1) +
                rows * head_dim / 8 / choice.workgroup_size + 1;
@@ -61,8 +61,10 @@ Result<KernelChoice> DecodeBackend::ChooseForward(const DeviceInfo& device, cons
   uint32_t t = 1;
   while (t < 16 && words % (2 * t) == 0 && 2 * t <= device.min_subgroup_size) t *= 2;
   const uint32_t groups = kWorkgroupSize / t;
-  // Keys a group reads per step (twice that in flight, the loads being pipelined), against registers.
-  const uint32_t keys_per_step = rows <= 4 ? 8 : 4;
+  // Keys a group reads per step (twice that in flight, the loads being pipelined), against registers:
+  // at most 8 uvec4 words of K per invocation and step (D = 256 or an odd D / 8 holds more per key).
+  const uint32_t words_per_key = words / t;
+  const uint32_t keys_per_step = std::clamp(8 / words_per_key, 1u, rows <= 4 ? 8u : 4u);
   KernelChoice choice;
   choice.kernel = "forward_f16_decode";
   choice.block_q = rows;

@@ -40,8 +40,8 @@ class DecodeBackend final : public KernelBackend {
 };
 
 // How a decode call splits its keys: `splits` parts of `split_keys` keys (a multiple of BLOCK_KV;
-// the last part shorter), each a workgroup per (KV head, batch). Enough workgroups to give every
-// compute unit a few (DeviceInfo::compute_units; 16 where unknown), parts of at least a few hundred
+// the last part shorter), each a workgroup per (KV head, batch). At most 2 workgroups per
+// compute unit, rounded down (DeviceInfo::compute_units; 16 where unknown), parts of at least a few hundred
 // keys (the merge reads every part's O), and no part past half the driver's loop budget.
 // overrides.decode_splits, where set, is the count asked for.
 struct DecodeSplits {
