@@ -18,6 +18,10 @@
 
 #define VKF_NAN uintBitsToFloat(0x7fc00000u)
 
+// max() that keeps a NaN of either operand: GLSL's max() may drop it (NVIDIA's does), and a NaN
+// score must reach its row's max, sum and O.
+float max_keeping_nan(float a, float b) { return isnan(a) || a > b ? a : b; }
+
 // True if either float16 of `bits` is inf or NaN (all exponent bits set).
 bool half2_nonfinite(uint bits) { return (bits & 0x7c00u) == 0x7c00u || (bits & 0x7c000000u) == 0x7c000000u; }
 

@@ -12,6 +12,7 @@
 #define VKF_DEFAULT_HEAD_DIM 128
 #include "common/attention_preamble.glsl"
 #include "common/constants.glsl"
+#include "common/nonfinite.glsl"
 #define VKF_SEQUENCES_BINDING VKF_FWD_BINDING_SEQUENCES
 #include "common/sequences.glsl"
 layout(constant_id = VKF_SPEC_WRITE_LSE) const bool WRITE_LSE = true;
@@ -25,8 +26,6 @@ const uint QUADS = HEAD_DIM / 4;                   // the engine keeps HEAD_DIM 
 const uint SPLIT_LANES = WORKGROUP_SIZE / QUADS;   // invocations that share a column quad
 shared float lane_max[WORKGROUP_SIZE], lane_weight[WORKGROUP_SIZE];
 shared vec4 lane_o[WORKGROUP_SIZE];
-
-float max_keeping_nan(float a, float b) { return isnan(a) || a > b ? a : b; }
 
 void main() {
   const uint n = gl_WorkGroupID.x, head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;

@@ -24,6 +24,7 @@
 #define VKF_DEFAULT_THREADS_PER_ROW 16
 #include "common/attention_preamble.glsl"  // the engine sets BLOCK_KV = KEY_GROUPS * KEYS_PER_STEP
 #include "common/constants.glsl"
+#include "common/nonfinite.glsl"
 #include "common/attention_mask.glsl"
 #define VKF_SEQUENCES_BINDING VKF_FWD_BINDING_SEQUENCES
 #include "common/sequences.glsl"  // strides are multiples of 8 elements here (the engine checks)
@@ -53,12 +54,23 @@ shared float group_max[KEY_GROUPS * ROWS];
 shared float group_sum[KEY_GROUPS * ROWS];
 shared vec4 merged_o[ROWS * HEAD_DIM / 4];
 
-// max() of GLSL may drop a NaN (NVIDIA's does): a NaN score must reach the row's max, sum and O.
-float max_keeping_nan(float a, float b) { return isnan(a) || a > b ? a : b; }
 
 void unpack8(uvec4 w, out vec4 lo, out vec4 hi) {
   lo = vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
   hi = vec4(unpackHalf2x16(w.z), unpackHalf2x16(w.w));
+}
+
+// A group's K and V words of keys key0 .. key0 + KEYS_PER_STEP - 1 (bases and strides in uvec4
+// words); a key past the end reads the last key (key_end > 0) again, which the mask drops.
+void load_step(uint key0, uint key_end, uint k_base, uint k_stride, uint v_base, uint v_stride, uint lane,
+               out uvec4 k_words[KEYS_PER_STEP][U4_PER_THREAD], out uvec4 v_words[KEYS_PER_STEP][U4_PER_THREAD]) {
+  [[unroll]] for (uint u = 0; u < KEYS_PER_STEP; ++u) {
+    const uint key = min(key0 + u, key_end - 1);
+    [[unroll]] for (uint c = 0; c < U4_PER_THREAD; ++c) {
+      k_words[u][c] = k_u4[k_base + key * k_stride + lane + c * T];
+      v_words[u][c] = v_u4[v_base + key * v_stride + lane + c * T];
+    }
+  }
 }
 
 void main() {
@@ -80,20 +92,11 @@ void main() {
   const uint k_base = tensor_base(VKF_TENSOR_K, batch, kv_head, seq.kv_row0) / 8, k_stride = tensor_row_stride(VKF_TENSOR_K) / 8;
   const uint v_base = tensor_base(VKF_TENSOR_V, batch, kv_head, seq.kv_row0) / 8, v_stride = tensor_row_stride(VKF_TENSOR_V) / 8;
   // Software pipelined: the next step's K and V words are read before this step's arithmetic, so
-  // that a group's reads stay in flight while it computes, and the first step's before Q's (a key
-  // past the end reads the last key again, which the mask drops below).
+  // that a group's reads stay in flight while it computes, and the first step's before Q's.
   const uint key_step = KEY_GROUPS * KEYS_PER_STEP;
   uvec4 k_words[KEYS_PER_STEP][U4_PER_THREAD], v_words[KEYS_PER_STEP][U4_PER_THREAD];
   const uint first_key = key_begin + key_group * KEYS_PER_STEP;
-  if (first_key < key_end) {
-    [[unroll]] for (uint u = 0; u < KEYS_PER_STEP; ++u) {
-      const uint key = min(first_key + u, key_end - 1);
-      [[unroll]] for (uint c = 0; c < U4_PER_THREAD; ++c) {
-        k_words[u][c] = k_u4[k_base + key * k_stride + lane + c * T];
-        v_words[u][c] = v_u4[v_base + key * v_stride + lane + c * T];
-      }
-    }
-  }
+  if (first_key < key_end) load_step(first_key, key_end, k_base, k_stride, v_base, v_stride, lane, k_words, v_words);
   // Packed row r is query row r % q_len of head kv_head * group_size + r / q_len.
   vec4 q[ROWS][2 * U4_PER_THREAD];
   uint q_row[ROWS];
@@ -119,13 +122,7 @@ void main() {
 
   for (uint key0 = first_key; key0 < key_end; key0 += key_step) {
     uvec4 k_next[KEYS_PER_STEP][U4_PER_THREAD], v_next[KEYS_PER_STEP][U4_PER_THREAD];
-    [[unroll]] for (uint u = 0; u < KEYS_PER_STEP; ++u) {
-      const uint key = min(key0 + key_step + u, key_end - 1);
-      [[unroll]] for (uint c = 0; c < U4_PER_THREAD; ++c) {
-        k_next[u][c] = k_u4[k_base + key * k_stride + lane + c * T];
-        v_next[u][c] = v_u4[v_base + key * v_stride + lane + c * T];
-      }
-    }
+    load_step(key0 + key_step, key_end, k_base, k_stride, v_base, v_stride, lane, k_next, v_next);
     float s[KEYS_PER_STEP][ROWS];
     [[unroll]] for (uint u = 0; u < KEYS_PER_STEP; ++u) {
       vec4 k_cols[2 * U4_PER_THREAD];
