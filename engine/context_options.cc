@@ -34,6 +34,7 @@ Result<ContextOptions> ResolveContextOptions(const ContextOptions& options) {
   FillText("VKFLASH_COOPMAT2_FORWARD_TILE", &tiles.coopmat2_forward);
   FillText("VKFLASH_COOPMAT2_DKDV_TILE", &tiles.coopmat2_dkdv);
   FillText("VKFLASH_COOPMAT2_DQ_TILE", &tiles.coopmat2_dq);
+  FillText("VKFLASH_DECODE_COOPMAT2_TILE", &tiles.decode_coopmat2);
   if (Status s = FillNumber("VKFLASH_DECODE_SPLITS", &tiles.decode_splits); !s.ok()) return s;
   return resolved;
 }

@@ -24,12 +24,17 @@ namespace {
 
 AttentionParams DecodeParams(AttentionShape shape, bool causal) { return MakeParams(shape, DataType::kFloat16, causal); }
 
-// Where the context has the decode kernels, this call runs them.
+// Where the context has the decode kernels, this call runs them: the register kernel up to 8
+// packed rows (query heads per KV head x query rows), the tensor-core one up to 64 where the
+// context uses VK_NV_cooperative_matrix2.
 void RequireDecodeWhereUsed(Context& context, const AttentionParams& params) {
-  if (!context.device_info().use_decode_kernels) return;
+  const DeviceInfo& info = context.device_info();
+  const uint64_t rows = uint64_t(params.shape.q_heads / params.shape.kv_heads) * params.shape.q_len;
+  if (!info.use_decode_kernels || (rows > 8 && !info.use_cooperative_matrix2) || rows > 64) return;
   auto choice = context.ChooseForwardKernel(params);
   REQUIRE(choice.ok());
   REQUIRE(choice->family == "decode");
+  REQUIRE(choice->kernel == (rows <= 8 ? "forward_f16_decode" : "forward_f16_decode_coopmat2"));
 }
 
 }  // namespace
@@ -73,37 +78,64 @@ TEST_CASE("decode: a few query rows (speculative decoding) with the causal diago
   }
 }
 
+TEST_CASE("decode: more packed rows than registers hold (tensor cores where they run)", "[forward][decode]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  uint32_t seed = 2700;
+  // (group, q_len): 12 to 64 packed rows, some not a multiple of 16; kv_len below q_len leaves rows
+  // that see no key, 3000 splits the keys.
+  for (auto [group, q_len] : std::vector<std::pair<uint32_t, uint32_t>>{{4, 4}, {2, 6}, {1, 16}, {8, 5}, {4, 16}}) {
+    for (uint32_t kv_len : {1u, 7u, 100u, 3000u}) {
+      for (bool causal : {false, true}) {
+        const AttentionParams params = DecodeParams({2, 2 * group, 2, q_len, kv_len, kv_len == 100 ? 64u : 128u}, causal);
+        RequireDecodeWhereUsed(context, params);
+        CheckForwardAgainstReference(context, params, seed++);
+      }
+    }
+  }
+  // The largest head dim.
+  const AttentionParams params = DecodeParams({1, 8, 2, 4, 1500, 256}, true);
+  RequireDecodeWhereUsed(context, params);
+  CheckForwardAgainstReference(context, params, seed++);
+}
+
 TEST_CASE("decode: split-K parts agree with one part, and give the same bits run after run", "[forward][decode]") {
-  const AttentionParams params = DecodeParams({2, 8, 2, 2, 3000, 64}, true);  // one part fits lavapipe's loop budget
-  std::vector<float> one_part;
-  for (uint32_t splits : {1u, 7u, 0u}) {  // 0: from the device
-    INFO("decode_splits " << splits);
-    ContextOptions options = ValidatedOptions();
-    options.tile_overrides.decode_splits = splits;
-    auto context = Context::Create(options);
-    REQUIRE(context.ok());
-    RequireDecodeWhereUsed(**context, params);
-    auto workspace = (*context)->ForwardWorkspaceBytes(params);
-    REQUIRE(workspace.ok());
-    if ((*context)->device_info().use_decode_kernels) {
-      // Parts keep each row's O and LSE per part: O(rows x D x parts), never O(kv_len).
-      const uint64_t rows = 2 * 8 * 2, alignment = std::max<uint64_t>((*context)->device_info().min_storage_buffer_offset_alignment, 16);
-      if (splits == 1) CHECK(*workspace == 0);
-      if (splits == 7) CHECK((*workspace >= rows * 7 * (64 + 1) * 4 && *workspace < rows * 7 * (64 + 1) * 4 + alignment));
+  // 8 packed rows (the register kernel), 16 (the tensor-core one where it runs); one part fits
+  // lavapipe's loop budget.
+  for (const AttentionShape& shape : {AttentionShape{2, 8, 2, 2, 3000, 64}, AttentionShape{2, 8, 2, 4, 3000, 64}}) {
+    const AttentionParams params = DecodeParams(shape, true);
+    const uint64_t rows = uint64_t(shape.batch) * shape.q_heads * shape.q_len;
+    std::vector<float> one_part;
+    for (uint32_t splits : {1u, 7u, 0u}) {  // 0: from the device
+      INFO("rows per KV head " << shape.q_heads / shape.kv_heads * shape.q_len << ", decode_splits " << splits);
+      ContextOptions options = ValidatedOptions();
+      options.tile_overrides.decode_splits = splits;
+      auto context = Context::Create(options);
+      REQUIRE(context.ok());
+      RequireDecodeWhereUsed(**context, params);
+      auto workspace = (*context)->ForwardWorkspaceBytes(params);
+      REQUIRE(workspace.ok());
+      auto choice = (*context)->ChooseForwardKernel(params);
+      REQUIRE(choice.ok());
+      if (choice->family == "decode") {
+        // Parts keep each row's O and LSE per part: O(rows x D x parts), never O(kv_len).
+        const uint64_t alignment = std::max<uint64_t>((*context)->device_info().min_storage_buffer_offset_alignment, 16);
+        if (splits == 1) CHECK(*workspace == 0);
+        if (splits == 7) CHECK((*workspace >= rows * 7 * (64 + 1) * 4 && *workspace < rows * 7 * (64 + 1) * 4 + alignment));
+      }
+      const ForwardRun first = RunForwardCase(**context, params, 77);
+      CHECK(first.o_error <= ForwardTolerance(params.dtype));
+      CHECK(first.lse_error <= ForwardTolerance(params.dtype));
+      const ForwardRun again = RunForwardCase(**context, params, 77);
+      REQUIRE(std::memcmp(first.o.data(), again.o.data(), first.o.size() * sizeof(float)) == 0);
+      REQUIRE(std::memcmp(first.lse.data(), again.lse.data(), first.lse.size() * sizeof(float)) == 0);
+      // Parts merged by their LSE give one part's O within float16 rounding.
+      if (splits == 1) {
+        one_part = first.o;
+      } else {
+        CHECK(tools::RelativeError(first.o, std::vector<double>(one_part.begin(), one_part.end())) <= 1e-3);
+      }
+      RequireNoValidationMessages();
     }
-    const ForwardRun first = RunForwardCase(**context, params, 77);
-    CHECK(first.o_error <= ForwardTolerance(params.dtype));
-    CHECK(first.lse_error <= ForwardTolerance(params.dtype));
-    const ForwardRun again = RunForwardCase(**context, params, 77);
-    REQUIRE(std::memcmp(first.o.data(), again.o.data(), first.o.size() * sizeof(float)) == 0);
-    REQUIRE(std::memcmp(first.lse.data(), again.lse.data(), first.lse.size() * sizeof(float)) == 0);
-    // Parts merged by their LSE give one part's O within float16 rounding.
-    if (splits == 1) {
-      one_part = first.o;
-    } else {
-      CHECK(tools::RelativeError(first.o, std::vector<double>(one_part.begin(), one_part.end())) <= 1e-3);
-    }
-    RequireNoValidationMessages();
   }
 }
 
@@ -112,33 +144,36 @@ TEST_CASE("decode: a key a row cannot see has no effect, across split-K parts", 
   options.tile_overrides.decode_splits = 3;  // the merge pass carries -inf, NaN and masked keys
   auto context = Context::Create(options);
   REQUIRE(context.ok());
-  // 2 heads per KV head x 4 rows; row i sees keys j <= i + 596: the last key only row 3 sees.
-  const AttentionParams params = DecodeParams({1, 4, 2, 4, 600, 64}, true);
-  RequireDecodeWhereUsed(**context, params);
-  const AttentionShape& s = params.shape;
-  const uint32_t D = s.head_dim, key = s.kv_len - 1;
-  const ForwardRun base = RunForwardCase(**context, params, 5);
-  const float inf = std::numeric_limits<float>::infinity();
-  for (float poison : {std::numeric_limits<float>::quiet_NaN(), inf, -inf}) {
-    for (bool in_v : {true, false}) {
-      INFO("key " << key << (in_v ? " of V" : " of K") << " = " << poison);
-      std::vector<float> k = base.k, v = base.v;
-      for (uint32_t kvh = 0; kvh < s.batch * s.kv_heads; ++kvh) {
-        for (uint32_t d = 0; d < D; ++d) (in_v ? v : k)[(uint64_t(kvh) * s.kv_len + key) * D + d] = poison;
-      }
-      const ForwardRun run = RunForwardWith(**context, params, base.q, k, v);
-      for (uint32_t bh = 0; bh < s.batch * s.q_heads; ++bh) {
-        for (uint32_t i = 0; i < s.q_len; ++i) {
-          const uint64_t row = uint64_t(bh) * s.q_len + i;
-          if (i < 3) {  // exactly as without the poison
-            REQUIRE(std::memcmp(&run.o[row * D], &base.o[row * D], D * sizeof(float)) == 0);
-            REQUIRE(std::memcmp(&run.lse[row], &base.lse[row], sizeof(float)) == 0);
-          } else if (in_v) {  // the row sees V's inf or NaN; its LSE does not
-            for (uint32_t d = 0; d < D; ++d) REQUIRE_FALSE(std::isfinite(run.o[row * D + d]));
-            REQUIRE(std::memcmp(&run.lse[row], &base.lse[row], sizeof(float)) == 0);
-          } else {  // a NaN score (inf times K's mixed signs sums to NaN): the row is NaN
-            REQUIRE(std::isnan(run.lse[row]));
-            for (uint32_t d = 0; d < D; ++d) REQUIRE(std::isnan(run.o[row * D + d]));
+  // 2 or 4 heads per KV head x 4 rows (the register and the tensor-core kernel); row i sees keys
+  // j <= i + 596: the last key only row 3 sees.
+  for (const AttentionShape& shape : {AttentionShape{1, 4, 2, 4, 600, 64}, AttentionShape{1, 8, 2, 4, 600, 64}}) {
+    const AttentionParams params = DecodeParams(shape, true);
+    RequireDecodeWhereUsed(**context, params);
+    const AttentionShape& s = params.shape;
+    const uint32_t D = s.head_dim, key = s.kv_len - 1;
+    const ForwardRun base = RunForwardCase(**context, params, 5);
+    const float inf = std::numeric_limits<float>::infinity();
+    for (float poison : {std::numeric_limits<float>::quiet_NaN(), inf, -inf}) {
+      for (bool in_v : {true, false}) {
+        INFO("key " << key << (in_v ? " of V" : " of K") << " = " << poison);
+        std::vector<float> k = base.k, v = base.v;
+        for (uint32_t kvh = 0; kvh < s.batch * s.kv_heads; ++kvh) {
+          for (uint32_t d = 0; d < D; ++d) (in_v ? v : k)[(uint64_t(kvh) * s.kv_len + key) * D + d] = poison;
+        }
+        const ForwardRun run = RunForwardWith(**context, params, base.q, k, v);
+        for (uint32_t bh = 0; bh < s.batch * s.q_heads; ++bh) {
+          for (uint32_t i = 0; i < s.q_len; ++i) {
+            const uint64_t row = uint64_t(bh) * s.q_len + i;
+            if (i < 3) {  // exactly as without the poison
+              REQUIRE(std::memcmp(&run.o[row * D], &base.o[row * D], D * sizeof(float)) == 0);
+              REQUIRE(std::memcmp(&run.lse[row], &base.lse[row], sizeof(float)) == 0);
+            } else if (in_v) {  // the row sees V's inf or NaN; its LSE does not
+              for (uint32_t d = 0; d < D; ++d) REQUIRE_FALSE(std::isfinite(run.o[row * D + d]));
+              REQUIRE(std::memcmp(&run.lse[row], &base.lse[row], sizeof(float)) == 0);
+            } else {  // a NaN score (inf times K's mixed signs sums to NaN): the row is NaN
+              REQUIRE(std::isnan(run.lse[row]));
+              for (uint32_t d = 0; d < D; ++d) REQUIRE(std::isnan(run.o[row * D + d]));
+            }
           }
         }
       }

@@ -307,6 +307,16 @@ TEST_CASE("KV lengths per sequence: a cache filled to different lengths, decode 
     p.layout = TensorLayout::kBshd;
     p.kv_lengths = {2, 700, 333};
     CheckSequencesCall(context, p, seed++, false);
+    // More speculative rows than the decode registers hold (4 heads x 4 rows: tensor cores where
+    // they run), and ragged queries (up to 8 rows of 4 heads) over per-sequence lengths.
+    p = MakeParams({3, 8, 2, 4, 700, 64}, DataType::kFloat16, causal);
+    p.layout = TensorLayout::kBshd;
+    p.kv_lengths = {3, 700, 400};
+    CheckSequencesCall(context, p, seed++, false);
+    p = MakeParams({3, 8, 2, 14, 900, 128}, DataType::kFloat16, causal);
+    p.cu_seqlens_q = {0, 8, 9, 14};
+    p.kv_lengths = {900, 5, 300};
+    CheckSequencesCall(context, p, seed++, false);
     // Prefill-sized, float32 and float16, forward and backward (dK, dV zero past each length).
     for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
       p = MakeParams({3, 2, 1, 40, 90, 64}, dtype, causal);

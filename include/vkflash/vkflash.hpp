@@ -208,12 +208,13 @@ struct BackwardBuffers {
 // ---------------------------------------------------------------------------------------------
 
 // For kernel tuning: tiles the tensor-core families try before their tables (ContextOptions, or
-// the VKFLASH_COOPMAT_FORWARD_TILE and VKFLASH_COOPMAT2_{FORWARD,DKDV,DQ}_TILE variables). Empty:
-// none. coopmat_forward is SxMxK (subgroups x 16-row blocks per subgroup x keys per tile); the
-// coopmat2 ones OxSxW (owned rows x streamed rows x workgroup size). A tile the device cannot run
-// is ignored.
+// the VKFLASH_COOPMAT_FORWARD_TILE, VKFLASH_COOPMAT2_{FORWARD,DKDV,DQ}_TILE and
+// VKFLASH_DECODE_COOPMAT2_TILE variables). Empty: none. coopmat_forward is SxMxK (subgroups x
+// 16-row blocks per subgroup x keys per tile); the coopmat2 ones and decode_coopmat2 (the decode
+// kernel on tensor cores, for more packed query rows than the register kernel takes) OxSxW (owned
+// rows x streamed rows x workgroup size). A tile the device cannot run is ignored.
 struct TileOverrides {
-  std::string coopmat_forward, coopmat2_forward, coopmat2_dkdv, coopmat2_dq;
+  std::string coopmat_forward, coopmat2_forward, coopmat2_dkdv, coopmat2_dq, decode_coopmat2;
   // The decode kernels' split-K parts per (KV head, batch) (VKFLASH_DECODE_SPLITS); 0: from the
   // device's compute units and the shape.
   uint32_t decode_splits = 0;

@@ -65,13 +65,7 @@ shared uint nonfinite_v;  // 1 once a tile that the diagonal crosses had an inf 
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_KV, KV_WORDS)
 
-#define ROWS_X_KEYS(T) coopmat<T, gl_ScopeWorkgroup, BLOCK_Q, BLOCK_KV, gl_MatrixUseAccumulator>
-#define ROWS_X_DIM(T) coopmat<T, gl_ScopeWorkgroup, BLOCK_Q, HEAD_DIM, gl_MatrixUseAccumulator>
-#define ROW_VECTOR(T) coopmat<T, gl_ScopeWorkgroup, BLOCK_Q, STAT_COLUMNS, gl_MatrixUseAccumulator>
-
-float row_max(const float a, const float b) { return max(a, b); }
-float smear(const float a, const float b) { return a; }  // widens a row-reduced matrix
-float exp2_element(const uint row, const uint col, const float x) { return exp2(x); }
+#include "coopmat2/online_softmax.glsl"
 
 // Causal and kv_len masking of a tile's scores (row / col are tile-relative).
 float mask_element(const uint row, const uint col, const float s, const uint q_begin, const uint kv_begin,
@@ -115,8 +109,7 @@ void main() {
   ROW_VECTOR(float) m_run = ROW_VECTOR(float)(NEG_HALF_FLT_MAX);  // every column holds the row's value
   ROW_VECTOR(float) l_run = ROW_VECTOR(float)(0.0);
 
-  const coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_KV, STAT_COLUMNS, gl_MatrixUseB> ones =
-      coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_KV, STAT_COLUMNS, gl_MatrixUseB>(1.0);
+  const ONES_COLUMNS ones = ONES_COLUMNS(1.0);
   if (gl_LocalInvocationIndex == 0) nonfinite_v = 0;  // before the first step's barriers
   uint masked_begin = kv_len;  // the first tile the diagonal crosses: they are the last ones
   const uint kv_end = visible_kv_end(q_begin, q_end, q_len, kv_len);  // later tiles are wholly masked
@@ -145,42 +138,12 @@ void main() {
     s *= pc.scale_log2;
     if (masked_tile) coopMatPerElementNV(s, s, mask_element, q_begin, kv_begin, q_len, kv_len);
 
-    // online softmax: m_new = max(m_run, rowmax(S)), P = exp2(S - m_new), alpha = exp2(m_run - m_new)
-    ROW_VECTOR(float) tile_max;
-    coopMatReduceNV(tile_max, s, gl_CooperativeMatrixReduceRowNV, row_max);
-    ROW_VECTOR(float) m_new;
-    [[unroll]] for (uint i = 0; i < m_new.length(); ++i) m_new[i] = max(m_run[i], tile_max[i]);
-    ROWS_X_KEYS(float) m_new_wide;
-    coopMatReduceNV(m_new_wide, m_new, gl_CooperativeMatrixReduceRowNV, smear);
-    ROWS_X_KEYS(float) p;
-    coopMatPerElementNV(p, s - m_new_wide, exp2_element);
-    ROW_VECTOR(float) alpha;
-    coopMatPerElementNV(alpha, m_run - m_new, exp2_element);
-    m_run = m_new;
-
-    const coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_Q, BLOCK_KV, gl_MatrixUseA> p_a =
-        coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_Q, BLOCK_KV, gl_MatrixUseA>(p);
-    // Row sums on the tensor cores, P x ones (l sums the same float16 P that multiplies V): faster
-    // than coopMatReduceNV (docs/tuning-log.md).
-    const ROW_VECTOR(float) tile_sum = coopMatMulAdd(p_a, ones, ROW_VECTOR(float)(0.0));
-    l_run = alpha * l_run + tile_sum;
-
-    // rescale O (alpha widened to HEAD_DIM columns), then O += P V
-    ROWS_X_DIM(float) alpha_wide;
-    coopMatReduceNV(alpha_wide, alpha, gl_CooperativeMatrixReduceRowNV, smear);
-    o_acc *= alpha_wide;
-    coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_KV, HEAD_DIM, gl_MatrixUseB> v_tile;
-    coopMatLoad(v_tile, kv_tiles, BLOCK_KV * TILE_STRIDE, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
-    o_acc = coopMatMulAdd(p_a, v_tile, o_acc);
+    online_softmax_step(s, ones, o_acc, m_run, l_run);
   }
 
   // Epilogue: O = acc / l, LSE = ln(l) + m. A row that saw no key: O = 0, LSE = -inf; a row whose
   // scores held NaN: l is NaN, and so are O and LSE.
-  ROW_VECTOR(float) inv_l;
-  [[unroll]] for (uint i = 0; i < inv_l.length(); ++i) inv_l[i] = l_run[i] == 0.0 ? 0.0 : 1.0 / l_run[i];
-  ROWS_X_DIM(float) inv_l_wide;
-  coopMatReduceNV(inv_l_wide, inv_l, gl_CooperativeMatrixReduceRowNV, smear);
-  const ROWS_X_DIM(float16_t) o_out = ROWS_X_DIM(float16_t)(o_acc * inv_l_wide);
+  const ROWS_X_DIM(float16_t) o_out = ROWS_X_DIM(float16_t)(normalized_o(o_acc, l_run));
   coopMatStoreTensorNV(o_out, o_h, o_base, sliceTensorLayoutNV(o_layout, q_begin, BLOCK_Q, 0, HEAD_DIM));
 
   // Infinities and NaNs of V that the staging zeroed, added where the rows see them (rare: the
@@ -204,10 +167,7 @@ void main() {
   }
 
   if (WRITE_LSE) {
-    ROW_VECTOR(float) lse;
-    [[unroll]] for (uint i = 0; i < lse.length(); ++i) {
-      lse[i] = l_run[i] == 0.0 ? NEG_INF : (m_run[i] + log2(l_run[i])) * LN2;
-    }
+    ROW_VECTOR(float) lse = lse_log2(m_run, l_run) * LN2;
     coopMatPerElementNV(lse, lse, store_lse, lse_index(batch, head, seq, q_begin), q_end - q_begin);
   }
 }

@@ -8,6 +8,7 @@
 // merged in lane order through shared memory. Fixed orders everywhere: deterministic.
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 
 #define VKF_DEFAULT_HEAD_DIM 128
 #include "common/attention_preamble.glsl"
@@ -24,6 +25,7 @@ layout(std430, set = 0, binding = VKF_FWD_BINDING_ROW_STATE) readonly buffer lse
 
 const uint QUADS = HEAD_DIM / 4;                   // the engine keeps HEAD_DIM / 4 <= WORKGROUP_SIZE
 const uint SPLIT_LANES = WORKGROUP_SIZE / QUADS;   // invocations that share a column quad
+const uint READS_IN_FLIGHT = 4;                    // parts each invocation reads at once
 shared float lane_max[WORKGROUP_SIZE], lane_weight[WORKGROUP_SIZE];
 shared vec4 lane_o[WORKGROUP_SIZE];
 
@@ -42,16 +44,25 @@ void main() {
   float m = NEG_INF, weight = 0.0;
   vec4 o = vec4(0.0);
   if (lane < SPLIT_LANES) {
-    for (uint s = lane; s < splits; s += SPLIT_LANES) {
-      const float x = lse_part[first_part + s];
-      const vec4 part = o_part[(first_part + s) * QUADS + quad];
-      if (x == NEG_INF) continue;
-      const float new_m = max_keeping_nan(m, x);
-      const float rescale = m == NEG_INF ? 0.0 : exp2(m - new_m);
-      const float w = exp2(x - new_m);
-      weight = weight * rescale + w;
-      o = o * rescale + w * part;
-      m = new_m;
+    // READS_IN_FLIGHT parts read at once (the reads are independent; a loop of one read per
+    // iteration waited for each), then folded in part order.
+    for (uint s0 = lane; s0 < splits; s0 += READS_IN_FLIGHT * SPLIT_LANES) {
+      float x[READS_IN_FLIGHT];
+      vec4 part[READS_IN_FLIGHT];
+      [[unroll]] for (uint u = 0; u < READS_IN_FLIGHT; ++u) {
+        const uint s = s0 + u * SPLIT_LANES;
+        x[u] = s < splits ? lse_part[first_part + s] : NEG_INF;
+        part[u] = s < splits ? o_part[(first_part + s) * QUADS + quad] : vec4(0.0);
+      }
+      [[unroll]] for (uint u = 0; u < READS_IN_FLIGHT; ++u) {
+        if (x[u] == NEG_INF) continue;
+        const float new_m = max_keeping_nan(m, x[u]);
+        const float rescale = m == NEG_INF ? 0.0 : exp2(m - new_m);
+        const float w = exp2(x[u] - new_m);
+        weight = weight * rescale + w;
+        o = o * rescale + w * part[u];
+        m = new_m;
+      }
     }
   }
   lane_max[tid] = m;

@@ -28,6 +28,12 @@ constexpr WorkgroupTile kCoopmat2ForwardTiles[] = {
     {64, 64, 128, 128},  {128, 64, 256, 128},       {64, 32, 128, 256},      {128, 32, 256, 256},
     {32, 32, 128, 256}};
 
+// The packed decode kernel (decode/attention_forward_decode_coopmat2.comp): the fewest owned rows
+// that hold the packed rows first (the rest are zeros that cost tensor-core time), owned <= streamed
+// (its shared tiles hold Q and O too). 32 rows is the H100's row granularity at 128 invocations;
+// 32 x 32 is for D = 256, whose 64-row tiles pass its 48 KB of shared memory.
+constexpr WorkgroupTile kCoopmat2DecodeTiles[] = {{32, 64, 128, 256}, {32, 32, 128, 256}, {64, 64, 128, 128}};
+
 // The backward kernels (subgroup-scope matrices of flexible size): subgroups per workgroup, the
 // rows each owns (16 or 32: keys in dK/dV, queries in dQ), rows of each streamed tile, and the
 // largest head dim the tile is for; preferred first (the same tuning-log entry). dK/dV keeps its V
@@ -61,6 +67,12 @@ bool ForwardMatricesFit(const DeviceInfo::Coopmat2Workgroup& listed, const Workg
 uint32_t Coopmat2ForwardBytes(uint32_t head_dim, const WorkgroupTile& tile) {
   return 16 * VKF_SMEM_ROW_PAIR_U4(tile.streamed, VKF_TILE_STRIDE(VKF_ROW_U4(head_dim))) +
          4 * VKF_SMEM_NONFINITE_FLAG_UINTS;
+}
+// ...of the packed decode kernel: the same tiles (which hold Q before the loop and O after it),
+// the rows' LSE and the flag...
+uint32_t Coopmat2DecodeBytes(uint32_t head_dim, const WorkgroupTile& tile) {
+  return 16 * VKF_SMEM_ROW_PAIR_U4(tile.streamed, VKF_TILE_STRIDE(VKF_ROW_U4(head_dim))) +
+         4 * (VKF_SMEM_ROW_FLOATS(tile.owned) + VKF_SMEM_NONFINITE_FLAG_UINTS);
 }
 // ...and of its backward kernels. dK/dV: its V rows, a region that holds its K rows once and then
 // each step's Q and dO rows, the step's LSE and delta, and its rows' non-finite steps and flag. dQ:
@@ -134,6 +146,22 @@ Result<KernelChoice> ChooseCoopmat2BackwardTile(const DeviceInfo& device, const 
 
 constexpr std::string_view kVariants[] = {"coopmat2"};
 
+// Whether the device runs a forward-shaped kernel (ForwardMatricesFit) at `tile` whose own shared
+// arrays take `shared_bytes`. The driver keeps some shared memory for the workgroup-scope matrices
+// (VUID-RuntimeSpirv-maxComputeSharedMemorySize-10168): the kernel's own arrays get what is left.
+bool ForwardTileRuns(const DeviceInfo& device, const WorkgroupTile& tile, uint32_t head_dim, uint32_t shared_bytes) {
+  const uint32_t reserved = device.cooperative_matrix2_reserved_shared_memory;
+  const uint32_t limit =
+      reserved == 0 ? device.usable_shared_memory_bytes
+                    : std::min(device.usable_shared_memory_bytes,
+                               device.shared_memory_bytes > reserved ? device.shared_memory_bytes - reserved : 0u);
+  return head_dim <= tile.max_head_dim && shared_bytes <= limit && tile.workgroup <= device.max_workgroup_invocations &&
+         std::any_of(device.cooperative_matrix2_workgroups.begin(), device.cooperative_matrix2_workgroups.end(),
+                     [&](const DeviceInfo::Coopmat2Workgroup& listed) {
+                       return ForwardMatricesFit(listed, tile, head_dim, device.cooperative_matrix2_granularity);
+                     });
+}
+
 }  // namespace
 
 std::span<const std::string_view> Coopmat2Backend::variants() const { return kVariants; }
@@ -163,28 +191,31 @@ bool Coopmat2Backend::Applies(const DeviceInfo& device, const AttentionParams& p
 Result<KernelChoice> Coopmat2Backend::ChooseForward(const DeviceInfo& device, const AttentionParams& params,
                                                     const TileOverrides& overrides) const {
   const double mean_keys = MeanVisibleKeys(params.shape.q_len, params.shape.kv_len, params.causal);
-  // The driver keeps some shared memory for the workgroup-scope matrices (VUID-RuntimeSpirv-
-  // maxComputeSharedMemorySize-10168): the kernel's own arrays get what is left.
-  const uint32_t reserved = device.cooperative_matrix2_reserved_shared_memory;
-  const uint32_t limit =
-      reserved == 0 ? device.usable_shared_memory_bytes
-                    : std::min(device.usable_shared_memory_bytes,
-                               device.shared_memory_bytes > reserved ? device.shared_memory_bytes - reserved : 0u);
   auto fits = [&](const WorkgroupTile& tile) {
-    return params.shape.head_dim <= tile.max_head_dim && mean_keys >= tile.min_mean_keys &&
-           Coopmat2ForwardBytes(params.shape.head_dim, tile) <= limit &&
-           tile.workgroup <= device.max_workgroup_invocations &&
-           std::any_of(device.cooperative_matrix2_workgroups.begin(), device.cooperative_matrix2_workgroups.end(),
-                       [&](const DeviceInfo::Coopmat2Workgroup& listed) {
-                         return ForwardMatricesFit(listed, tile, params.shape.head_dim,
-                                                   device.cooperative_matrix2_granularity);
-                       });
+    return mean_keys >= tile.min_mean_keys &&
+           ForwardTileRuns(device, tile, params.shape.head_dim, Coopmat2ForwardBytes(params.shape.head_dim, tile));
   };
   const std::optional<WorkgroupTile> chosen = FirstTileThatFits(
       ParseWorkgroupTile(overrides.coopmat2_forward), std::span<const WorkgroupTile>(kCoopmat2ForwardTiles), fits);
   if (!chosen) return NoTensorCoreTile(params);
   return Coopmat2Choice(device, "forward_f16_coopmat2", chosen->owned, chosen->streamed, chosen->workgroup,
                         Coopmat2ForwardBytes(params.shape.head_dim, *chosen), device.cooperative_matrix2_granularity);
+}
+
+Result<KernelChoice> ChooseCoopmat2DecodeTile(const DeviceInfo& device, uint32_t head_dim, uint32_t rows,
+                                              const TileOverrides& overrides) {
+  auto fits = [&](const WorkgroupTile& tile) {
+    return tile.owned >= rows && tile.owned <= tile.streamed &&
+           ForwardTileRuns(device, tile, head_dim, Coopmat2DecodeBytes(head_dim, tile));
+  };
+  const std::optional<WorkgroupTile> chosen = FirstTileThatFits(
+      ParseWorkgroupTile(overrides.decode_coopmat2), std::span<const WorkgroupTile>(kCoopmat2DecodeTiles), fits);
+  if (!chosen) {
+    return Status::Error(ErrorCode::kUnsupported, "no tensor-core decode tile holds " + std::to_string(rows) +
+                                                      " packed rows at head dim " + std::to_string(head_dim));
+  }
+  return Coopmat2Choice(device, "forward_f16_decode_coopmat2", chosen->owned, chosen->streamed, chosen->workgroup,
+                        Coopmat2DecodeBytes(head_dim, *chosen), device.cooperative_matrix2_granularity);
 }
 
 Result<BackwardKernelChoice> Coopmat2Backend::ChooseBackward(const DeviceInfo& device, const AttentionParams& params,

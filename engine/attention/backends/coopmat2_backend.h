@@ -37,6 +37,13 @@ class Coopmat2Backend final : public KernelBackend {
   void SetSpecConstants(const KernelChoice& choice, const CoopmatLayout& layout, SpecConstants* spec) const override;
 };
 
+// The decode family's kernel for more packed query rows than its registers hold
+// (decode/attention_forward_decode_coopmat2.comp): owned rows >= `rows`, from a table of
+// workgroup-scope tiles the device lists; tile_overrides.decode_coopmat2 (OxSxW) is tried first.
+// The caller checks that the Context uses this family's kernels (DeviceInfo::use_cooperative_matrix2).
+Result<KernelChoice> ChooseCoopmat2DecodeTile(const DeviceInfo& device, uint32_t head_dim, uint32_t rows,
+                                              const TileOverrides& overrides);
+
 // Keys a query row sees, on average over the rows: kv_len, or with the causal mask (bottom-right
 // aligned, docs/design.md) kv_len - (q_len - 1) / 2 where kv_len >= q_len, else kv_len (kv_len + 1) /
 // (2 q_len).

@@ -4,6 +4,7 @@
 #include <bit>
 #include <string>
 
+#include "attention/backends/coopmat2_backend.h"
 #include "attention/kernel_choice.h"
 #include "util/ceil_div.h"
 #include "util/status_macros.h"
@@ -36,6 +37,16 @@ LoopCost DecodeLoopCost(const KernelChoice& choice, uint32_t head_dim) {
   return cost;
 }
 
+uint64_t PackedRows(const AttentionShape& s) { return uint64_t(s.q_heads / s.kv_heads) * s.q_len; }
+
+// The tensor-core kernel (more packed rows than the register kernel holds): where the Context uses
+// the VK_NV_cooperative_matrix2 family and this build has the kernel.
+bool TensorCoreKernelRuns(const DeviceInfo& device, uint32_t head_dim) {
+  const uint32_t granularity = device.cooperative_matrix2_granularity;
+  return device.use_cooperative_matrix2 && granularity > 0 && head_dim % granularity == 0 &&
+         vk::FindShader("forward_f16_decode_coopmat2") != nullptr;
+}
+
 }  // namespace
 
 std::span<const std::string_view> DecodeBackend::variants() const { return kVariants; }
@@ -49,14 +60,18 @@ std::string DecodeBackend::WhyUnusable(const DeviceInfo& device, std::string_vie
 
 bool DecodeBackend::Applies(const DeviceInfo& device, const AttentionParams& params) const {
   const AttentionShape& s = params.shape;
-  return device.use_decode_kernels && params.dtype == DataType::kFloat16 && s.head_dim % 8 == 0 &&
-         s.head_dim <= 256 && uint64_t(s.q_heads / s.kv_heads) * s.q_len <= kDecodeMaxRows;
+  if (!device.use_decode_kernels || params.dtype != DataType::kFloat16 || s.head_dim % 8 != 0 || s.head_dim > 256) {
+    return false;
+  }
+  const uint64_t rows = PackedRows(s);
+  return rows <= kDecodeMaxRows || (rows <= kDecodeMaxTensorCoreRows && TensorCoreKernelRuns(device, s.head_dim));
 }
 
 Result<KernelChoice> DecodeBackend::ChooseForward(const DeviceInfo& device, const AttentionParams& params,
-                                                  const TileOverrides&) const {
+                                                  const TileOverrides& overrides) const {
   const uint32_t head_dim = params.shape.head_dim, words = head_dim / 8;
-  const uint32_t rows = (params.shape.q_heads / params.shape.kv_heads) * params.shape.q_len;
+  const uint32_t rows = uint32_t(PackedRows(params.shape));
+  if (rows > kDecodeMaxRows) return ChooseCoopmat2DecodeTile(device, head_dim, rows, overrides);
   // The largest power of two that divides the row's words, fits the smallest subgroup, and at most 16.
   uint32_t t = 1;
   while (t < 16 && words % (2 * t) == 0 && 2 * t <= device.min_subgroup_size) t *= 2;
@@ -79,6 +94,10 @@ Result<KernelChoice> DecodeBackend::ChooseForward(const DeviceInfo& device, cons
     return Status::Error(ErrorCode::kUnsupported, "the decode kernel does not fit '" + device.name + "'");
   }
   return choice;
+}
+
+void DecodeBackend::SetSpecConstants(const KernelChoice& choice, const CoopmatLayout&, SpecConstants* spec) const {
+  if (choice.cooperative_matrix == CooperativeMatrixApi::kNv2) (*spec)[VKF_SPEC_CM2_STAT_COLUMNS] = choice.matrix_granularity;
 }
 
 Result<BackwardKernelChoice> DecodeBackend::ChooseBackward(const DeviceInfo&, const AttentionParams&,
@@ -104,10 +123,14 @@ Result<DecodeSplits> PlanDecodeSplits(const DeviceInfo& device, const AttentionP
   }
   splits = std::clamp(splits, 1u, uint32_t(CeilDiv(s.kv_len, choice.block_kv)));
   plan.split_keys = uint32_t(CeilDiv(CeilDiv(s.kv_len, splits), choice.block_kv) * choice.block_kv);
-  // Within the loop budget: no part longer than half of it allows.
-  const uint64_t steps = CeilDiv(s.kv_len, choice.block_kv);
-  VKF_ASSIGN_OR_RETURN(const ChunkPlan budget, PlanChunks(device, DecodeLoopCost(choice, s.head_dim), steps, choice.block_kv));
-  plan.split_keys = std::min(plan.split_keys, budget.length);
+  // Within the loop budget: no part longer than half of it allows (the tensor-core kernel runs only
+  // where the Context has no budget: family_choice.h).
+  if (choice.cooperative_matrix == CooperativeMatrixApi::kNone) {
+    const uint64_t steps = CeilDiv(s.kv_len, choice.block_kv);
+    VKF_ASSIGN_OR_RETURN(const ChunkPlan budget,
+                         PlanChunks(device, DecodeLoopCost(choice, s.head_dim), steps, choice.block_kv));
+    plan.split_keys = std::min(plan.split_keys, budget.length);
+  }
   plan.splits = uint32_t(CeilDiv(s.kv_len, plan.split_keys));
   // The merge's loops: each invocation's every (workgroup / quads)-th part, then the lanes twice.
   const uint64_t split_lanes = kCombineWorkgroupSize / (s.head_dim / 4);

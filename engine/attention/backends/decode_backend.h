@@ -11,8 +11,12 @@
 
 namespace vkflash::attention {
 
-// Query rows a decode workgroup holds in registers: (q_heads / kv_heads) * q_len at most.
+// Query rows a decode workgroup holds in registers: (q_heads / kv_heads) * q_len at most. More
+// (speculative decoding, a short prompt over a long cache), up to kDecodeMaxTensorCoreRows, run the
+// tensor-core decode kernel where the Context uses VK_NV_cooperative_matrix2; beyond, the prefill
+// kernels' query tiles are full enough.
 constexpr uint32_t kDecodeMaxRows = 8;
+constexpr uint32_t kDecodeMaxTensorCoreRows = 64;
 // Invocations of the merge pass (attention_decode_combine.comp), one workgroup per query row; a
 // power of two of at least head_dim / 4.
 constexpr uint32_t kCombineWorkgroupSize = 128;
@@ -29,12 +33,16 @@ class DecodeBackend final : public KernelBackend {
   bool Used(const DeviceInfo& device) const override { return device.use_decode_kernels; }
   // Split-K keeps each workgroup's loop inside the driver's loop budget (PlanDecodeSplits).
   bool runs_within_loop_budget() const override { return true; }
-  // float16, head dim a multiple of 8 up to 256, (q_heads / kv_heads) * q_len <= kDecodeMaxRows.
+  // float16, head dim a multiple of 8 up to 256, packed rows (q_heads / kv_heads) * q_len up to
+  // kDecodeMaxRows, or kDecodeMaxTensorCoreRows where the tensor-core kernel runs.
   bool Applies(const DeviceInfo& device, const AttentionParams& params) const override;
-  // THREADS_PER_ROW invocations per key (a power of two within the subgroup), 128 invocations,
-  // BLOCK_Q = the packed rows, BLOCK_KV = keys the workgroup loads per step.
+  // Up to kDecodeMaxRows packed rows, the register kernel: THREADS_PER_ROW invocations per key (a
+  // power of two within the subgroup), 128 invocations, BLOCK_Q = the packed rows, BLOCK_KV = keys
+  // the workgroup loads per step. More: the tensor-core kernel (ChooseCoopmat2DecodeTile).
   Result<KernelChoice> ChooseForward(const DeviceInfo& device, const AttentionParams& params,
                                      const TileOverrides& overrides) const override;
+  // The tensor-core kernel's row-vector width (as the coopmat2 family's).
+  void SetSpecConstants(const KernelChoice& choice, const CoopmatLayout& layout, SpecConstants* spec) const override;
   Result<BackwardKernelChoice> ChooseBackward(const DeviceInfo& device, const AttentionParams& params,
                                               const TileOverrides& overrides) const override;
 };
