@@ -30,9 +30,12 @@ constexpr WorkgroupTile kCoopmat2ForwardTiles[] = {
 
 // The packed decode kernel (decode/attention_forward_decode_coopmat2.comp): the fewest owned rows
 // that hold the packed rows first (the rest are zeros that cost tensor-core time), owned <= streamed
-// (its shared tiles hold Q and O too). 32 rows is the H100's row granularity at 128 invocations;
-// 32 x 32 is for D = 256, whose 64-row tiles pass its 48 KB of shared memory.
-constexpr WorkgroupTile kCoopmat2DecodeTiles[] = {{32, 64, 128, 256}, {32, 32, 128, 256}, {64, 64, 128, 128}};
+// (its shared tiles hold Q and O too); per owned size the longest streamed tile that fits, as the
+// kernel is bound by the reads in flight (H100, docs/tuning-log.md): 32 rows is its row granularity
+// at 128 invocations; 128 streamed rows fit its 48 KB of shared memory up to D = 64 (D = 64 B = 16
+// Nq = 4 at 16k keys: 0.72 -> 0.87 of the read probe against 64), 32 only at D = 256.
+constexpr WorkgroupTile kCoopmat2DecodeTiles[] = {
+    {32, 128, 128, 64}, {32, 64, 128, 256}, {32, 32, 128, 256}, {64, 128, 128, 64}, {64, 64, 128, 128}};
 
 // The backward kernels (subgroup-scope matrices of flexible size): subgroups per workgroup, the
 // rows each owns (16 or 32: keys in dK/dV, queries in dQ), rows of each streamed tile, and the
