@@ -24,17 +24,22 @@ namespace {
 
 AttentionParams DecodeParams(AttentionShape shape, bool causal) { return MakeParams(shape, DataType::kFloat16, causal); }
 
-// Where the context has the decode kernels, this call runs them: the register kernel up to 8
-// packed rows (query heads per KV head x query rows), the tensor-core one up to 64 where the
-// context uses VK_NV_cooperative_matrix2.
-void RequireDecodeWhereUsed(Context& context, const AttentionParams& params) {
-  const DeviceInfo& info = context.device_info();
-  const uint64_t rows = uint64_t(params.shape.q_heads / params.shape.kv_heads) * params.shape.q_len;
-  if (!info.use_decode_kernels || (rows > 8 && !info.use_cooperative_matrix2) || rows > 64) return;
-  auto choice = context.ChooseForwardKernel(params);
-  REQUIRE(choice.ok());
-  REQUIRE(choice->family == "decode");
-  REQUIRE(choice->kernel == (rows <= 8 ? "forward_f16_decode" : "forward_f16_decode_coopmat2"));
+// Every (query heads per KV head, q_len) pair over 2 KV heads and a batch of 2, at each kv_len and
+// head dim, causal and not, against the reference, on the decode kernel where it applies.
+void CheckPackedRows(const std::vector<std::pair<uint32_t, uint32_t>>& groups_and_rows,
+                     const std::vector<uint32_t>& kv_lens, const std::vector<uint32_t>& head_dims, uint32_t seed) {
+  Context& context = SharedContext(Knobs::kDevice);
+  for (auto [group, q_len] : groups_and_rows) {
+    for (uint32_t kv_len : kv_lens) {
+      for (uint32_t head_dim : head_dims) {
+        for (bool causal : {false, true}) {
+          const AttentionParams params = DecodeParams({2, 2 * group, 2, q_len, kv_len, head_dim}, causal);
+          RequireDecodeWhereUsed(context, params);
+          CheckForwardAgainstReference(context, params, seed++);
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -64,34 +69,16 @@ TEST_CASE("decode: one query row over 1 to 33k keys, grouped-query groups 1 to 8
 }
 
 TEST_CASE("decode: a few query rows (speculative decoding) with the causal diagonal", "[forward][decode]") {
-  Context& context = SharedContext(Knobs::kDevice);
-  uint32_t seed = 2500;
-  // (group, q_len): packed rows group * q_len up to 8; kv_len below q_len leaves rows that see no key.
-  for (auto [group, q_len] : std::vector<std::pair<uint32_t, uint32_t>>{{1, 2}, {2, 3}, {4, 2}, {1, 8}, {2, 4}}) {
-    for (uint32_t kv_len : {1u, 3u, 100u, 3000u}) {
-      for (bool causal : {false, true}) {
-        const AttentionParams params = DecodeParams({2, 2 * group, 2, q_len, kv_len, 128}, causal);
-        RequireDecodeWhereUsed(context, params);
-        CheckForwardAgainstReference(context, params, seed++);
-      }
-    }
-  }
+  // Packed rows group * q_len up to 8; kv_len below q_len leaves rows that see no key.
+  CheckPackedRows({{1, 2}, {2, 3}, {4, 2}, {1, 8}, {2, 4}}, {1, 3, 100, 3000}, {128}, 2500);
 }
 
 TEST_CASE("decode: more packed rows than registers hold (tensor cores where they run)", "[forward][decode]") {
+  // 12 to 64 packed rows, some not a multiple of 16; kv_len below q_len leaves rows that see no key,
+  // 3000 splits the keys (the tensor-core tiles stream 64 or, at D = 64, 128 rows per step).
+  CheckPackedRows({{4, 4}, {2, 6}, {1, 16}, {8, 5}, {4, 16}}, {1, 7, 3000}, {64, 128}, 2700);
   Context& context = SharedContext(Knobs::kDevice);
-  uint32_t seed = 2700;
-  // (group, q_len): 12 to 64 packed rows, some not a multiple of 16; kv_len below q_len leaves rows
-  // that see no key, 3000 splits the keys.
-  for (auto [group, q_len] : std::vector<std::pair<uint32_t, uint32_t>>{{4, 4}, {2, 6}, {1, 16}, {8, 5}, {4, 16}}) {
-    for (uint32_t kv_len : {1u, 7u, 100u, 3000u}) {
-      for (bool causal : {false, true}) {
-        const AttentionParams params = DecodeParams({2, 2 * group, 2, q_len, kv_len, kv_len == 100 ? 64u : 128u}, causal);
-        RequireDecodeWhereUsed(context, params);
-        CheckForwardAgainstReference(context, params, seed++);
-      }
-    }
-  }
+  uint32_t seed = 2800;
   // The largest head dim.
   const AttentionParams params = DecodeParams({1, 8, 2, 4, 1500, 256}, true);
   RequireDecodeWhereUsed(context, params);

@@ -312,10 +312,12 @@ TEST_CASE("KV lengths per sequence: a cache filled to different lengths, decode 
     p = MakeParams({3, 8, 2, 4, 700, 64}, DataType::kFloat16, causal);
     p.layout = TensorLayout::kBshd;
     p.kv_lengths = {3, 700, 400};
+    RequireDecodeWhereUsed(context, p);
     CheckSequencesCall(context, p, seed++, false);
     p = MakeParams({3, 8, 2, 14, 900, 128}, DataType::kFloat16, causal);
     p.cu_seqlens_q = {0, 8, 9, 14};
     p.kv_lengths = {900, 5, 300};
+    RequireDecodeWhereUsed(context, p);  // 4 x 14 rows in all, 4 x 8 in the longest: tensor cores either way
     CheckSequencesCall(context, p, seed++, false);
     // Prefill-sized, float32 and float16, forward and backward (dK, dV zero past each length).
     for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {

@@ -1,4 +1,5 @@
-// Merges the split-K parts of decode/attention_forward_decode.comp: one workgroup per (query row,
+// Merges the split-K parts of the decode kernels (decode/attention_forward_decode.comp and
+// attention_forward_decode_coopmat2.comp, which write them alike): one workgroup per (query row,
 // head, batch) weighs each split's normalized O by exp2(its LSE - the max LSE) and writes O
 // (float16) and the LSE (natural log).
 //

@@ -47,6 +47,21 @@ std::vector<float> RandomValues(uint64_t count, DataType dtype, uint32_t seed, f
   return values;
 }
 
+void RequireDecodeWhereUsed(Context& context, const AttentionParams& params) {
+  const DeviceInfo& info = context.device_info();
+  const AttentionShape& s = params.shape;
+  const uint64_t rows = uint64_t(s.q_heads / s.kv_heads) * s.q_len;
+  const uint32_t granularity = info.cooperative_matrix2_granularity;
+  const bool tensor_core_tile = info.use_cooperative_matrix2 && granularity > 0 && s.head_dim % granularity == 0 &&
+                                (rows <= 32 || s.head_dim <= 128);
+  if (!info.use_decode_kernels || (rows > 8 && !tensor_core_tile) || rows > 64) return;
+  auto choice = context.ChooseForwardKernel(params);
+  REQUIRE(choice.ok());
+  INFO(Describe(params));
+  REQUIRE(choice->family == "decode");
+  REQUIRE(choice->kernel == (rows <= 8 ? "forward_f16_decode" : "forward_f16_decode_coopmat2"));
+}
+
 Buffer UploadedBuffer(Context& context, const std::vector<uint8_t>& bytes) {
   auto buffer = context.CreateBuffer(bytes.empty() ? 4 : bytes.size());
   REQUIRE(buffer.ok());

@@ -54,6 +54,12 @@ BackwardRun RunBackwardWith(Context& context, const AttentionParams& params, std
 // exactly O = 0 and LSE = -inf; no validation message.
 void CheckForwardAgainstReference(Context& context, const AttentionParams& params, uint32_t seed);
 
+// Where `context` has the decode kernels and they take this call, it runs them: the register
+// kernel up to 8 packed rows (query heads per KV head x query rows); the tensor-core one up to 64
+// where the context uses VK_NV_cooperative_matrix2 and one of its tiles fits (a head dim that is a
+// multiple of the granularity; 33-64 rows only up to D = 128). REQUIREs it.
+void RequireDecodeWhereUsed(Context& context, const AttentionParams& params);
+
 // A device buffer holding `bytes` (4 bytes when empty). REQUIREs success.
 Buffer UploadedBuffer(Context& context, const std::vector<uint8_t>& bytes);
 
