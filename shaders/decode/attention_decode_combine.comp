@@ -21,8 +21,8 @@ layout(constant_id = VKF_SPEC_WRITE_LSE) const bool WRITE_LSE = true;
 
 layout(std430, set = 0, binding = VKF_FWD_BINDING_O) writeonly buffer o_block { uvec2 o_h4[]; };  // half quads
 layout(std430, set = 0, binding = VKF_FWD_BINDING_LSE) writeonly buffer lse_block { float lse_data[]; };
-layout(std430, set = 0, binding = VKF_FWD_BINDING_O_STATE) readonly buffer o_part_block { vec4 o_part[]; };
-layout(std430, set = 0, binding = VKF_FWD_BINDING_ROW_STATE) readonly buffer lse_part_block { float lse_part[]; };
+#include "decode/split_parts.glsl"
+VKF_DECLARE_SPLIT_PARTS(readonly)
 
 const uint QUADS = HEAD_DIM / 4;                   // the engine keeps HEAD_DIM / 4 <= WORKGROUP_SIZE
 const uint SPLIT_LANES = WORKGROUP_SIZE / QUADS;   // invocations that share a column quad
@@ -34,9 +34,8 @@ void main() {
   const uint n = gl_WorkGroupID.x, head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
   const Sequence seq = sequence_of(batch);
   if (n >= seq.q_len) return;  // past this batch entry's queries (uniform: no barrier skipped)
-  const uint row_index = (batch * pc.q_heads + head) * pc.q_len + n;  // of the parts
-  const uint splits = (pc.kv_len + pc.split_keys - 1) / pc.split_keys;
-  const uint first_part = row_index * splits;
+  const uint splits = split_part_count();
+  const uint first_part = first_part_of_row(batch, head, n, splits);
   const uint tid = gl_LocalInvocationIndex, quad = tid % QUADS, lane = tid / QUADS;
 
   // This lane's parts: m the max LSE so far (a NaN wins: it must reach O and the LSE), weight the

@@ -44,16 +44,13 @@ layout(std430, set = 0, binding = VKF_FWD_BINDING_K) readonly buffer k_block { u
 layout(std430, set = 0, binding = VKF_FWD_BINDING_V) readonly buffer v_block { uvec4 v_u4[]; };
 layout(std430, set = 0, binding = VKF_FWD_BINDING_O) writeonly buffer o_block { uvec4 o_u4[]; };
 layout(std430, set = 0, binding = VKF_FWD_BINDING_LSE) writeonly buffer lse_block { float lse_data[]; };
-// SPLIT: per (row, split), the normalized O ([rows][splits][HEAD_DIM] floats) and the base-2 LSE;
-// rows indexed [batch, q_heads, q_len] with the longest sequence's q_len.
-layout(std430, set = 0, binding = VKF_FWD_BINDING_O_STATE) writeonly buffer o_part_block { vec4 o_part[]; };
-layout(std430, set = 0, binding = VKF_FWD_BINDING_ROW_STATE) writeonly buffer lse_part_block { float lse_part[]; };
+#include "decode/split_parts.glsl"
+VKF_DECLARE_SPLIT_PARTS(writeonly)  // SPLIT: this part of every packed row
 
 // The groups' merge: each group's running max and sum per row, then O summed group by group.
 shared float group_max[KEY_GROUPS * ROWS];
 shared float group_sum[KEY_GROUPS * ROWS];
 shared vec4 merged_o[ROWS * HEAD_DIM / 4];
-
 
 void unpack8(uvec4 w, out vec4 lo, out vec4 hi) {
   lo = vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
@@ -212,21 +209,20 @@ void main() {
   }
 
   // Write: invocation i takes uvec4 words i, i + WORKGROUP_SIZE, ... of the packed rows.
-  const uint splits = SPLIT ? (pc.kv_len + pc.split_keys - 1) / pc.split_keys : 1;
+  const uint parts = SPLIT ? split_part_count() : 1;
   for (uint i = gl_LocalInvocationIndex; i < rows * ROW_U4; i += WORKGROUP_SIZE) {
     const uint r = i / ROW_U4, word = i % ROW_U4;
     const uint head = kv_head * group_size + r / q_len, n = r % q_len;
-    const uint row_index = (batch * pc.q_heads + head) * pc.q_len + n;  // of the parts
     // A row that saw no key: O = 0 (LSE -inf below); a NaN sum gives NaN.
     const float inv_sum = merged_sum[r] == 0.0 ? 0.0 : 1.0 / merged_sum[r];
     const vec4 lo = merged_o[r * (HEAD_DIM / 4) + 2 * word] * inv_sum;
     const vec4 hi = merged_o[r * (HEAD_DIM / 4) + 2 * word + 1] * inv_sum;
     const float lse_log2 = merged_max[r] + log2(merged_sum[r]);  // -inf where the row saw no key
     if (SPLIT) {
-      const uint part = (row_index * splits + split) * (HEAD_DIM / 4) + 2 * word;
-      o_part[part] = lo;
-      o_part[part + 1] = hi;
-      if (word == 0) lse_part[row_index * splits + split] = lse_log2;
+      const uint part = first_part_of_row(batch, head, n, parts) + split;
+      o_part[part * (HEAD_DIM / 4) + 2 * word] = lo;
+      o_part[part * (HEAD_DIM / 4) + 2 * word + 1] = hi;
+      if (word == 0) lse_part[part] = lse_log2;
     } else {
       const uint o_at = (tensor_base(VKF_TENSOR_O, batch, head, seq.q_row0) + n * tensor_row_stride(VKF_TENSOR_O)) / 8;
       o_u4[o_at + word] = uvec4(packHalf2x16(lo.xy), packHalf2x16(lo.zw), packHalf2x16(hi.xy), packHalf2x16(hi.zw));

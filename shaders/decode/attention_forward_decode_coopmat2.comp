@@ -41,9 +41,8 @@ layout(std430, set = 0, binding = VKF_FWD_BINDING_K) readonly buffer k_block { u
 layout(std430, set = 0, binding = VKF_FWD_BINDING_V) readonly buffer v_block { uvec4 v_u4[]; };
 layout(std430, set = 0, binding = VKF_FWD_BINDING_O) writeonly buffer o_block { uvec2 o_h4[]; };  // half quads
 layout(std430, set = 0, binding = VKF_FWD_BINDING_LSE) writeonly buffer lse_block { float lse_data[]; };
-// As decode/attention_forward_decode.comp's: [rows][splits][HEAD_DIM / 4] vec4, base-2 LSE.
-layout(std430, set = 0, binding = VKF_FWD_BINDING_O_STATE) writeonly buffer o_part_block { vec4 o_part[]; };
-layout(std430, set = 0, binding = VKF_FWD_BINDING_ROW_STATE) writeonly buffer lse_part_block { float lse_part[]; };
+#include "decode/split_parts.glsl"
+VKF_DECLARE_SPLIT_PARTS(writeonly)  // SPLIT: this part of every packed row
 
 const uint ROW_U4 = VKF_ROW_U4(HEAD_DIM);          // a row of float16 as uvec4 words
 const uint TILE_STRIDE = VKF_TILE_STRIDE(ROW_U4);  // padded shared row (see stage_rows.glsl)
@@ -145,7 +144,7 @@ void main() {
   coopMatPerElementNV(lse, lse, keep_lse);
   barrier();
 
-  const uint splits = SPLIT ? (pc.kv_len + pc.split_keys - 1) / pc.split_keys : 1;
+  const uint parts = SPLIT ? split_part_count() : 1;
   for (uint i = tid; i < rows * QUADS; i += WORKGROUP_SIZE) {
     const uint r = i / QUADS, quad = i % QUADS;
     const uint head = kv_head * group_size + r / q_len, n = r % q_len;
@@ -161,10 +160,10 @@ void main() {
         }
       }
     }
-    const uint row_index = (batch * pc.q_heads + head) * pc.q_len + n;  // of the parts
     if (SPLIT) {
-      o_part[(row_index * splits + split) * QUADS + quad] = o;
-      if (quad == 0) lse_part[row_index * splits + split] = row_lse[r];
+      const uint part = first_part_of_row(batch, head, n, parts) + split;
+      o_part[part * QUADS + quad] = o;
+      if (quad == 0) lse_part[part] = row_lse[r];
     } else {
       const uint o_at = (tensor_base(VKF_TENSOR_O, batch, head, seq.q_row0) + n * tensor_row_stride(VKF_TENSOR_O)) / 4;
       o_h4[o_at + quad] = uvec2(packHalf2x16(o.xy), packHalf2x16(o.zw));

@@ -74,8 +74,7 @@ uint32_t Coopmat2ForwardBytes(uint32_t head_dim, const WorkgroupTile& tile) {
 // ...of the packed decode kernel: the same tiles (which hold Q before the loop and O after it),
 // the rows' LSE and the flag...
 uint32_t Coopmat2DecodeBytes(uint32_t head_dim, const WorkgroupTile& tile) {
-  return 16 * VKF_SMEM_ROW_PAIR_U4(tile.streamed, VKF_TILE_STRIDE(VKF_ROW_U4(head_dim))) +
-         4 * (VKF_SMEM_ROW_FLOATS(tile.owned) + VKF_SMEM_NONFINITE_FLAG_UINTS);
+  return Coopmat2ForwardBytes(head_dim, tile) + 4 * VKF_SMEM_ROW_FLOATS(tile.owned);
 }
 // ...and of its backward kernels. dK/dV: its V rows, a region that holds its K rows once and then
 // each step's Q and dO rows, the step's LSE and delta, and its rows' non-finite steps and flag. dQ:

@@ -39,14 +39,6 @@ LoopCost DecodeLoopCost(const KernelChoice& choice, uint32_t head_dim) {
 
 uint64_t PackedRows(const AttentionShape& s) { return uint64_t(s.q_heads / s.kv_heads) * s.q_len; }
 
-// The tensor-core kernel (more packed rows than the register kernel holds): where the Context uses
-// the VK_NV_cooperative_matrix2 family and this build has the kernel.
-bool TensorCoreKernelRuns(const DeviceInfo& device, uint32_t head_dim) {
-  const uint32_t granularity = device.cooperative_matrix2_granularity;
-  return device.use_cooperative_matrix2 && granularity > 0 && head_dim % granularity == 0 &&
-         vk::FindShader("forward_f16_decode_coopmat2") != nullptr;
-}
-
 }  // namespace
 
 std::span<const std::string_view> DecodeBackend::variants() const { return kVariants; }
@@ -63,8 +55,11 @@ bool DecodeBackend::Applies(const DeviceInfo& device, const AttentionParams& par
   if (!device.use_decode_kernels || params.dtype != DataType::kFloat16 || s.head_dim % 8 != 0 || s.head_dim > 256) {
     return false;
   }
+  // More rows than the register kernel holds: the tensor-core kernel, built with the coopmat2
+  // family's; ChooseCoopmat2DecodeTile checks the head dim against the device's matrices, and
+  // where no tile fits the next family runs the call.
   const uint64_t rows = PackedRows(s);
-  return rows <= kDecodeMaxRows || (rows <= kDecodeMaxTensorCoreRows && TensorCoreKernelRuns(device, s.head_dim));
+  return rows <= kDecodeMaxRows || (rows <= kDecodeMaxTensorCoreRows && device.use_cooperative_matrix2);
 }
 
 Result<KernelChoice> DecodeBackend::ChooseForward(const DeviceInfo& device, const AttentionParams& params,
