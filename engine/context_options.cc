@@ -27,6 +27,8 @@ Result<ContextOptions> ResolveContextOptions(const ContextOptions& options) {
   if (Status s = FillNumber("VKFLASH_MAX_LOOP_ITERATIONS", &resolved.max_loop_iterations); !s.ok()) return s;
   resolved.disable_subgroup_ops = options.disable_subgroup_ops || env::Flag("VKFLASH_DISABLE_SUBGROUP_OPS");
   resolved.disable_push_descriptors = options.disable_push_descriptors || env::Flag("VKFLASH_DISABLE_PUSH_DESCRIPTORS");
+  resolved.disable_float16_arithmetic =
+      options.disable_float16_arithmetic || env::Flag("VKFLASH_DISABLE_FLOAT16_ARITHMETIC");
   resolved.enable_validation = options.enable_validation || env::Flag("VKFLASH_VALIDATION");
   resolved.pipeline_statistics = options.pipeline_statistics || env::Flag("VKFLASH_PIPELINE_STATISTICS");
   TileOverrides& tiles = resolved.tile_overrides;
@@ -35,6 +37,7 @@ Result<ContextOptions> ResolveContextOptions(const ContextOptions& options) {
   FillText("VKFLASH_COOPMAT2_DKDV_TILE", &tiles.coopmat2_dkdv);
   FillText("VKFLASH_COOPMAT2_DQ_TILE", &tiles.coopmat2_dq);
   FillText("VKFLASH_DECODE_COOPMAT2_TILE", &tiles.decode_coopmat2);
+  FillText("VKFLASH_SCALAR_FORWARD_TILE", &tiles.scalar_forward);
   if (Status s = FillNumber("VKFLASH_DECODE_SPLITS", &tiles.decode_splits); !s.ok()) return s;
   return resolved;
 }

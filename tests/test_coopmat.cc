@@ -388,12 +388,12 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
   }
   SECTION("head dims off the granularity, float32, and instrumented calls run other kernels") {
     params.shape.head_dim = 80;
-    CHECK(vkflash::attention::ChooseForwardKernel(device, params, false)->kernel == "forward_f16_subgroup");
+    CHECK(vkflash::attention::ChooseForwardKernel(device, params, false)->kernel == "forward_tiled_f16_subgroup");
     params.shape.head_dim = 128;
     CHECK(vkflash::attention::ChooseForwardKernel(device, params, /*scalar_only=*/true)->kernel ==
-          "forward_f16_subgroup");
+          "forward_f16_subgroup");  // the per-row kernel: instrumented, or views it cannot vector-load
     params.dtype = vkflash::DataType::kFloat32;
-    CHECK(vkflash::attention::ChooseForwardKernel(device, params, false)->kernel == "forward_f32_subgroup");
+    CHECK(vkflash::attention::ChooseForwardKernel(device, params, false)->kernel == "forward_tiled_f32_subgroup");
   }
   SECTION("the backward takes head dims up to 128 on these kernels") {
     params.shape.head_dim = 256;

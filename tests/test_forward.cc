@@ -179,3 +179,43 @@ TEST_CASE("the naive three-pass baseline agrees with the reference and with the 
   }
   RequireNoValidationMessages();
 }
+
+TEST_CASE("register-tiled scalar forward: float16 products, and float32 rows where a float16 sum could overflow",
+          "[forward][scalar]") {
+  for (bool float16_products : {true, false}) {
+    ContextOptions options = ValidatedOptions();
+    options.kernels = "scalar";
+    options.disable_float16_arithmetic = !float16_products;
+    auto created = Context::Create(options);
+    REQUIRE(created.ok());
+    Context& context = **created;
+    const bool f16_math = float16_products && context.device_info().use_float16_arithmetic;
+    for (bool causal : {false, true}) {
+      const AttentionParams params = MakeParams({1, 2, 1, 100, 130, 64}, DataType::kFloat16, causal);
+      const AttentionShape& s = params.shape;
+      auto choice = context.ChooseForwardKernel(params);
+      REQUIRE(choice.ok());
+      CHECK(choice->kernel.rfind(f16_math ? "forward_tiled_f16math_" : "forward_tiled_f16_", 0) == 0);
+      // Amplitudes (powers of two: the scaled values stay float16-exact) of Q, K, V, and whether
+      // only query row 37 of head 0 gets the Q amplitude. 256 makes Q K^T sums of 16 products
+      // overflow float16; 8192 does the same to P V sums.
+      struct Case {
+        float q, k, v;
+        bool one_row;
+      };
+      for (Case c : {Case{1, 1, 1, false}, Case{256, 256, 1, false}, Case{1, 1, 8192, false}, Case{512, 64, 1, true}}) {
+        INFO(Describe(params) << (f16_math ? ", float16 products" : ", float32 products") << ", Q x" << c.q
+                              << (c.one_row ? " (row 37 only)" : "") << ", K x" << c.k << ", V x" << c.v);
+        std::vector<float> q = RandomValues(s.q_elements(), params.dtype, 21, c.one_row ? 1.0f : c.q);
+        if (c.one_row) {
+          for (uint32_t d = 0; d < s.head_dim; ++d) q[37 * s.head_dim + d] *= c.q;
+        }
+        const ForwardRun run = RunForwardWith(context, params, q, RandomValues(s.kv_elements(), params.dtype, 22, c.k),
+                                              RandomValues(s.kv_elements(), params.dtype, 23, c.v));
+        CHECK(run.o_error <= ForwardTolerance(params.dtype));
+        CHECK(run.lse_error <= ForwardTolerance(params.dtype));
+      }
+    }
+  }
+  RequireNoValidationMessages();
+}

@@ -26,6 +26,13 @@ Buffer Upload(Context& context, const std::vector<float>& values, size_t bytes) 
 TEST_CASE("instrumented forward: tile statistics match the online softmax, outputs unchanged", "[forward][instrument][knobs]") {
   for (Knobs knobs : {Knobs::kDevice, Knobs::kMobile}) {
     Context& context = SharedContext(knobs);
+    // The plain forward of the kernel the instrumented one is: the per-row scalar kernel.
+    ContextOptions per_row_options = ValidatedOptions();
+    per_row_options.max_shared_bytes = context.device_info().usable_shared_memory_bytes;
+    per_row_options.disable_subgroup_ops = !context.device_info().use_subgroup_ops;
+    per_row_options.tile_overrides.scalar_forward = "per-row";
+    auto per_row = Context::Create(per_row_options);
+    REQUIRE(per_row.ok());
     AttentionParams params;
     params.shape = {1, 2, 1, 20, 45, 16};
     params.causal = true;
@@ -41,17 +48,21 @@ TEST_CASE("instrumented forward: tile statistics match the online softmax, outpu
     const auto k = RandomValues(s.kv_elements(), DataType::kFloat32, 2);
     const auto v = RandomValues(s.kv_elements(), DataType::kFloat32, 3);
     Buffer qb = Upload(context, q, q.size() * 4), kb = Upload(context, k, k.size() * 4), vb = Upload(context, v, v.size() * 4);
-    Buffer o_plain = Upload(context, {}, q.size() * 4), o_instr = Upload(context, {}, q.size() * 4);
+    Buffer o_instr = Upload(context, {}, q.size() * 4);
     Buffer lse = Upload(context, {}, s.lse_elements() * 4);
     const size_t stats_floats = ForwardStatsBytes(s, *choice) / 4;
     REQUIRE(stats_floats == s.lse_elements() * tiles * 5);
     Buffer stats = Upload(context, std::vector<float>(stats_floats, NAN), stats_floats * 4);
 
-    REQUIRE(context.Forward(params, {qb.view(), kb.view(), vb.view(), o_plain.view(), {}}).ok());
+    std::vector<float> plain(q.size()), instrumented(q.size()), got(stats_floats);
+    {
+      Buffer pq = Upload(**per_row, q, q.size() * 4), pk = Upload(**per_row, k, k.size() * 4);
+      Buffer pv = Upload(**per_row, v, v.size() * 4), po = Upload(**per_row, {}, q.size() * 4);
+      REQUIRE((*per_row)->Forward(params, {pq.view(), pk.view(), pv.view(), po.view(), {}}).ok());
+      REQUIRE((*per_row)->Download(po.view(), plain.data(), plain.size() * 4).ok());
+    }
     REQUIRE(InstrumentedForward(context, params, {qb.view(), kb.view(), vb.view(), o_instr.view(), lse.view()},
                                 stats.view()).ok());
-    std::vector<float> plain(q.size()), instrumented(q.size()), got(stats_floats);
-    REQUIRE(context.Download(o_plain.view(), plain.data(), plain.size() * 4).ok());
     REQUIRE(context.Download(o_instr.view(), instrumented.data(), instrumented.size() * 4).ok());
     REQUIRE(context.Download(stats.view(), got.data(), got.size() * 4).ok());
     CHECK(plain == instrumented);

@@ -96,7 +96,13 @@ Result<uint64_t> ForwardOperator::WorkspaceBytes(const AttentionParams& params, 
     return DecodeStateParts(info_, call, split.splits).total;
   }
   VKF_ASSIGN_OR_RETURN(const ChunkPlan plan, Chunks(choice, call.planning, with_stats));
-  return ForwardStateParts(info_, call, choice, plan.chunks > 1).total;
+  uint64_t bytes = ForwardStateParts(info_, call, choice, plan.chunks > 1).total;
+  if (IsTiledForward(choice)) {  // views that turn out unaligned run the per-row kernel
+    VKF_ASSIGN_OR_RETURN(const KernelChoice per_row, ChoosePerRowForward(info_, call.planning, overrides_));
+    VKF_ASSIGN_OR_RETURN(const ChunkPlan per_row_plan, Chunks(per_row, call.planning, with_stats));
+    bytes = std::max<uint64_t>(bytes, ForwardStateParts(info_, call, per_row, per_row_plan.chunks > 1).total);
+  }
+  return bytes;
 }
 
 Result<KernelChoice> ForwardOperator::Choose(const AttentionParams& params) const {

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "attention/backends/kernel_backend.h"
+#include "attention/backends/scalar_backend.h"
 #include "common/shader_interface.h"
 
 namespace vkflash::attention {
@@ -44,7 +45,8 @@ Result<Choice> FirstThatFits(const DeviceInfo& device, const AttentionParams& pa
 Result<KernelChoice> ChooseForwardKernel(const DeviceInfo& device, const AttentionParams& params, bool scalar_only,
                                          const TileOverrides& overrides) {
   return FirstThatFits<KernelChoice>(device, params, scalar_only, [&](const KernelBackend& backend) {
-    return backend.ChooseForward(device, params, overrides);
+    // scalar_only: instrumented, or views the vector loads cannot take: the per-row kernel.
+    return scalar_only ? ChoosePerRowForward(device, params, overrides) : backend.ChooseForward(device, params, overrides);
   });
 }
 

@@ -42,6 +42,11 @@ Result<std::unique_ptr<Device>> Device::Create(VkPhysicalDevice physical, const 
   CooperativeMatrix2FeaturesNv nv_matrix2{kCooperativeMatrix2FeaturesNvType};
   VkPhysicalDeviceMaintenance4Features maintenance4{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_FEATURES};
   maintenance4.maintenance4 = VK_TRUE;
+  if (info.use_float16_arithmetic) {  // the scalar forward's float16 products (Vulkan 1.2 core)
+    float16.shaderFloat16 = VK_TRUE;
+    float16.pNext = storage16.pNext;
+    storage16.pNext = &float16;
+  }
   if (info.cooperative_matrix != CooperativeMatrixApi::kNone || info.use_cooperative_matrix2) {
     float16.shaderFloat16 = VK_TRUE;
     memory_model.vulkanMemoryModel = VK_TRUE;

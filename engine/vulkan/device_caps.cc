@@ -113,6 +113,8 @@ DeviceInfo ProbeDevice(VkInstance instance, uint32_t instance_api_version, VkPhy
   info.usable_shared_memory_bytes = info.shared_memory_bytes;
   info.use_subgroup_ops = info.subgroup_shuffle_in_compute;
   info.use_push_descriptors = info.push_descriptor;
+  // Vulkan 1.2: shaderFloat16 is enabled through the core feature struct, without an extension.
+  info.use_float16_arithmetic = info.shader_float16 && info.storage_buffer_16bit && core_version >= VK_API_VERSION_1_2;
   return info;
 }
 
@@ -122,6 +124,7 @@ void ApplyLimits(const ContextOptions& options, DeviceInfo* info) {
   }
   if (options.disable_subgroup_ops) info->use_subgroup_ops = false;
   if (options.disable_push_descriptors) info->use_push_descriptors = false;
+  if (options.disable_float16_arithmetic) info->use_float16_arithmetic = false;
 }
 
 }  // namespace vkflash::vk

@@ -80,6 +80,9 @@ struct DeviceInfo {
   uint32_t usable_shared_memory_bytes = 0;
   bool use_subgroup_ops = false;
   bool use_push_descriptors = false;
+  // shaderFloat16 is enabled on the Context's device: the register-tiled scalar forward multiplies
+  // float16 tensors in float16 (its sums stay float32; scalar/register_tile.glsl).
+  bool use_float16_arithmetic = false;
   // Which extension the tensor-core kernels use (kNone: the scalar kernels run everywhere). The
   // note says why none when the device has one (disabled by a knob, the layout probe failed), or
   // the accumulator layout the probe found.

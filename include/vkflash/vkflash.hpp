@@ -215,6 +215,11 @@ struct BackwardBuffers {
 // rows x streamed rows x workgroup size). A tile the device cannot run is ignored.
 struct TileOverrides {
   std::string coopmat_forward, coopmat2_forward, coopmat2_dkdv, coopmat2_dq, decode_coopmat2;
+  // The scalar forward (VKFLASH_SCALAR_FORWARD_TILE): QxKxTxR, the register-tiled kernel's (query
+  // rows, keys per step, invocations per row group, rows per invocation); QxKxT, the per-row
+  // kernel's (query rows, keys per step, invocations per row), which then runs every call; or
+  // "per-row": the per-row kernel, with its own tiles, for every call.
+  std::string scalar_forward;
   // The decode kernels' split-K parts per (KV head, batch) (VKFLASH_DECODE_SPLITS); 0: from the
   // device's compute units and the shape.
   uint32_t decode_splits = 0;
@@ -243,6 +248,10 @@ struct ContextOptions {
   uint32_t max_shared_bytes = 0;
   bool disable_subgroup_ops = false;
   bool disable_push_descriptors = false;
+  // No float16 products in the scalar kernels even where the device has shaderFloat16 (the
+  // VKFLASH_DISABLE_FLOAT16_ARITHMETIC environment variable too): every product float32, as on a
+  // device without it.
+  bool disable_float16_arithmetic = false;
   // Run as though the driver ended shader loops after this many iterations per invocation
   // (DeviceInfo::shader_loop_budget): long loops then run in chunks, as they must on such drivers.
   // 0: the VKFLASH_MAX_LOOP_ITERATIONS environment variable, else the device's own budget.
@@ -292,6 +301,8 @@ enum AdoptedDeviceFeature : uint32_t {
   // (kAdoptedCooperativeMatrixKhr) and maintenance4 (api_version >= 1.3): the workgroup-scope
   // kernels may run.
   kAdoptedCooperativeMatrix2Nv = 1u << 4,
+  // shaderFloat16: the scalar forward may multiply float16 tensors in float16.
+  kAdoptedShaderFloat16 = 1u << 5,
 };
 
 // An engine's own Vulkan objects for Context::Adopt(). vkflash never destroys them. The device

@@ -43,6 +43,19 @@
 // backward preprocess).
 #define VKF_SMEM_ROW_REDUCE_FLOATS(workgroup_size) (workgroup_size)
 
+// --- Register-tiled scalar forward (scalar/attention_forward_tiled.comp) ---
+// A row of 16-byte words (8 halves with float16 products, else 4 floats; the head dim is a
+// multiple of 8), at an odd stride as above.
+#define VKF_TILED_ROW_WORDS(head_dim, word_cols) ((head_dim) / (word_cols))
+// words: the Q tile (BLOCK_Q rows), and each of the K and V tiles (BLOCK_KV rows).
+#define VKF_SMEM_TILED_WORDS(rows, stride) ((rows) * (stride))
+// P, one element per (query row, key): float16 with float16 products, else float. The row
+// stride is padded by 4 bytes so that the rows a warp's invocations read at once hit different banks.
+#define VKF_TILED_P_STRIDE(block_kv, element_bytes) ((block_kv) + 4 / (element_bytes))
+#define VKF_SMEM_TILED_P_ELEMENTS(block_q, p_stride) ((block_q) * (p_stride))
+// uint: with float16 products, the largest |value| of each V row of the step and of the V tile.
+#define VKF_SMEM_TILED_ABS_MAX_UINTS(block_kv) ((block_kv) + 1)
+
 // --- Tensor-core kernels (coopmat/, coopmat2/) ---
 // uvec4: the staged rows of two tensors of one tile, `rows` each (K and V; dK/dV of coopmat/: its
 // K and V rows, and each step's Q and dO rows).

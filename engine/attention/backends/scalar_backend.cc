@@ -1,5 +1,7 @@
 #include "attention/backends/scalar_backend.h"
 
+#include <cstdio>
+#include <optional>
 #include <string>
 
 #include "attention/backends/tile_search.h"
@@ -8,11 +10,37 @@
 #include "util/ceil_div.h"
 
 namespace vkflash::attention {
+LoopCost TiledForwardLoopCost(const KernelChoice& choice, uint32_t head_dim);  // below, with the other loop counts
+
 namespace {
 
 struct TileShape {
   uint32_t block_q, block_kv;
 };
+
+// The register-tiled forward (scalar/attention_forward_tiled.comp): rows x keys per step, the
+// invocations sharing a row group, the rows each owns, the largest head dim the entry is for.
+// Order from H100 measurements (docs/tuning-log.md, 2026-11-24), first that fits wins.
+struct TiledTile {
+  uint32_t block_q, block_kv, threads_per_row, rows_per_thread, max_head_dim = 256;
+  uint32_t workgroup_size() const { return block_q / rows_per_thread * threads_per_row; }
+};
+constexpr TiledTile kTiledForwardTiles[] = {
+    {64, 32, 4, 2, 64},  // D <= 64: 27.6 TFLOP/s against 25.0 for 64x64x8x4
+    {64, 64, 8, 4},      // 128 invocations, each 4 rows x 8 keys of S, 4 rows x D/8 columns of O
+    {64, 32, 8, 4},      // D = 128 on 48 KB: 25.6 TFLOP/s (64x64 does not fit)
+    {32, 32, 8, 2},      // 32 KB at D = 128: 23.9
+    {32, 16, 8, 2},
+    {16, 16, 8, 2},      // 16 KB at D = 128 (float16 words): 21.2
+    {16, 16, 4, 2},
+    {8, 8, 4, 2},
+    {8, 8, 2, 1},
+    {4, 4, 1, 1},        // anything with 16-byte loads
+};
+
+bool Float16Products(const DeviceInfo& device, DataType dtype) {
+  return dtype == DataType::kFloat16 && device.use_float16_arithmetic;
+}
 
 // (rows a workgroup owns, rows of each streamed tile), largest first: more owned rows amortize
 // each streamed tile over more work.
@@ -20,15 +48,17 @@ constexpr TileShape kForwardTiles[] = {{32, 32}, {16, 32}, {16, 16}, {8, 16}, {8
                                        {4, 4},   {2, 4},   {1, 4},   {1, 2},  {1, 1}};
 constexpr uint32_t kThreadsPerRow[] = {8, 4, 2, 1};
 
+bool SubgroupsAllow(const DeviceInfo& device, uint32_t threads_per_row, uint32_t workgroup) {
+  // Rows must not straddle subgroups, and every subgroup must be full (shuffles read lanes of the
+  // same row only), whatever size in [min, max] the driver picks.
+  return threads_per_row <= device.min_subgroup_size && device.max_subgroup_size != 0 &&
+         workgroup % device.max_subgroup_size == 0;
+}
+
 bool ForwardFits(const DeviceInfo& device, uint32_t head_dim, TileShape tile, uint32_t threads_per_row, bool subgroup) {
   const uint32_t workgroup = tile.block_q * threads_per_row;
   if (workgroup > device.max_workgroup_invocations) return false;
-  if (subgroup) {
-    // Rows must not straddle subgroups, and every subgroup must be full (shuffles read lanes of
-    // the same row only), whatever size in [min, max] the driver picks.
-    if (threads_per_row > device.min_subgroup_size) return false;
-    if (device.max_subgroup_size == 0 || workgroup % device.max_subgroup_size != 0) return false;
-  }
+  if (subgroup && !SubgroupsAllow(device, threads_per_row, workgroup)) return false;
   return ForwardSharedBytes(head_dim, tile.block_q, tile.block_kv, threads_per_row, subgroup) <=
          device.usable_shared_memory_bytes;
 }
@@ -43,7 +73,94 @@ Status NothingFits(const DeviceInfo& device, uint32_t head_dim) {
 
 constexpr std::string_view kVariants[] = {"scalar"};
 
+// VKFLASH_SCALAR_FORWARD_TILE: QxKxTxR, the register-tiled kernel's (rows, keys, invocations per
+// row group, rows per invocation), tried first; QxKxT, the per-row kernel's (rows, keys,
+// invocations per row), tried first by the per-row kernel, which then runs every call; "per-row",
+// the per-row kernel with its own tiles for every call.
+struct ForcedScalarTile {
+  std::optional<TiledTile> tiled;
+  bool per_row_kernel = false;
+  std::optional<TileShape> per_row;
+  uint32_t threads_per_row = 0;
+};
+ForcedScalarTile ParseScalarTile(const std::string& text) {
+  ForcedScalarTile forced;
+  if (text == "per-row") {
+    forced.per_row_kernel = true;
+    return forced;
+  }
+  uint32_t v[4] = {0, 0, 0, 0};
+  const int n = text.empty() ? 0 : std::sscanf(text.c_str(), "%ux%ux%ux%u", &v[0], &v[1], &v[2], &v[3]);
+  if (n == 4 && v[0] && v[1] && v[2] && v[3]) forced.tiled = TiledTile{v[0], v[1], v[2], v[3], UINT32_MAX};
+  if (n == 3 && v[0] && v[1] && v[2]) {
+    forced.per_row_kernel = true;
+    forced.per_row = TileShape{v[0], v[1]};
+    forced.threads_per_row = v[2];
+  }
+  return forced;
+}
+
+bool TiledFits(const DeviceInfo& device, const AttentionParams& params, TiledTile tile, bool subgroup) {
+  const uint32_t head_dim = params.shape.head_dim;
+  const uint32_t word_cols = Float16Products(device, params.dtype) ? 8 : 4;
+  const uint32_t row_words = head_dim / word_cols, workgroup = tile.workgroup_size();
+  if (head_dim % 8 != 0 || head_dim > tile.max_head_dim || tile.block_q % tile.rows_per_thread != 0 || row_words % tile.threads_per_row != 0 ||
+      tile.block_kv % tile.threads_per_row != 0 || workgroup > device.max_workgroup_invocations) {
+    return false;
+  }
+  if (subgroup && !SubgroupsAllow(device, tile.threads_per_row, workgroup)) return false;
+  return TiledForwardSharedBytes(head_dim, tile.block_q, tile.block_kv, workgroup, word_cols == 8, subgroup) <=
+         device.usable_shared_memory_bytes;
+}
+
+// The register-tiled forward's first tile that fits, if any.
+std::optional<KernelChoice> ChooseTiledForward(const DeviceInfo& device, const AttentionParams& params,
+                                               const ForcedScalarTile& forced) {
+  const bool f16_products = Float16Products(device, params.dtype);
+  for (bool subgroup : {true, false}) {
+    if (subgroup && !device.use_subgroup_ops) continue;
+    const auto make_choice = [&](TiledTile tile) {
+      KernelChoice choice;
+      choice.kernel = std::string("forward_tiled_") + (f16_products ? "f16math" : DtypeSuffix(params.dtype)) +
+                      (subgroup ? "_subgroup" : "_shared");
+      choice.block_q = tile.block_q;
+      choice.block_kv = tile.block_kv;
+      choice.threads_per_row = tile.threads_per_row;
+      choice.workgroup_size = tile.workgroup_size();
+      choice.subgroup_reductions = subgroup;
+      choice.shared_memory_bytes = TiledForwardSharedBytes(params.shape.head_dim, tile.block_q, tile.block_kv,
+                                                           choice.workgroup_size, f16_products, subgroup);
+      return choice;
+    };
+    // On a driver with a loop budget, one step (and the fixed part) must fit half of it
+    // (chunk_plan.h); a smaller tile, or the per-row kernel, runs the call otherwise.
+    const auto fits = [&](TiledTile tile) {
+      if (!TiledFits(device, params, tile, subgroup)) return false;
+      if (device.shader_loop_budget == 0) return true;
+      const LoopCost cost = TiledForwardLoopCost(make_choice(tile), params.shape.head_dim);
+      return cost.fixed + cost.per_step <= device.shader_loop_budget / 2;
+    };
+    const std::optional<TiledTile> tile =
+        FirstTileThatFits(forced.tiled, std::span<const TiledTile>(kTiledForwardTiles), fits);
+    if (tile) return make_choice(*tile);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+bool IsTiledForward(const KernelChoice& choice) { return choice.kernel.rfind("forward_tiled_", 0) == 0; }
+
+uint32_t TiledForwardSharedBytes(uint32_t head_dim, uint32_t block_q, uint32_t block_kv, uint32_t workgroup_size,
+                                 bool float16_words, bool subgroup_reductions) {
+  const uint32_t word_cols = float16_words ? 8 : 4, p_bytes = float16_words ? 2 : 4;
+  const uint32_t stride = VKF_ODD_STRIDE(VKF_TILED_ROW_WORDS(head_dim, word_cols));
+  const uint32_t words = VKF_SMEM_TILED_WORDS(block_q, stride) + 2 * VKF_SMEM_TILED_WORDS(block_kv, stride);
+  const uint32_t p = p_bytes * VKF_SMEM_TILED_P_ELEMENTS(block_q, VKF_TILED_P_STRIDE(block_kv, p_bytes));
+  const uint32_t reduce = subgroup_reductions ? 0 : 4 * VKF_SMEM_ROW_REDUCE_FLOATS(workgroup_size);
+  const uint32_t guards = float16_words ? 4 * VKF_SMEM_TILED_ABS_MAX_UINTS(block_kv) : 0;
+  return 16 * words + p + reduce + guards;
+}
 
 std::span<const std::string_view> ScalarBackend::variants() const { return kVariants; }
 
@@ -56,22 +173,37 @@ uint32_t ForwardSharedBytes(uint32_t head_dim, uint32_t block_q, uint32_t block_
 }
 
 Result<KernelChoice> ScalarBackend::ChooseForward(const DeviceInfo& device, const AttentionParams& params,
-                                                  const TileOverrides&) const {
+                                                  const TileOverrides& overrides) const {
+  const ForcedScalarTile forced = ParseScalarTile(overrides.scalar_forward);
+  if (!forced.per_row_kernel) {
+    if (std::optional<KernelChoice> tiled = ChooseTiledForward(device, params, forced)) return *tiled;
+  }
+  return ChoosePerRowForward(device, params, overrides);
+}
+
+Result<KernelChoice> ChoosePerRowForward(const DeviceInfo& device, const AttentionParams& params,
+                                         const TileOverrides& overrides) {
   const uint32_t head_dim = params.shape.head_dim;
+  const ForcedScalarTile forced = ParseScalarTile(overrides.scalar_forward);
+  const auto make_choice = [&](TileShape tile, uint32_t threads_per_row, bool subgroup) {
+    KernelChoice choice;
+    choice.kernel = std::string("forward_") + DtypeSuffix(params.dtype) + (subgroup ? "_subgroup" : "_shared");
+    choice.block_q = tile.block_q;
+    choice.block_kv = tile.block_kv;
+    choice.threads_per_row = threads_per_row;
+    choice.workgroup_size = tile.block_q * threads_per_row;
+    choice.subgroup_reductions = subgroup;
+    choice.shared_memory_bytes = ForwardSharedBytes(head_dim, tile.block_q, tile.block_kv, threads_per_row, subgroup);
+    return choice;
+  };
   for (bool subgroup : {true, false}) {
     if (subgroup && !device.use_subgroup_ops) continue;
+    if (forced.per_row && ForwardFits(device, head_dim, *forced.per_row, forced.threads_per_row, subgroup)) {
+      return make_choice(*forced.per_row, forced.threads_per_row, subgroup);
+    }
     for (uint32_t threads_per_row : kThreadsPerRow) {
       for (TileShape tile : kForwardTiles) {
-        if (!ForwardFits(device, head_dim, tile, threads_per_row, subgroup)) continue;
-        KernelChoice choice;
-        choice.kernel = std::string("forward_") + DtypeSuffix(params.dtype) + (subgroup ? "_subgroup" : "_shared");
-        choice.block_q = tile.block_q;
-        choice.block_kv = tile.block_kv;
-        choice.threads_per_row = threads_per_row;
-        choice.workgroup_size = tile.block_q * threads_per_row;
-        choice.subgroup_reductions = subgroup;
-        choice.shared_memory_bytes = ForwardSharedBytes(head_dim, tile.block_q, tile.block_kv, threads_per_row, subgroup);
-        return choice;
+        if (ForwardFits(device, head_dim, tile, threads_per_row, subgroup)) return make_choice(tile, threads_per_row, subgroup);
       }
     }
   }
@@ -128,7 +260,33 @@ uint64_t ReductionLoops(const KernelChoice& choice) {
 
 // Each term names the loop of shaders/scalar/attention_forward.comp it counts. A vec4 load or store of a
 // tensor (tensor_io.glsl) loops over its 4 columns.
+// ...of shaders/scalar/attention_forward_tiled.comp, both of its paths (float16 and float32
+// products) counted, as a tile may take either.
+LoopCost TiledForwardLoopCost(const KernelChoice& choice, uint32_t head_dim) {
+  const bool f16_words = choice.kernel.find("f16math") != std::string::npos;
+  const bool f32_storage = choice.kernel.find("_f32_") != std::string::npos;
+  const uint64_t word_cols = f16_words ? 8 : 4, global_cols = f32_storage ? 4 : 8;
+  const uint64_t rows = uint64_t(choice.block_q) * choice.threads_per_row / choice.workgroup_size;  // per invocation
+  const uint64_t keys = choice.block_kv / choice.threads_per_row, row_words = head_dim / word_cols;
+  const uint64_t lane_words = row_words / choice.threads_per_row, lane_vec4s = lane_words * word_cols / 4;
+  const uint64_t global_words = head_dim / global_cols, reduce = ReductionLoops(choice);
+  LoopCost cost;
+  cost.fixed = CeilDiv(uint64_t(choice.block_q) * global_words, choice.workgroup_size)  // Q tile
+               + 2 * rows * (1 + lane_vec4s)                                          // zero, resume
+               + rows * (reduce + 5 * lane_vec4s + 1) + 8;                            // store O or the state; slack
+  const uint64_t s_f32 = row_words * (rows + keys * (1 + rows)) + rows * keys;
+  const uint64_t s_f16 = CeilDiv(row_words, 4) * (3 * rows * keys + 4 * (rows + keys * (1 + rows)));
+  const uint64_t pv_f32 = uint64_t(choice.block_kv) * (rows + lane_words * (1 + rows));
+  const uint64_t pv_f16 = CeilDiv(choice.block_kv, 16) * (3 * rows * 4 * lane_words + 16 * (rows + lane_words * (1 + rows)));
+  cost.per_step = 2 * CeilDiv(uint64_t(choice.block_kv) * global_words, choice.workgroup_size)  // K, V tiles
+                  + s_f32 + s_f16 + rows * (1 + keys)                                       // S, masking
+                  + rows * (2 * keys + reduce + lane_vec4s + 1)                             // softmax
+                  + pv_f32 + pv_f16 + 1;                                                    // O += P V, the loop
+  return cost;
+}
+
 LoopCost ScalarForwardLoopCost(const KernelChoice& choice, uint32_t head_dim, bool instrumented) {
+  if (IsTiledForward(choice)) return TiledForwardLoopCost(choice, head_dim);
   const uint64_t head_vec4 = CeilDiv(head_dim, 4), lane_vec4s = CeilDiv(head_vec4, choice.threads_per_row);
   const uint64_t lane_keys = CeilDiv(choice.block_kv, choice.threads_per_row), reduce = ReductionLoops(choice);
   LoopCost cost;

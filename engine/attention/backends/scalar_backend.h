@@ -1,6 +1,8 @@
 // The scalar family: plain GLSL kernels for any Vulkan 1.1 device (shaders/scalar/). Rows are
 // shared by `threads_per_row` invocations and reduced with subgroup shuffles where the device
-// allows them, else through shared memory. On a driver with a loop budget they run in chunks
+// allows them, else through shared memory. The forward is register-tiled where the call's views
+// allow 16-byte loads and the head dim is a multiple of 8 (float16 products where the device has
+// shaderFloat16), else the per-row kernel runs it. On a driver with a loop budget they run in chunks
 // (chunk_plan.h), so they also say how many loop iterations they run.
 #pragma once
 
@@ -26,6 +28,19 @@ class ScalarBackend final : public KernelBackend {
   Result<BackwardKernelChoice> ChooseBackward(const DeviceInfo& device, const AttentionParams& params,
                                               const TileOverrides& overrides) const override;
 };
+
+// The per-row forward (scalar/attention_forward.comp), which takes every call: instrumented ones,
+// views and strides the register-tiled kernel's 16-byte loads cannot take, any head dim.
+Result<KernelChoice> ChoosePerRowForward(const DeviceInfo& device, const AttentionParams& params,
+                                         const TileOverrides& overrides);
+
+// Whether `choice` is the register-tiled forward (scalar/attention_forward_tiled.comp).
+bool IsTiledForward(const KernelChoice& choice);
+
+// Shared memory the register-tiled forward declares: Q, K and V words (float16 words: 8 halves,
+// else 4 floats), P, the shared-memory reductions' scratch, the float16 guards.
+uint32_t TiledForwardSharedBytes(uint32_t head_dim, uint32_t block_q, uint32_t block_kv, uint32_t workgroup_size,
+                                 bool float16_words, bool subgroup_reductions);
 
 // Shared memory the scalar forward kernel declares for these tiles (q and kv tiles with padded
 // rows, the P tile, the shared-memory reductions' scratch).

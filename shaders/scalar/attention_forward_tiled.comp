@@ -1,0 +1,350 @@
+// FlashAttention-2 forward, scalar (no tensor cores), register-tiled: one workgroup per (Q tile,
+// head, batch), built for throughput.
+//
+// The workgroup's BLOCK_Q query rows are split into row groups of ROWS_PER_THREAD rows; the
+// THREADS_PER_ROW invocations of a row group (consecutive, aligned) each own a register block of
+// S (its rows x the keys lane, lane + THREADS_PER_ROW, ...) and of O (its rows x every
+// THREADS_PER_ROW-th word of the head dim). Each shared-memory word a lane reads feeds
+// ROWS_PER_THREAD (K words) or KEYS_PER_THREAD (Q words) products. Q stays in shared memory; K
+// and V of each key tile are staged together; P goes through shared memory from the lanes that
+// computed it to the lanes that own its O columns.
+//
+// Variants by define: VKF_STORAGE_F16, VKF_SUBGROUP_OPS (row reductions), VKF_FLOAT16_MATH
+// (scalar/register_tile.glsl). The engine picks this kernel for views at 16-byte offsets with
+// strides and head dim multiples of 8 elements, ROWS_PER_THREAD = BLOCK_Q * THREADS_PER_ROW /
+// WORKGROUP_SIZE whole, and THREADS_PER_ROW dividing both BLOCK_KV and the words of a row; other
+// calls, and instrumented ones, run scalar/attention_forward.comp.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "scalar/variant_extensions.glsl"
+
+#define VKF_DEFAULT_HEAD_DIM 64
+#define VKF_DEFAULT_BLOCK_Q 64
+#define VKF_DEFAULT_BLOCK_KV 32
+#define VKF_DEFAULT_THREADS_PER_ROW 8
+#include "common/attention_preamble.glsl"
+#include "common/shared_memory_sizes.h"
+layout(constant_id = VKF_SPEC_WRITE_LSE) const bool WRITE_LSE = true;
+layout(constant_id = VKF_SPEC_CHUNKED) const bool CHUNKED = false;  // false: one pass over all keys
+
+#include "scalar/tensor_io.glsl"
+#include "scalar/register_tile.glsl"
+#include "scalar/row_reduce.glsl"
+#include "common/attention_mask.glsl"
+#define VKF_SEQUENCES_BINDING VKF_FWD_BINDING_SEQUENCES
+#include "common/sequences.glsl"
+
+const uint ROWS_PER_THREAD = BLOCK_Q * THREADS_PER_ROW / WORKGROUP_SIZE;
+const uint KEYS_PER_THREAD = BLOCK_KV / THREADS_PER_ROW;
+const uint ROW_WORDS = VKF_TILED_ROW_WORDS(HEAD_DIM, WORD_COLS);
+const uint STRIDE = VKF_ODD_STRIDE(ROW_WORDS);
+const uint GLOBAL_ROW_WORDS = HEAD_DIM / GLOBAL_COLS;
+const uint WORDS_PER_THREAD = ROW_WORDS / THREADS_PER_ROW;      // of O: words lane, lane + THREADS_PER_ROW, ...
+const uint VEC4_PER_THREAD = WORDS_PER_THREAD * WORD_COLS / 4;  // ...as vec4 accumulators
+const uint HEAD_VEC4 = HEAD_DIM / 4;                            // a row of the chunked state
+const uint P_STRIDE = VKF_TILED_P_STRIDE(BLOCK_KV, VKF_FLOAT16_MATH != 0 ? 2 : 4);
+
+VKF_TENSOR_WORDS_IN(VKF_FWD_BINDING_Q, q_data);
+VKF_TENSOR_WORDS_IN(VKF_FWD_BINDING_K, k_data);
+VKF_TENSOR_WORDS_IN(VKF_FWD_BINDING_V, v_data);
+VKF_TENSOR_OUT(VKF_FWD_BINDING_O, o_data);
+layout(std430, set = 0, binding = VKF_FWD_BINDING_LSE) writeonly buffer lse_block { float lse_data[]; };
+layout(std430, set = 0, binding = VKF_FWD_BINDING_O_STATE) buffer o_state_block { vec4 o_state[]; };
+layout(std430, set = 0, binding = VKF_FWD_BINDING_ROW_STATE) buffer row_state_block { float row_state[]; };
+
+shared word_t q_tile[VKF_SMEM_TILED_WORDS(BLOCK_Q, STRIDE)];
+shared word_t k_tile[VKF_SMEM_TILED_WORDS(BLOCK_KV, STRIDE)];
+shared word_t v_tile[VKF_SMEM_TILED_WORDS(BLOCK_KV, STRIDE)];
+shared p_t p_tile[VKF_SMEM_TILED_P_ELEMENTS(BLOCK_Q, P_STRIDE)];
+#if VKF_FLOAT16_MATH
+// The largest |value| (word_abs_max_bits) of each V row of the step, then of the whole V tile.
+shared uint v_abs_max_bits[VKF_SMEM_TILED_ABS_MAX_UINTS(BLOCK_KV)];
+const uint V_TILE_BITS = BLOCK_KV;
+#endif
+
+VKF_DEFINE_VEC4_STORER(store_o4, o_data)
+
+// Defines `uint fn(uint base, uint stride, uint first, uint count, uint row_bits)`: copies rows
+// [first, first + ROWS) of `data` (row n at element base + n * stride) into `tile`; rows at or
+// past `count` become zeros. GUARDED (V, with float16 products): also
+// keeps each row's largest |value| in v_abs_max_bits[row_bits + row] and returns the largest this
+// invocation staged; else returns 0.
+#if VKF_FLOAT16_MATH
+#define VKF_STAGE_WORD(tile, at, w, bits, row_slot, GUARDED)        \
+  {                                                                 \
+    tile[at] = w;                                                   \
+    if (GUARDED) {                                                  \
+      const uint word_bits = word_abs_max_bits(w);                  \
+      atomicMax(v_abs_max_bits[row_slot], word_bits, gl_ScopeWorkgroup, 0, 0); \
+      bits = max(bits, word_bits);                                  \
+    }                                                               \
+  }
+#else
+#define VKF_STAGE_WORD(tile, at, w, bits, row_slot, GUARDED) \
+  {                                                  \
+    vec4 lo, hi;                                     \
+    unpack_global(w, lo, hi);                        \
+    tile[at] = lo;                                   \
+    if (WORDS_PER_GLOBAL == 2) tile[at + 1] = hi;    \
+  }
+#endif
+#define VKF_DEFINE_STAGER(fn, tile, data, ROWS, GUARDED)                                         \
+  uint fn(uint base, uint stride, uint first, uint count, uint row_bits) {                       \
+    uint bits = 0;                                                                               \
+    for (uint i = gl_LocalInvocationIndex; i < ROWS * GLOBAL_ROW_WORDS; i += WORKGROUP_SIZE) {  \
+      const uint r = i / GLOBAL_ROW_WORDS, g = i % GLOBAL_ROW_WORDS;                             \
+      const global_word_t w =                                                                    \
+          first + r < count ? data[(base + (first + r) * stride) / GLOBAL_COLS + g] : global_word_t(0); \
+      VKF_STAGE_WORD(tile, r * STRIDE + g * WORDS_PER_GLOBAL, w, bits, row_bits + r, GUARDED)    \
+    }                                                                                            \
+    return bits;                                                                                 \
+  }
+VKF_DEFINE_STAGER(stage_q, q_tile, q_data, BLOCK_Q, false)
+VKF_DEFINE_STAGER(stage_k, k_tile, k_data, BLOCK_KV, false)
+VKF_DEFINE_STAGER(stage_v, v_tile, v_data, BLOCK_KV, true)
+
+uint row_group_first_row() { return (gl_LocalInvocationIndex / THREADS_PER_ROW) * ROWS_PER_THREAD; }
+uint lane_id() { return gl_LocalInvocationIndex % THREADS_PER_ROW; }
+
+// S (base 2) of this invocation's rows x keys lane + j * THREADS_PER_ROW of the staged tiles.
+// Products and sums float32: the scores' absolute error is what the softmax sees, and a float16
+// sum of even a few products of large logits is off by more than the contract allows.
+void scores(out float s[ROWS_PER_THREAD][KEYS_PER_THREAD]) {
+  const uint row0 = row_group_first_row(), lane = lane_id();
+  [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r)
+    [[unroll]] for (uint j = 0; j < KEYS_PER_THREAD; ++j) s[r][j] = 0.0;
+  for (uint w = 0; w < ROW_WORDS; ++w) {
+#if VKF_FLOAT16_MATH
+    // Each word widened once: 8 conversions per row or key, for ROWS_PER_THREAD x KEYS_PER_THREAD x 8 products.
+    vec4 q_lo[ROWS_PER_THREAD], q_hi[ROWS_PER_THREAD];
+    [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) word_to_f32(q_tile[(row0 + r) * STRIDE + w], q_lo[r], q_hi[r]);
+    [[unroll]] for (uint j = 0; j < KEYS_PER_THREAD; ++j) {
+      vec4 k_lo, k_hi;
+      word_to_f32(k_tile[(lane + j * THREADS_PER_ROW) * STRIDE + w], k_lo, k_hi);
+      [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) s[r][j] += dot(q_lo[r], k_lo) + dot(q_hi[r], k_hi);
+    }
+#else
+    vec4 qw[ROWS_PER_THREAD];
+    [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) qw[r] = q_tile[(row0 + r) * STRIDE + w];
+    [[unroll]] for (uint j = 0; j < KEYS_PER_THREAD; ++j) {
+      const vec4 kw = k_tile[(lane + j * THREADS_PER_ROW) * STRIDE + w];
+      [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) s[r][j] += dot(qw[r], kw);
+    }
+#endif
+  }
+  [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r)
+    [[unroll]] for (uint j = 0; j < KEYS_PER_THREAD; ++j) s[r][j] *= pc.scale_log2;
+}
+
+// acc[r][i]: vec4 i of this invocation's columns of row r, at vec4 column acc_column(i) of the row.
+uint acc_column(uint i) {
+  return WORD_COLS == 8 ? 2 * (lane_id() + (i / 2) * THREADS_PER_ROW) + i % 2 : lane_id() + i * THREADS_PER_ROW;
+}
+
+// acc += P V over the staged tile; row r with float16 products where float16_products[r] (the
+// keys it sees hold only finite V there). `visible_keys[r]`: with `masked`, row r's products stop
+// there (a key it cannot see may hold inf in V, and 0 x inf is NaN: common/nonfinite.glsl).
+void add_pv(inout vec4 acc[ROWS_PER_THREAD][VEC4_PER_THREAD], bool float16_products[ROWS_PER_THREAD],
+            bool masked, uint visible_keys[ROWS_PER_THREAD]) {
+  const uint row0 = row_group_first_row(), lane = lane_id();
+  bool any_float32 = false;
+  [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) any_float32 = any_float32 || !float16_products[r];
+#if VKF_FLOAT16_MATH
+  {
+    for (uint c0 = 0; c0 < BLOCK_KV; c0 += FLOAT16_TERMS) {
+      f16vec2 part[ROWS_PER_THREAD][4 * WORDS_PER_THREAD];
+      [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r)
+        [[unroll]] for (uint i = 0; i < 4 * WORDS_PER_THREAD; ++i) part[r][i] = f16vec2(0.0);
+      [[unroll]] for (uint c = c0; c < min(c0 + FLOAT16_TERMS, BLOCK_KV); ++c) {
+        f16vec2 p[ROWS_PER_THREAD];
+        [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) p[r] = f16vec2(p_tile[(row0 + r) * P_STRIDE + c]);
+        [[unroll]] for (uint k = 0; k < WORDS_PER_THREAD; ++k) {
+          const word_t v = v_tile[c * STRIDE + lane + k * THREADS_PER_ROW];
+          [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
+            if (masked && c >= visible_keys[r]) continue;
+            part[r][4 * k + 0] = fma(p[r], unpackFloat2x16(v.x), part[r][4 * k + 0]);
+            part[r][4 * k + 1] = fma(p[r], unpackFloat2x16(v.y), part[r][4 * k + 1]);
+            part[r][4 * k + 2] = fma(p[r], unpackFloat2x16(v.z), part[r][4 * k + 2]);
+            part[r][4 * k + 3] = fma(p[r], unpackFloat2x16(v.w), part[r][4 * k + 3]);
+          }
+        }
+      }
+      [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
+        if (!float16_products[r]) continue;
+        [[unroll]] for (uint k = 0; k < WORDS_PER_THREAD; ++k) {
+          acc[r][2 * k] += vec4(vec2(part[r][4 * k]), vec2(part[r][4 * k + 1]));
+          acc[r][2 * k + 1] += vec4(vec2(part[r][4 * k + 2]), vec2(part[r][4 * k + 3]));
+        }
+      }
+    }
+    if (!any_float32) return;
+  }
+#endif
+  for (uint c = 0; c < BLOCK_KV; ++c) {
+    float p[ROWS_PER_THREAD];
+    [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) p[r] = float(p_tile[(row0 + r) * P_STRIDE + c]);
+    [[unroll]] for (uint k = 0; k < WORDS_PER_THREAD; ++k) {
+      const word_t v = v_tile[c * STRIDE + lane + k * THREADS_PER_ROW];
+#if VKF_FLOAT16_MATH
+      vec4 lo, hi;
+      word_to_f32(v, lo, hi);
+      [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
+        if (float16_products[r] || (masked && c >= visible_keys[r])) continue;
+        acc[r][2 * k] += p[r] * lo;
+        acc[r][2 * k + 1] += p[r] * hi;
+      }
+#else
+      [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
+        if (float16_products[r] || (masked && c >= visible_keys[r])) continue;
+        acc[r][k] += p[r] * v;
+      }
+#endif
+    }
+  }
+}
+
+void main() {
+  const uint tid = gl_LocalInvocationIndex;
+  const uint lane = lane_id(), row0 = row_group_first_row();
+  const uint head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
+  const uint kv_head = head / (pc.q_heads / pc.kv_heads);  // GQA / MQA
+  const Sequence seq = sequence_of(batch);
+  const uint q_len = seq.q_len, kv_len = seq.kv_len;
+  const uint q_begin = gl_WorkGroupID.x * BLOCK_Q;
+  if (q_begin >= q_len) return;  // past this batch entry's queries (a shorter sequence)
+  const uint q_end = min(q_begin + BLOCK_Q, q_len);
+  const uint q_base = tensor_base(VKF_TENSOR_Q, batch, head, seq.q_row0), q_stride = tensor_row_stride(VKF_TENSOR_Q);
+  const uint k_base = tensor_base(VKF_TENSOR_K, batch, kv_head, seq.kv_row0), k_stride = tensor_row_stride(VKF_TENSOR_K);
+  const uint v_base = tensor_base(VKF_TENSOR_V, batch, kv_head, seq.kv_row0), v_stride = tensor_row_stride(VKF_TENSOR_V);
+
+#if VKF_FLOAT16_MATH
+  for (uint i = tid; i < VKF_SMEM_TILED_ABS_MAX_UINTS(BLOCK_KV); i += WORKGROUP_SIZE) v_abs_max_bits[i] = 0;
+  barrier();  // zeroed before the first staging's atomics
+#endif
+  stage_q(q_base, q_stride, q_begin, q_len, 0);
+
+  // Per row r of this invocation (query q_begin + row0 + r): the running max of S (base 2, the same
+  // in every lane of the row group), this lane's share of the running sum, its columns of O.
+  float m[ROWS_PER_THREAD], l[ROWS_PER_THREAD];
+  vec4 acc[ROWS_PER_THREAD][VEC4_PER_THREAD];
+  uint row_keys[ROWS_PER_THREAD];  // row r sees keys [0, row_keys[r])
+  [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
+    m[r] = NEG_INF;
+    l[r] = 0.0;
+    [[unroll]] for (uint i = 0; i < VEC4_PER_THREAD; ++i) acc[r][i] = vec4(0.0);
+    row_keys[r] = row_keys_end(q_begin + row0 + r, q_len, kv_len);
+  }
+
+  // A later chunk resumes where the last one stopped (the same results as one pass).
+  if (CHUNKED && pc.chunk_begin > 0) {
+    [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
+      const uint q_row = q_begin + row0 + r;
+      if (q_row >= q_len) continue;
+      const uint row_index = (batch * pc.q_heads + head) * pc.q_len + q_row;
+      m[r] = row_state[row_index * (THREADS_PER_ROW + 1)];
+      l[r] = row_state[row_index * (THREADS_PER_ROW + 1) + 1 + lane];
+      [[unroll]] for (uint i = 0; i < VEC4_PER_THREAD; ++i) acc[r][i] = o_state[row_index * HEAD_VEC4 + acc_column(i)];
+    }
+  }
+
+  // Tiles wholly above the causal diagonal are never visited; a chunk visits its own keys only.
+  const uint kv_end = CHUNKED ? min(visible_kv_end(q_begin, q_end, q_len, kv_len), pc.chunk_end)
+                              : visible_kv_end(q_begin, q_end, q_len, kv_len);
+  for (uint kv_begin = CHUNKED ? pc.chunk_begin : 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
+    stage_k(k_base, k_stride, kv_begin, kv_len, 0);
+#if VKF_FLOAT16_MATH
+    // Workgroup scope: the default, device scope, needs vulkanMemoryModelDeviceScope where the
+    // device enables the Vulkan memory model (the tensor-core kernels do).
+    atomicMax(v_abs_max_bits[V_TILE_BITS], stage_v(v_base, v_stride, kv_begin, kv_len, 0), gl_ScopeWorkgroup, 0, 0);
+#else
+    stage_v(v_base, v_stride, kv_begin, kv_len, 0);
+#endif
+    barrier();  // K and V (and, on the first step, Q) staged
+
+    const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, q_len, kv_len);
+    uint visible_keys[ROWS_PER_THREAD];  // of this tile, per row
+    bool pv_in_float16[ROWS_PER_THREAD];
+    [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
+      visible_keys[r] = uint(clamp(int(row_keys[r]) - int(kv_begin), 0, int(BLOCK_KV)));
+#if VKF_FLOAT16_MATH
+      // float16 sums of P V for a row only where none of the V rows it sees could overflow one
+      // (bits order as the |values| do; inf and NaN fail the test). P <= 1.
+      uint v_bits = v_abs_max_bits[V_TILE_BITS];
+      if (masked_tile) {
+        v_bits = 0;
+        for (uint c = 0; c < visible_keys[r]; ++c) v_bits = max(v_bits, v_abs_max_bits[c]);
+      }
+      pv_in_float16[r] = uintBitsToFloat(v_bits) * float(FLOAT16_TERMS) < 32768.0;
+#else
+      pv_in_float16[r] = false;
+#endif
+    }
+
+    float s[ROWS_PER_THREAD][KEYS_PER_THREAD];
+    scores(s);
+    [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
+      if (masked_tile) {
+        [[unroll]] for (uint j = 0; j < KEYS_PER_THREAD; ++j)
+          if (lane + j * THREADS_PER_ROW >= visible_keys[r]) s[r][j] = NEG_INF;
+      }
+    }
+
+    // Online softmax per row: new running max, P = exp2(S - m_new), rescale what was accumulated.
+    [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
+      float tile_max = NEG_INF;
+      [[unroll]] for (uint j = 0; j < KEYS_PER_THREAD; ++j) tile_max = max(tile_max, s[r][j]);
+      tile_max = row_max(tile_max);
+      const float m_new = max(m[r], tile_max);
+      const float m_ref = m_new == NEG_INF ? 0.0 : m_new;  // row saw no key yet: keeps exp2 off NaN
+      const float alpha = exp2(m[r] - m_ref);               // 0 when m_old = -inf
+      float tile_sum = 0.0;
+      [[unroll]] for (uint j = 0; j < KEYS_PER_THREAD; ++j) {
+        const float p = exp2(s[r][j] - m_ref);
+        p_tile[(row0 + r) * P_STRIDE + lane + j * THREADS_PER_ROW] = p_t(p);
+        tile_sum += p;
+      }
+      l[r] = l[r] * alpha + tile_sum;
+      [[unroll]] for (uint i = 0; i < VEC4_PER_THREAD; ++i) acc[r][i] *= alpha;
+      m[r] = m_new;
+    }
+    barrier();  // P visible; every invocation has read this step's maxima
+#if VKF_FLOAT16_MATH
+    // Zeroed for the next step's staging, which comes after a barrier.
+    for (uint i = tid; i < VKF_SMEM_TILED_ABS_MAX_UINTS(BLOCK_KV); i += WORKGROUP_SIZE) v_abs_max_bits[i] = 0;
+#endif
+
+    // Two copies: tiles off the diagonal run without the per-row key limits.
+    if (masked_tile) {
+      add_pv(acc, pv_in_float16, true, visible_keys);
+    } else {
+      add_pv(acc, pv_in_float16, false, visible_keys);
+    }
+    barrier();  // everyone is done with K, V and P before the next step overwrites them
+  }
+
+  if (CHUNKED && pc.chunk_end < pc.kv_len) {  // more chunks follow (for the longest sequence): keep the state
+    [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
+      const uint q_row = q_begin + row0 + r;
+      if (q_row >= q_len) continue;
+      const uint row_index = (batch * pc.q_heads + head) * pc.q_len + q_row;
+      [[unroll]] for (uint i = 0; i < VEC4_PER_THREAD; ++i) o_state[row_index * HEAD_VEC4 + acc_column(i)] = acc[r][i];
+      if (lane == 0) row_state[row_index * (THREADS_PER_ROW + 1)] = m[r];
+      row_state[row_index * (THREADS_PER_ROW + 1) + 1 + lane] = l[r];
+    }
+    return;
+  }
+
+  // Epilogue: O = acc / l, LSE = ln(l) + m. A row that saw no key: O = 0, LSE = -inf; a NaN score
+  // made l NaN, and then O and LSE are NaN.
+  [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
+    const float row_l = row_sum(l[r]);
+    const uint q_row = q_begin + row0 + r;
+    if (q_row >= q_len) continue;
+    const float inv_l = row_l == 0.0 ? 0.0 : 1.0 / row_l;
+    const uint out_base = tensor_base(VKF_TENSOR_O, batch, head, seq.q_row0) + q_row * tensor_row_stride(VKF_TENSOR_O);
+    [[unroll]] for (uint i = 0; i < VEC4_PER_THREAD; ++i) store_o4(out_base, acc_column(i), acc[r][i] * inv_l);
+    if (WRITE_LSE && lane == 0) {
+      lse_data[lse_index(batch, head, seq, q_row)] = row_l == 0.0 ? NEG_INF : (m[r] + log2(row_l)) * LN2;
+    }
+  }
+}
