@@ -66,8 +66,8 @@ VKF_DEFINE_VEC4_STORER(store_o4, o_data)
 
 // Defines `uint fn(uint base, uint stride, uint first, uint count, uint row_bits)`: copies rows
 // [first, first + ROWS) of `data` (row n at element base + n * stride) into `tile`; rows at or
-// past `count` become zeros. GUARDED (V, with float16 products): also
-// keeps each row's largest |value| in v_abs_max_bits[row_bits + row] and returns the largest this
+// past `count` become zeros. GUARDED (V, with float16 products): also keeps each row's largest
+// |value| (word_abs_max_bits) in v_abs_max_bits[row_bits + row] and returns the largest this
 // invocation staged; else returns 0.
 #if VKF_FLOAT16_MATH
 #define VKF_STAGE_WORD(tile, at, w, bits, row_slot, GUARDED)        \
@@ -268,13 +268,13 @@ void main() {
       visible_keys[r] = uint(clamp(int(row_keys[r]) - int(kv_begin), 0, int(BLOCK_KV)));
 #if VKF_FLOAT16_MATH
       // float16 sums of P V for a row only where none of the V rows it sees could overflow one
-      // (bits order as the |values| do; inf and NaN fail the test). P <= 1.
+      // (inf and NaN fail the test too).
       uint v_bits = v_abs_max_bits[V_TILE_BITS];
       if (masked_tile) {
         v_bits = 0;
         for (uint c = 0; c < visible_keys[r]; ++c) v_bits = max(v_bits, v_abs_max_bits[c]);
       }
-      pv_in_float16[r] = uintBitsToFloat(v_bits) * float(FLOAT16_TERMS) < 32768.0;
+      pv_in_float16[r] = v_bits < FLOAT16_PARTIAL_SAFE_BITS;
 #else
       pv_in_float16[r] = false;
 #endif

@@ -56,17 +56,15 @@ void unpack_global(global_word_t w, out vec4 lo, out vec4 hi) {
 const uint WORDS_PER_GLOBAL = GLOBAL_COLS / WORD_COLS;
 
 #if VKF_FLOAT16_MATH
-// The largest |element| of a word, as the bits of a non-negative float (they order as uints;
-// inf and NaN above every finite value).
+// The largest |element| of a word, as float16 bits without the sign: they order as the magnitudes
+// do, with inf and NaN above every finite value.
 uint word_abs_max_bits(word_t w) {
-  f16vec2 m = max(abs(unpackFloat2x16(w.x)), abs(unpackFloat2x16(w.y)));
-  m = max(m, max(abs(unpackFloat2x16(w.z)), abs(unpackFloat2x16(w.w))));
-  const vec2 f = vec2(m);
-  // max() may drop a NaN: isnan keeps it above every finite value.
-  const bool nan = any(isnan(vec4(vec2(unpackFloat2x16(w.x)), vec2(unpackFloat2x16(w.y))))) ||
-                   any(isnan(vec4(vec2(unpackFloat2x16(w.z)), vec2(unpackFloat2x16(w.w)))));
-  return nan ? 0x7fc00000u : floatBitsToUint(max(f.x, f.y));
+  const uvec4 a = w & 0x7fff7fffu;
+  const uvec4 m = max(a & 0xffffu, a >> 16);
+  return max(max(m.x, m.y), max(m.z, m.w));
 }
+// float16 2048: below it, 16 keys' P V (P <= 1) cannot overflow a float16 partial sum.
+const uint FLOAT16_PARTIAL_SAFE_BITS = 0x6800u;
 #endif
 
 // --- Products ---

@@ -10,8 +10,6 @@
 #include "util/ceil_div.h"
 
 namespace vkflash::attention {
-LoopCost TiledForwardLoopCost(const KernelChoice& choice, uint32_t head_dim);  // below, with the other loop counts
-
 namespace {
 
 struct TileShape {
@@ -260,31 +258,6 @@ uint64_t ReductionLoops(const KernelChoice& choice) {
 
 // Each term names the loop of shaders/scalar/attention_forward.comp it counts. A vec4 load or store of a
 // tensor (tensor_io.glsl) loops over its 4 columns.
-// ...of shaders/scalar/attention_forward_tiled.comp, both of its paths (float16 and float32
-// products) counted, as a tile may take either.
-LoopCost TiledForwardLoopCost(const KernelChoice& choice, uint32_t head_dim) {
-  const bool f16_words = choice.kernel.find("f16math") != std::string::npos;
-  const bool f32_storage = choice.kernel.find("_f32_") != std::string::npos;
-  const uint64_t word_cols = f16_words ? 8 : 4, global_cols = f32_storage ? 4 : 8;
-  const uint64_t rows = uint64_t(choice.block_q) * choice.threads_per_row / choice.workgroup_size;  // per invocation
-  const uint64_t keys = choice.block_kv / choice.threads_per_row, row_words = head_dim / word_cols;
-  const uint64_t lane_words = row_words / choice.threads_per_row, lane_vec4s = lane_words * word_cols / 4;
-  const uint64_t global_words = head_dim / global_cols, reduce = ReductionLoops(choice);
-  LoopCost cost;
-  cost.fixed = CeilDiv(uint64_t(choice.block_q) * global_words, choice.workgroup_size)  // Q tile
-               + 2 * rows * (1 + lane_vec4s)                                          // zero, resume
-               + rows * (reduce + 5 * lane_vec4s + 1) + 8;                            // store O or the state; slack
-  const uint64_t s_f32 = row_words * (rows + keys * (1 + rows)) + rows * keys;
-  const uint64_t s_f16 = CeilDiv(row_words, 4) * (3 * rows * keys + 4 * (rows + keys * (1 + rows)));
-  const uint64_t pv_f32 = uint64_t(choice.block_kv) * (rows + lane_words * (1 + rows));
-  const uint64_t pv_f16 = CeilDiv(choice.block_kv, 16) * (3 * rows * 4 * lane_words + 16 * (rows + lane_words * (1 + rows)));
-  cost.per_step = 2 * CeilDiv(uint64_t(choice.block_kv) * global_words, choice.workgroup_size)  // K, V tiles
-                  + s_f32 + s_f16 + rows * (1 + keys)                                       // S, masking
-                  + rows * (2 * keys + reduce + lane_vec4s + 1)                             // softmax
-                  + pv_f32 + pv_f16 + 1;                                                    // O += P V, the loop
-  return cost;
-}
-
 LoopCost ScalarForwardLoopCost(const KernelChoice& choice, uint32_t head_dim, bool instrumented) {
   if (IsTiledForward(choice)) return TiledForwardLoopCost(choice, head_dim);
   const uint64_t head_vec4 = CeilDiv(head_dim, 4), lane_vec4s = CeilDiv(head_vec4, choice.threads_per_row);
@@ -299,6 +272,31 @@ LoopCost ScalarForwardLoopCost(const KernelChoice& choice, uint32_t head_dim, bo
                   + reduce + lane_keys + lane_vec4s                                   // row max, P, rescale O
                   + lane_vec4s * (1 + uint64_t(choice.block_kv))                      // O += P V
                   + (instrumented ? 2 * reduce : 0) + 1;                              // statistics, the tile loop
+  return cost;
+}
+
+// ...of shaders/scalar/attention_forward_tiled.comp, both of its P V paths (float16 and float32
+// products) counted, as a row may take either.
+LoopCost TiledForwardLoopCost(const KernelChoice& choice, uint32_t head_dim) {
+  const bool f16_words = choice.kernel.find("f16math") != std::string::npos;
+  const bool f32_storage = choice.kernel.find("_f32_") != std::string::npos;
+  const uint64_t word_cols = f16_words ? 8 : 4, global_cols = f32_storage ? 4 : 8;
+  const uint64_t rows = uint64_t(choice.block_q) * choice.threads_per_row / choice.workgroup_size;  // per invocation
+  const uint64_t keys = choice.block_kv / choice.threads_per_row, row_words = head_dim / word_cols;
+  const uint64_t lane_words = row_words / choice.threads_per_row, lane_vec4s = lane_words * word_cols / 4;
+  const uint64_t global_words = head_dim / global_cols, reduce = ReductionLoops(choice);
+  LoopCost cost;
+  cost.fixed = CeilDiv(uint64_t(choice.block_q) * global_words, choice.workgroup_size)  // Q tile
+               + 2 * rows * (1 + lane_vec4s)                                          // zero, resume
+               + rows * (reduce + 5 * lane_vec4s + 1) + 8;                            // store O or the state; slack
+  const uint64_t s = row_words * (rows + keys * (1 + rows)) + 2 * rows * keys;  // zero and scale S
+  const uint64_t pv_f32 = uint64_t(choice.block_kv) * (rows + lane_words * (1 + rows));
+  const uint64_t pv_f16 = CeilDiv(choice.block_kv, 16) * (3 * rows * 4 * lane_words + 16 * (rows + lane_words * (1 + rows)));
+  cost.per_step = 2 * CeilDiv(uint64_t(choice.block_kv) * global_words, choice.workgroup_size)  // K, V tiles
+                  + s + rows * (1 + keys)                                                   // S, masking
+                  + rows * (2 * keys + reduce + lane_vec4s + 1)                             // softmax
+                  + rows * uint64_t(choice.block_kv)                                        // V guard of masked tiles
+                  + pv_f32 + pv_f16 + 1;                                                    // O += P V, the loop
   return cost;
 }
 

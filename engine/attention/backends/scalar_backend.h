@@ -53,6 +53,7 @@ uint32_t BackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streame
 
 // How many loop iterations one invocation of a scalar kernel runs, at most (chunk_plan.h).
 LoopCost ScalarForwardLoopCost(const KernelChoice& choice, uint32_t head_dim, bool instrumented);
+LoopCost TiledForwardLoopCost(const KernelChoice& choice, uint32_t head_dim);  // the register-tiled forward's
 LoopCost ScalarDqLoopCost(const KernelChoice& choice, uint32_t head_dim);
 LoopCost ScalarDkdvLoopCost(const KernelChoice& choice, uint32_t head_dim);
 
