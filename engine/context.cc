@@ -170,6 +170,7 @@ Result<std::unique_ptr<Context>> Context::Adopt(const ExternalDevice& external, 
   info.storage_buffer_16bit = info.storage_buffer_16bit && enabled(kAdoptedStorageBuffer16Bit);
   info.use_push_descriptors = info.push_descriptor && enabled(kAdoptedPushDescriptor);
   info.use_float16_arithmetic = info.use_float16_arithmetic && enabled(kAdoptedShaderFloat16);
+  info.use_float32_atomic_add = info.use_float32_atomic_add && enabled(kAdoptedShaderAtomicFloat32Add);
   info.nv_cooperative_matrix_f16 = info.nv_cooperative_matrix_f16 && enabled(kAdoptedCooperativeMatrixNv);
   info.khr_cooperative_matrix_f16 = info.khr_cooperative_matrix_f16 && enabled(kAdoptedCooperativeMatrixKhr);
   info.nv_cooperative_matrix2_f16 =

@@ -126,9 +126,12 @@ def main():
                 np.save(path(name + ".npy"), array)
             flags = (["--causal"] if causal else []) + (["--scale", str(scale)] if scale is not None else [])
             io = ["--q", path("q.npy"), "--k", path("k.npy"), "--v", path("v.npy")]
+            # --nondeterministic: dQ summed with float atomics where the device has that kernel
             for command in (["forward", *io, "--out", path("o.npy"), "--lse", path("lse.npy"), *flags],
                             ["backward", *io, "--do", path("do.npy"), "--dq", path("dq.npy"), "--dk", path("dk.npy"),
-                             "--dv", path("dv.npy"), *flags]):
+                             "--dv", path("dv.npy"), *flags],
+                            ["backward", *io, "--do", path("do.npy"), "--dq", path("dq_nd.npy"), "--dk",
+                             path("dk_nd.npy"), "--dv", path("dv_nd.npy"), "--nondeterministic", *flags]):
                 run = subprocess.run([vkflash, *command], capture_output=True, text=True)
                 if run.returncode != 0 or run.stderr:  # stderr holds validation messages, if any
                     print(f"FAIL vkflash {' '.join(command)}: exit {run.returncode}\n{run.stderr}")
@@ -140,7 +143,9 @@ def main():
             fwd_tol, bwd_tol = (2e-4, 5e-4) if dtype == np.float32 else (5e-3, 1e-2)
             checks = [("O", "o.npy", o, fwd_tol, dtype), ("LSE", "lse.npy", lse, fwd_tol, np.float32),
                       ("dQ", "dq.npy", dq, bwd_tol, dtype), ("dK", "dk.npy", dk, bwd_tol, dtype),
-                      ("dV", "dv.npy", dv, bwd_tol, dtype)]
+                      ("dV", "dv.npy", dv, bwd_tol, dtype), ("dQ --nondeterministic", "dq_nd.npy", dq, bwd_tol, dtype),
+                      ("dK --nondeterministic", "dk_nd.npy", dk, bwd_tol, dtype),
+                      ("dV --nondeterministic", "dv_nd.npy", dv, bwd_tol, dtype)]
             label = f"B={b} Hq={hq} Hkv={hkv} Nq={nq} Nk={nk} D={d} {np.dtype(dtype).name}" + \
                     (" causal" if causal else "") + (f" scale={scale}" if scale is not None else "")
             for what, file, expected, tol, out_dtype in checks:
@@ -150,7 +155,7 @@ def main():
                 failures += not ok
                 print(f"{'ok  ' if ok else 'FAIL'} {label}: {what} relative error {err:.2e} (tolerance {tol:.0e})")
         failures += check_sequences(vkflash, path, rng)
-    print(f"{len(CASES) * 5 + 18 - failures} passed, {failures} failed")
+    print(f"{len(CASES) * 8 + 18 - failures} passed, {failures} failed")
     return 1 if failures else 0
 
 

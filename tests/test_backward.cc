@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "attention/backends/coopmat2_backend.h"
 #include "attention/kernel_choice.h"
 #include "common/shader_interface.h"
 #include "reference_attention.h"
@@ -147,6 +148,68 @@ TEST_CASE("backward gradients are bit-identical run after run", "[backward]") {
   RequireNoValidationMessages();
 }
 
+TEST_CASE("deterministic = false sums dQ with float atomics where the family and device have them",
+          "[backward][atomic]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  const DeviceInfo& info = context.device_info();
+  uint32_t seed = 500;
+  for (AttentionParams params : FullSweep(kShapes)) {
+    INFO(Describe(params));
+    auto deterministic_choice = context.ChooseBackwardKernels(params);
+    REQUIRE(deterministic_choice.ok());
+    params.deterministic = false;
+    auto choice = context.ChooseBackwardKernels(params);
+    REQUIRE(choice.ok());
+    // The VK_NV_cooperative_matrix2 family has the kernel (its smallest tile fits wherever that
+    // family's deterministic one does) and runs it where the dQ kernel leaves the device idle
+    // (these shapes are small).
+    const bool atomic = deterministic_choice->dkdv.family == "coopmat2" && info.use_float32_atomic_add &&
+                        attention::AtomicDqPays(info, params, deterministic_choice->dq);
+    REQUIRE(choice->atomic_dq == atomic);
+    const BackwardRun run = RunBackwardCase(context, params, seed);
+    const double tolerance = BackwardTolerance(params.dtype);
+    CHECK(run.dq_error <= tolerance);
+    CHECK(run.dk_error <= tolerance);
+    CHECK(run.dv_error <= tolerance);
+    auto workspace = context.BackwardWorkspaceBytes(params);
+    REQUIRE(workspace.ok());
+    CHECK(run.peak_extra_bytes == *workspace);
+    if (atomic) {
+      CHECK(choice->dkdv.kernel == "backward_dkdv_atomic_dq_f16_coopmat2");
+      CHECK(choice->dq.kernel == "backward_dq_from_sums_f16");
+      // delta and the float32 dQ sums: O(N), as the chunked kernels' state
+      CHECK(*workspace >= (params.shape.lse_elements() + params.shape.q_elements()) * sizeof(float));
+    } else {  // the deterministic kernels run the call: the same bits
+      params.deterministic = true;
+      const BackwardRun same = RunBackwardCase(context, params, seed);
+      REQUIRE(same.dq == run.dq);
+      REQUIRE(same.dk == run.dk);
+      REQUIRE(same.dv == run.dv);
+    }
+    ++seed;
+  }
+  RequireNoValidationMessages();
+}
+
+TEST_CASE("atomic dQ runs only where the dQ kernel would fill at most half the compute units", "[backward][atomic]") {
+  DeviceInfo device;
+  device.compute_units = 132;
+  KernelChoice dq;
+  dq.block_q = 64;
+  AttentionParams params;
+  params.shape = {1, 32, 8, 128, 16384, 128};  // 2 query tiles x 32 heads: 64 workgroups
+  CHECK(attention::AtomicDqPays(device, params, dq));
+  params.shape.q_len = 129;  // 96 workgroups
+  CHECK_FALSE(attention::AtomicDqPays(device, params, dq));
+  params.shape = {2, 16, 16, 4096, 4096, 64};
+  CHECK_FALSE(attention::AtomicDqPays(device, params, dq));
+  device.compute_units = 0;  // unknown: 16 assumed
+  params.shape = {1, 2, 2, 200, 200, 64};  // 8 workgroups
+  CHECK(attention::AtomicDqPays(device, params, dq));
+  params.shape.batch = 2;
+  CHECK_FALSE(attention::AtomicDqPays(device, params, dq));
+}
+
 TEST_CASE("rows that see no key get zero gradients, and empty sides give zeros", "[backward][causal]") {
   Context& context = SharedContext(Knobs::kDevice);
   AttentionParams params;
@@ -165,6 +228,22 @@ TEST_CASE("rows that see no key get zero gradients, and empty sides give zeros",
   const BackwardRun no_queries = RunBackwardCase(context, params, 23);
   for (float x : no_queries.dk) REQUIRE(x == 0.0f);
   for (float x : no_queries.dv) REQUIRE(x == 0.0f);
+
+  // The same with dQ summed by atomics, where the device does that (float16 tensor cores).
+  params.dtype = DataType::kFloat16;
+  params.deterministic = false;
+  params.shape = {1, 2, 1, 70, 16, 16};  // query rows 0..53 see no key
+  const BackwardRun atomic = RunBackwardCase(context, params, 24);
+  CHECK(atomic.dq_error <= BackwardTolerance(params.dtype));
+  for (uint32_t h = 0; h < 2; ++h)
+    for (uint32_t row = 0; row < 54; ++row)
+      for (uint32_t d = 0; d < 16; ++d) REQUIRE(atomic.dq[(h * 70 + row) * 16 + d] == 0.0f);
+  params.shape = {1, 2, 1, 6, 0, 16};
+  for (float x : RunBackwardCase(context, params, 25).dq) REQUIRE(x == 0.0f);
+  params.shape = {1, 2, 1, 0, 6, 16};
+  const BackwardRun atomic_no_queries = RunBackwardCase(context, params, 26);
+  for (float x : atomic_no_queries.dk) REQUIRE(x == 0.0f);
+  for (float x : atomic_no_queries.dv) REQUIRE(x == 0.0f);
   RequireNoValidationMessages();
 }
 

@@ -209,6 +209,68 @@ TEST_CASE("a row a key cannot reach has no effect on the key's gradients, whatev
   }
 }
 
+// With deterministic = false, dQ is summed with float atomics (where the device has that kernel):
+// its bits vary from run to run, so where the deterministic kernels promise the same bits, this
+// checks finite values within the tolerance; dK and dV are still summed in a fixed order.
+TEST_CASE("with atomic dQ a poisoned row or key reaches only the gradients of what it is seen by",
+          "[nonfinite][backward][atomic]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  for (AttentionParams p : Calls()) {
+    p.deterministic = false;
+    const AttentionShape& s = p.shape;
+    const uint32_t D = s.head_dim;
+    const BackwardRun base = RunBackwardCase(context, p, 31);
+    // dQ of the rows `keep(i)` selects (every batch and head): finite, within the tolerance of the
+    // reference gradients of the unpoisoned call.
+    auto check_kept_rows = [&](const BackwardRun& run, const auto& keep) {
+      double err = 0, norm = 0;
+      for (uint32_t bh = 0; bh < s.batch * s.q_heads; ++bh) {
+        for (uint32_t i = 0; i < s.q_len; ++i) {
+          if (!keep(i)) continue;
+          for (uint32_t d = 0; d < D; ++d) {
+            const uint64_t e = (uint64_t(bh) * s.q_len + i) * D + d;
+            REQUIRE(std::isfinite(run.dq[e]));
+            err += (run.dq[e] - base.ref_dq[e]) * (run.dq[e] - base.ref_dq[e]);
+            norm += base.ref_dq[e] * base.ref_dq[e];
+          }
+        }
+      }
+      CHECK(std::sqrt(err) <= BackwardTolerance(p.dtype) * std::sqrt(norm) + 1e-12);
+    };
+    const uint32_t row = s.q_len > s.kv_len ? s.q_len - s.kv_len : 0;  // the first row that sees a key
+    const uint32_t key = s.kv_len - 1;                                   // seen only by the last rows
+    for (float poison : kPoisons) {
+      for (bool in_do : {true, false}) {
+        INFO(Describe(p) << ", row " << row << (in_do ? " of dO" : " of Q") << " = " << poison);
+        std::vector<float> q = base.q, d_o = base.d_o;
+        SetRow(in_do ? &d_o : &q, s, s.q_heads, s.q_len, row, poison);
+        const BackwardRun run = RunBackwardWith(context, p, q, base.k, base.v, d_o);
+        check_kept_rows(run, [&](uint32_t i) { return i != row; });
+        for (uint64_t kv_row = 0; kv_row < uint64_t(s.batch) * s.kv_heads * s.kv_len; ++kv_row) {
+          if (Sees(s, row, kv_row % s.kv_len)) continue;
+          for (uint32_t d = 0; d < D; ++d) {
+            REQUIRE(SameBits(run.dk[kv_row * D + d], base.dk[kv_row * D + d]));
+            REQUIRE(SameBits(run.dv[kv_row * D + d], base.dv[kv_row * D + d]));
+          }
+        }
+      }
+      for (bool in_v : {true, false}) {
+        INFO(Describe(p) << ", key " << key << (in_v ? " of V" : " of K") << " = " << poison);
+        std::vector<float> k = base.k, v = base.v;
+        SetRow(in_v ? &v : &k, s, s.kv_heads, s.kv_len, key, poison);
+        const BackwardRun run = RunBackwardWith(context, p, base.q, k, v, base.d_o);
+        check_kept_rows(run, [&](uint32_t i) { return !Sees(s, i, key); });
+        // A row that sees the key gets inf or NaN in every column of its dQ.
+        for (uint32_t bh = 0; bh < s.batch * s.q_heads; ++bh)
+          for (uint32_t i = 0; i < s.q_len; ++i)
+            if (Sees(s, i, key))
+              for (uint32_t d = 0; d < D; ++d) REQUIRE_FALSE(std::isfinite(run.dq[(uint64_t(bh) * s.q_len + i) * D + d]));
+      }
+    }
+    RequireNoValidationMessages();
+  }
+}
+
 // The last key tile of a head is cut by kv_len, and the keys after it in memory are the next
 // head's: what they hold has no effect, with or without the causal mask.
 TEST_CASE("the keys of the next head in memory have no effect on a head's last, partial key tile",

@@ -20,7 +20,8 @@ namespace {
 
 // The backward's workspace: the sequence table (with sequences), delta per query row (laid out as
 // the LSE), and where a gradient kernel runs in chunks, the float32 sums it keeps between them
-// (VKF_BWD_BINDING_*_STATE; rows of the planning shape).
+// (VKF_BWD_BINDING_*_STATE; rows of the planning shape); with atomic dQ, dQ's float32 sums (as the
+// chunked dQ kernel's).
 struct WorkspaceParts {
   VkDeviceSize table_offset = 0, table_bytes = 0;
   VkDeviceSize delta_offset = 0, delta_bytes = 0;
@@ -28,7 +29,7 @@ struct WorkspaceParts {
   VkDeviceSize dk_offset = 0, dv_offset = 0, dkdv_bytes = 0;
   VkDeviceSize total = 0;
 };
-WorkspaceParts BackwardWorkspaceParts(const DeviceInfo& device, const CallLayout& call, bool dq_chunked,
+WorkspaceParts BackwardWorkspaceParts(const DeviceInfo& device, const CallLayout& call, bool dq_sums,
                                       bool dkdv_chunked) {
   const AttentionShape& shape = call.planning.shape;
   WorkspaceLayout layout(device);
@@ -37,7 +38,7 @@ WorkspaceParts BackwardWorkspaceParts(const DeviceInfo& device, const CallLayout
   if (parts.table_bytes > 0) parts.table_offset = layout.Add(parts.table_bytes);
   parts.delta_bytes = call.required_bytes[VKF_TENSOR_LSE];
   parts.delta_offset = layout.Add(parts.delta_bytes);
-  if (dq_chunked) {
+  if (dq_sums) {
     parts.dq_bytes = shape.q_elements() * sizeof(float);
     parts.dq_offset = layout.Add(parts.dq_bytes);
   }
@@ -70,7 +71,7 @@ Result<BackwardOperator::Plans> BackwardOperator::ChunkPlans(const BackwardKerne
     const uint64_t steps = q_tiles * (shape.q_heads / shape.kv_heads);
     VKF_ASSIGN_OR_RETURN(plans.dkdv, PlanChunks(info_, ScalarDkdvLoopCost(choice.dkdv, shape.head_dim), steps, 1));
   }
-  if (choice.dq.cooperative_matrix == CooperativeMatrixApi::kNone && shape.q_elements() > 0) {
+  if (choice.dq.cooperative_matrix == CooperativeMatrixApi::kNone && !choice.atomic_dq && shape.q_elements() > 0) {
     const uint64_t tiles = (uint64_t(shape.kv_len) + choice.dq.block_kv - 1) / choice.dq.block_kv;
     VKF_ASSIGN_OR_RETURN(plans.dq, PlanChunks(info_, ScalarDqLoopCost(choice.dq, shape.head_dim), tiles,
                                               choice.dq.block_kv));
@@ -83,7 +84,7 @@ Result<uint64_t> BackwardOperator::WorkspaceBytes(const AttentionParams& params)
   VKF_ASSIGN_OR_RETURN(const BackwardKernelChoice choice,
                        ChooseBackwardKernels(info_, call.planning, /*scalar_only=*/!call.vector_strides, overrides_));
   VKF_ASSIGN_OR_RETURN(const Plans plans, ChunkPlans(choice, call.planning));
-  return BackwardWorkspaceParts(info_, call, plans.dq.chunks > 1, plans.dkdv.chunks > 1).total;
+  return BackwardWorkspaceParts(info_, call, plans.dq.chunks > 1 || choice.atomic_dq, plans.dkdv.chunks > 1).total;
 }
 
 Result<BackwardKernelChoice> BackwardOperator::Choose(const AttentionParams& params) const {
@@ -91,10 +92,12 @@ Result<BackwardKernelChoice> BackwardOperator::Choose(const AttentionParams& par
   return ChooseBackwardKernels(info_, call.planning, /*scalar_only=*/!call.vector_strides, overrides_);
 }
 
-Result<VkPipeline> BackwardOperator::Pipeline(const KernelChoice& choice, const AttentionParams& params, bool chunked) {
+Result<VkPipeline> BackwardOperator::Pipeline(const KernelChoice& choice, const AttentionParams& params, bool chunked,
+                                              bool zero_dq_sums) {
   const vk::ShaderBlob* shader = vk::FindShader(choice.kernel);
   if (shader == nullptr) return Status::Error(ErrorCode::kUnsupported, "kernel '" + choice.kernel + "' is not built");
   SpecConstants spec = MakeSpecConstants(choice, params, /*write_lse=*/false, /*instrument=*/false, chunked);
+  spec[VKF_SPEC_ZERO_DQ_SUMS] = zero_dq_sums ? 1u : 0u;
   if (!choice.family.empty()) {  // the preprocess is every family's
     VKF_ASSIGN_OR_RETURN(const KernelBackend* family, BackendOf(choice));
     family->SetSpecConstants(choice, coopmat_layout_, &spec);
@@ -113,7 +116,8 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   VKF_ASSIGN_OR_RETURN(const BackwardKernelChoice choice,
                        ChooseBackwardKernels(info_, call.planning, /*scalar_only=*/!aligned, overrides_));
   VKF_ASSIGN_OR_RETURN(const Plans plans, ChunkPlans(choice, call.planning));
-  const WorkspaceParts parts = BackwardWorkspaceParts(info_, call, plans.dq.chunks > 1, plans.dkdv.chunks > 1);
+  const WorkspaceParts parts =
+      BackwardWorkspaceParts(info_, call, plans.dq.chunks > 1 || choice.atomic_dq, plans.dkdv.chunks > 1);
 
   const auto& bytes = call.required_bytes;  // dQ, dK, dV have the strides of Q, K, V
   NamedView q{"q", buffers.q, bytes[VKF_TENSOR_Q]}, o{"o", buffers.o, bytes[VKF_TENSOR_O]},
@@ -159,7 +163,8 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
       shape.q_heads > info_.max_workgroup_count[1] || shape.batch > info_.max_workgroup_count[2]) {
     return Status::Error(ErrorCode::kUnsupported, "lengths / heads / batch exceed maxComputeWorkGroupCount");
   }
-  VKF_ASSIGN_OR_RETURN(VkPipeline preprocess_pipeline, Pipeline(preprocess, call.planning, false));
+  VKF_ASSIGN_OR_RETURN(VkPipeline preprocess_pipeline,
+                       Pipeline(preprocess, call.planning, /*chunked=*/false, /*zero_dq_sums=*/choice.atomic_dq));
   VKF_ASSIGN_OR_RETURN(VkPipeline dkdv_pipeline, Pipeline(choice.dkdv, call.planning, plans.dkdv.chunks > 1));
   VKF_ASSIGN_OR_RETURN(VkPipeline dq_pipeline, Pipeline(choice.dq, call.planning, plans.dq.chunks > 1));
 
@@ -175,7 +180,7 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   // Unchunked kernels never touch their sums, but a binding needs a buffer: each kernel's own output
   // stands in (the dK/dV and dQ dispatches run concurrently, so neither may alias the other's).
   bindings[VKF_BWD_BINDING_DQ_STATE] =
-      plans.dq.chunks > 1 ? WorkspacePart(workspace.view, parts.dq_offset, parts.dq_bytes) : dq.view;
+      parts.dq_bytes > 0 && has_queries ? WorkspacePart(workspace.view, parts.dq_offset, parts.dq_bytes) : dq.view;
   bindings[VKF_BWD_BINDING_DK_STATE] =
       plans.dkdv.chunks > 1 ? WorkspacePart(workspace.view, parts.dk_offset, parts.dkdv_bytes) : dk.view;
   bindings[VKF_BWD_BINDING_DV_STATE] =
@@ -193,9 +198,10 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   vkCmdPushConstants(cmd, layout_->pipeline_layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
   if (has_queries) {
     vkCmdDispatch(cmd, groups_rows, shape.q_heads, shape.batch);
-    // delta is written by the preprocess and read by both gradient kernels.
+    // delta is written by the preprocess and read by both gradient kernels; the dQ sums it zeroes
+    // (atomic dQ) are added to by the dK/dV kernel.
     vk::MemoryBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
-                      VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
+                      VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
   }
   if (has_keys) {  // with no queries this writes zero dK, dV
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, dkdv_pipeline);
@@ -203,7 +209,14 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
                                                                                choice.dkdv.block_q),
                    groups_dkdv, shape.kv_heads, shape.batch);
   }
-  if (has_queries) {  // with no keys this writes zero dQ
+  if (has_queries && choice.atomic_dq) {  // dQ from the sums the dK/dV dispatch added to (zeros without keys)
+    if (has_keys) {
+      vk::MemoryBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
+    }
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, dq_pipeline);
+    vkCmdDispatch(cmd, groups_dq, shape.q_heads, shape.batch);
+  } else if (has_queries) {  // with no keys this writes zero dQ
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, dq_pipeline);
     DispatchChunks(cmd, push, plans.dq, shape.kv_len, groups_dq, shape.q_heads, shape.batch);
   }

@@ -1,5 +1,7 @@
 // The backward operator: checks a call, picks tiles, and records the preprocess dispatch, one
-// barrier, and the dK/dV and dQ dispatches (see Context::RecordBackward for the contract).
+// barrier, and the dK/dV and dQ dispatches; with atomic dQ (BackwardKernelChoice::atomic_dq), the
+// dK/dV dispatch, a barrier, and the dispatch that stores dQ from its sums (see
+// Context::RecordBackward for the contract).
 #pragma once
 
 #include <vkflash/device_info.hpp>
@@ -41,7 +43,9 @@ class BackwardOperator {
                    vk::PipelineStore& pipelines)
       : info_(info), overrides_(overrides), coopmat_layout_(layout), pipelines_(pipelines) {}
   Result<Plans> ChunkPlans(const BackwardKernelChoice& choice, const AttentionParams& params) const;
-  Result<VkPipeline> Pipeline(const KernelChoice& choice, const AttentionParams& params, bool chunked);
+  // zero_dq_sums: the preprocess also zeroes the dQ sums (atomic dQ).
+  Result<VkPipeline> Pipeline(const KernelChoice& choice, const AttentionParams& params, bool chunked,
+                              bool zero_dq_sums = false);
   // One dispatch per chunk of `plan` (a loop of `loop_end` keys or steps), with barriers between.
   void DispatchChunks(VkCommandBuffer cmd, gpu::AttentionPush push, const ChunkPlan& plan, uint32_t loop_end,
                       uint32_t groups_x, uint32_t groups_y, uint32_t groups_z);

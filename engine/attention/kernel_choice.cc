@@ -57,13 +57,22 @@ Result<BackwardKernelChoice> ChooseBackwardKernels(const DeviceInfo& device, con
   });
 }
 
-// Fewer, larger workgroups: on the H100 256 invocations ran the preprocess faster than 64 at D=64
-// (0.6x the time) and as fast at D=128.
 uint32_t ComputeUnitsOrAssumed(const DeviceInfo& device) { return device.compute_units > 0 ? device.compute_units : 16; }
 
+// Fewer, larger workgroups: on the H100 256 invocations ran the preprocess faster than 64 at D=64
+// (0.6x the time) and as fast at D=128.
 uint32_t PreprocessWorkgroupSize(const DeviceInfo& device) {
   static_assert(128 % VKF_PREPROCESS_THREADS_PER_ROW == 0, "whole rows per workgroup");
   return device.max_workgroup_invocations >= 256 ? 256 : 128;
+}
+
+KernelChoice DqFromSumsChoice(const DeviceInfo& device, const AttentionParams& params) {
+  KernelChoice choice;
+  choice.kernel = std::string("backward_dq_from_sums_") + (params.dtype == DataType::kFloat16 ? "f16" : "f32");
+  choice.workgroup_size = PreprocessWorkgroupSize(device);
+  choice.threads_per_row = VKF_PREPROCESS_THREADS_PER_ROW;
+  choice.block_q = choice.workgroup_size / VKF_PREPROCESS_THREADS_PER_ROW;
+  return choice;
 }
 
 }  // namespace vkflash::attention

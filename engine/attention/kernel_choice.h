@@ -20,6 +20,10 @@ Result<BackwardKernelChoice> ChooseBackwardKernels(const DeviceInfo& device, con
 // VKF_PREPROCESS_THREADS_PER_ROW: 256 where the device allows it, else Vulkan's minimum of 128.
 uint32_t PreprocessWorkgroupSize(const DeviceInfo& device);
 
+// The last kernel of a backward with atomic dQ (BackwardKernelChoice::atomic_dq): it scales the
+// float32 dQ sums and stores dQ, dispatched as the preprocess is (block_q rows per workgroup).
+KernelChoice DqFromSumsChoice(const DeviceInfo& device, const AttentionParams& params);
+
 // DeviceInfo::compute_units, or 16 where the device does not report them: what the workgroup
 // counts meant to fill the device (decode split-K, the read probe) assume.
 uint32_t ComputeUnitsOrAssumed(const DeviceInfo& device);

@@ -74,6 +74,15 @@ Result<std::unique_ptr<Device>> Device::Create(VkPhysicalDevice physical, const 
     }
   }
 
+  // Atomic dQ of backward calls with deterministic = false.
+  VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomic_float{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
+  if (info.use_float32_atomic_add) {
+    extensions.push_back(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
+    atomic_float.shaderBufferFloat32AtomicAdd = VK_TRUE;
+    atomic_float.pNext = features.pNext;
+    features.pNext = &atomic_float;
+  }
+
   // Tuning aid (vulkan/pipeline_statistics.h).
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable_info{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};

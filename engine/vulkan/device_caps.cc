@@ -98,14 +98,20 @@ DeviceInfo ProbeDevice(VkInstance instance, uint32_t instance_api_version, VkPhy
 
   VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
   VkPhysicalDeviceShaderFloat16Int8Features float16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomic_float{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   features.pNext = &storage16;
+  void** feature_tail = &storage16.pNext;
   if (core_version >= VK_API_VERSION_1_2 || HasDeviceExtension(device, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME)) {
-    storage16.pNext = &float16;
+    *feature_tail = &float16;
+    feature_tail = &float16.pNext;
   }
+  const bool has_atomic_float = HasDeviceExtension(device, VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
+  if (has_atomic_float) *feature_tail = &atomic_float;
   vkGetPhysicalDeviceFeatures2(device, &features);
   info.storage_buffer_16bit = storage16.storageBuffer16BitAccess;
   info.shader_float16 = float16.shaderFloat16;
+  info.buffer_float32_atomic_add = has_atomic_float && atomic_float.shaderBufferFloat32AtomicAdd;
 
   info.push_descriptor = HasDeviceExtension(device, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
   ProbeCooperativeMatrix(instance, instance_api_version, device, &info);
@@ -115,6 +121,7 @@ DeviceInfo ProbeDevice(VkInstance instance, uint32_t instance_api_version, VkPhy
   info.use_push_descriptors = info.push_descriptor;
   // Vulkan 1.2: shaderFloat16 is enabled through the core feature struct, without an extension.
   info.use_float16_arithmetic = info.shader_float16 && info.storage_buffer_16bit && core_version >= VK_API_VERSION_1_2;
+  info.use_float32_atomic_add = info.buffer_float32_atomic_add;
   return info;
 }
 

@@ -35,6 +35,8 @@ struct DeviceInfo {
   bool subgroup_shuffle_in_compute = false;  // SHUFFLE ops supported in compute shaders
   bool storage_buffer_16bit = false;         // storageBuffer16BitAccess (float16 tensors)
   bool shader_float16 = false;
+  // VK_EXT_shader_atomic_float's shaderBufferFloat32AtomicAdd: atomic float32 adds to storage buffers.
+  bool buffer_float32_atomic_add = false;
   bool push_descriptor = false;              // VK_KHR_push_descriptor
   bool nv_cooperative_matrix = false;   // VK_NV_cooperative_matrix is offered
   bool khr_cooperative_matrix = false;  // VK_KHR_cooperative_matrix is offered
@@ -83,6 +85,9 @@ struct DeviceInfo {
   // shaderFloat16 is enabled on the Context's device: the register-tiled scalar forward multiplies
   // float16 tensors in float16 (its sums stay float32; scalar/register_tile.glsl).
   bool use_float16_arithmetic = false;
+  // buffer_float32_atomic_add is enabled on the Context's device: backward calls with
+  // deterministic = false may sum dQ with float atomics (AttentionParams::deterministic).
+  bool use_float32_atomic_add = false;
   // Which extension the tensor-core kernels use (kNone: the scalar kernels run everywhere). The
   // note says why none when the device has one (disabled by a knob, the layout probe failed), or
   // the accumulator layout the probe found.
@@ -124,6 +129,9 @@ struct KernelChoice {
 struct BackwardKernelChoice {
   KernelChoice dkdv;
   KernelChoice dq;
+  // deterministic = false, where the family has the kernel and the device float atomics: dkdv
+  // also sums dQ with float atomics into the workspace, and dq only scales and stores those sums.
+  bool atomic_dq = false;
 };
 
 // The values ContextOptions::kernels takes: "auto", "coopmat", then each kernel family's names,

@@ -106,6 +106,13 @@ struct AttentionParams {
   DataType dtype = DataType::kFloat32;
   bool causal = false;
   std::optional<float> scale;  // softmax scale; default 1/sqrt(head_dim)
+  // Backward only. true: bit-identical gradients run after run (no float atomics). false allows
+  // dQ to be summed with float atomics where the kernel family has such a kernel (today the
+  // VK_NV_cooperative_matrix2 one), the device VK_EXT_shader_atomic_float's
+  // shaderBufferFloat32AtomicAdd, and it is the faster way (few query tiles over long keys): one
+  // gradient kernel instead of two (FlashAttention-2's own default), dQ's rounding then varying
+  // from run to run within the tolerances. BackwardKernelChoice::atomic_dq says whether a call does.
+  bool deterministic = true;
 
   TensorLayout layout = TensorLayout::kBhsd;
   // Strides of one tensor, instead of the packed `layout`: e.g. a slice of a larger KV cache, or
@@ -303,6 +310,9 @@ enum AdoptedDeviceFeature : uint32_t {
   kAdoptedCooperativeMatrix2Nv = 1u << 4,
   // shaderFloat16: the scalar forward may multiply float16 tensors in float16.
   kAdoptedShaderFloat16 = 1u << 5,
+  // VK_EXT_shader_atomic_float with shaderBufferFloat32AtomicAdd: backward calls with
+  // deterministic = false may sum dQ with float atomics.
+  kAdoptedShaderAtomicFloat32Add = 1u << 6,
 };
 
 // An engine's own Vulkan objects for Context::Adopt(). vkflash never destroys them. The device
@@ -375,9 +385,11 @@ class Context {
   Result<BackwardKernelChoice> ChooseBackwardKernels(const AttentionParams& params) const;
 
   // Records the backward pass (FlashAttention-2: P recomputed from Q, K and LSE; no N x N
-  // buffer): a preprocess dispatch, a barrier, then the dK/dV and dQ dispatches. Deterministic:
-  // no atomics, the same inputs give bit-identical gradients. The caller's barriers are as for
-  // RecordForward (inputs: q, k, v, o, lse, d_o; outputs: dq, dk, dv and the workspace).
+  // buffer): a preprocess dispatch, a barrier, then the dK/dV and dQ dispatches (with atomic dQ:
+  // the dK/dV dispatch, a barrier and one that stores dQ). Deterministic unless
+  // params.deterministic is false: no atomics, the same inputs give bit-identical gradients. The
+  // caller's barriers are as for RecordForward (inputs: q, k, v, o, lse, d_o; outputs: dq, dk, dv
+  // and the workspace).
   Status RecordBackward(VkCommandBuffer cmd, const AttentionParams& params, const BackwardBuffers& buffers);
   // RecordBackward on the context's queue, then waits for it.
   Status Backward(const AttentionParams& params, const BackwardBuffers& buffers);

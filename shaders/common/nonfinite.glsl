@@ -63,6 +63,16 @@ float half8_at(uvec4 w, uint c) { return unpackHalf2x16(w[c >> 1])[c & 1u]; }
     }                                                                                        \
   }
 
+// Statement: the same test without zeroing: sets `row_flags[r]` (shared uint) to 1 for every row r
+// with an inf or NaN among `words[0 .. count)`, and `any_flag` (shared uint) if there are any.
+#define VKF_FLAG_NONFINITE_ROWS(words, count, row_flags, any_flag)                             \
+  [[unroll]] for (uint nf_j_ = 0; nf_j_ < (count); ++nf_j_) {                                  \
+    if (half8_nonfinite(words[nf_j_])) {                                                        \
+      atomicOr(row_flags[(gl_LocalInvocationIndex + nf_j_ * WORKGROUP_SIZE) / ROW_U4], 1u);     \
+      atomicOr(any_flag, 1u);                                                                   \
+    }                                                                                           \
+  }
+
 // The float16 element `index` of a buffer of uvec4 words, as float.
 #define VKF_BUFFER_HALF(buffer_u4, index) half8_at(buffer_u4[(index) / 8], (index) % 8)
 

@@ -35,4 +35,9 @@ uint lse_index(uint batch, uint head, Sequence seq, uint n) {
   return tensor_base(VKF_TENSOR_LSE, batch, head, seq.q_row0) + n;
 }
 
+// Index of query row n of (batch, head) among the rows of the backward's float32 dQ sums in the
+// workspace (the chunked scalar dQ kernel's state, atomic dQ): [batch, q_heads, q_len, HEAD_DIM]
+// for the longest sequence (pc.q_len); times HEAD_DIM, the row's first element.
+uint dq_sum_row(uint batch, uint head, uint n) { return (batch * pc.q_heads + head) * pc.q_len + n; }
+
 #endif

@@ -32,7 +32,10 @@ using uint = std::uint32_t;
 // Scalar kernels: the pass runs in chunks (AttentionPush.chunk_begin/end), each dispatch resuming
 // from the state the last one stored in the workspace (see VKF_*_BINDING_*_STATE).
 #define VKF_SPEC_CHUNKED 15
-#define VKF_SPEC_COUNT 16
+// Backward preprocess: also zero the float32 dQ sums that a dK/dV kernel built with atomic dQ adds
+// to (calls with deterministic = false).
+#define VKF_SPEC_ZERO_DQ_SUMS 16
+#define VKF_SPEC_COUNT 17
 
 // Forward pass storage-buffer bindings (set 0).
 #define VKF_FWD_BINDING_Q 0
@@ -83,7 +86,7 @@ using uint = std::uint32_t;
 #define VKF_BWD_BINDING_DK 8
 #define VKF_BWD_BINDING_DV 9
 // Chunked gradient kernels: the float32 sums so far, [B, Hq, Nq, D] for dQ and [B, Hkv, Nk, D]
-// for dK and dV (before the softmax scale).
+// for dK and dV (before the softmax scale). DQ_STATE also holds the dQ sums of atomic dQ.
 #define VKF_BWD_BINDING_DQ_STATE 10
 #define VKF_BWD_BINDING_DK_STATE 11
 #define VKF_BWD_BINDING_DV_STATE 12

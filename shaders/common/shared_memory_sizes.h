@@ -77,5 +77,7 @@
 #define VKF_SMEM_CM2_DKDV_STREAM_ROWS(block_q, block_kv) ((2 * (block_q) > (block_kv)) ? 2 * (block_q) : (block_kv))
 // uvec4: the whole staging array, V rows then that region.
 #define VKF_SMEM_CM2_DKDV_TILES_U4(block_kv, stream_rows, tile_stride) (((block_kv) + (stream_rows)) * (tile_stride))
+// uvec4: with atomic dQ, the step's dS^T in float16: block_kv rows of block_q, padded as above.
+#define VKF_SMEM_CM2_DS_TILE_U4(block_kv, block_q) ((block_kv) * VKF_TILE_STRIDE((block_q) / 8))
 
 #endif  // VKFLASH_SHARED_MEMORY_SIZES_H

@@ -6,6 +6,13 @@
 //   S^T = K Q^T      P^T = exp2(scale S^T - LSE)   dV += P^T dO
 //   dP^T = V dO^T    dS^T = P^T (dP^T - delta)     dK += dS^T Q   (times scale at the end)
 // Deterministic: every key row is summed by one subgroup in a fixed order, no atomics.
+// Built with VKF_ATOMIC_DQ = 1 (calls with deterministic = false, devices with float32 buffer
+// atomics), it also sums dQ: each step's dS^T goes to shared memory, each subgroup multiplies the
+// step's dS by its columns of the tile's K (read from the buffer) and adds that part of dQ to a
+// float32 workspace with atomicAdd (scalar/attention_backward_dq_from_sums.comp scales and stores
+// it), so that the dQ kernel and its recomputation of P and dP do not run: FlashAttention-2's own
+// backward. The atomics bound it: the engine runs it only where the dQ kernel would leave the
+// device idle (AtomicDqPays in engine/attention/backends/coopmat2_backend.h).
 // The matrices have subgroup scope (of flexible size), so that each subgroup's P^T and dS^T are
 // already laid out as the A operands of its own dV and dK products. With workgroup-scope matrices
 // the driver split the 32 x 64 S^T tile of the earlier kernel over its four subgroups two by two
@@ -26,6 +33,12 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_NV_cooperative_matrix2 : require
+#ifndef VKF_ATOMIC_DQ
+#define VKF_ATOMIC_DQ 0
+#endif
+#if VKF_ATOMIC_DQ
+#extension GL_EXT_shader_atomic_float : require
+#endif
 
 #define VKF_DEFAULT_HEAD_DIM 128
 #define VKF_DEFAULT_BLOCK_Q 32   // query rows per streamed tile
@@ -45,6 +58,11 @@ layout(std430, set = 0, binding = VKF_BWD_BINDING_DV) writeonly buffer dv_block 
 layout(std430, set = 0, binding = VKF_BWD_BINDING_LSE) readonly buffer lse_block { float lse_data[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_DELTA) readonly buffer delta_block { float delta_data[]; };
 
+#if VKF_ATOMIC_DQ
+layout(std430, set = 0, binding = VKF_BWD_BINDING_K) readonly buffer k_half_block { float16_t k_h[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DQ_STATE) buffer dq_sums_block { float dq_sums[]; };
+#endif
+
 #define VKF_SEQUENCES_BINDING VKF_BWD_BINDING_SEQUENCES
 #include "common/sequences.glsl"  // strides are multiples of 8 elements here (the engine checks)
 #include "coopmat2/coopmat2_backward.glsl"
@@ -62,13 +80,21 @@ shared uint nonfinite_do;  // 1 once a tile that the diagonal crosses had an inf
 // Step (from 1) at which the staging last zeroed an inf or NaN in this row of the query tile: in
 // tiles that the diagonal crosses, Q is zeroed for dK += dS^T Q (common/nonfinite.glsl).
 shared uint query_nonfinite_step[VKF_SMEM_NONFINITE_STEPS(BLOCK_Q)];
+#if VKF_ATOMIC_DQ
+const uint SUBGROUPS = WORKGROUP_SIZE / SUBGROUP_SIZE;
+const uint DQ_COLUMNS = HEAD_DIM / SUBGROUPS;          // the columns of dQ each subgroup sums
+const uint DS_STRIDE = VKF_TILE_STRIDE(BLOCK_Q / 8);   // uvec4 words per key row of ds_tile
+shared uvec4 ds_tile[VKF_SMEM_CM2_DS_TILE_U4(BLOCK_KV, BLOCK_Q)];  // the step's dS^T, float16
+// 1 for each key of the tile whose K holds an inf or NaN; nonfinite_k once any does.
+shared uint key_nonfinite[VKF_SMEM_NONFINITE_STEPS(BLOCK_KV)];
+shared uint nonfinite_k;
+#endif
 const uint Q_TILE = STREAM_ROW0 * TILE_STRIDE;               // where the Q rows start
 const uint DO_TILE = (STREAM_ROW0 + BLOCK_Q) * TILE_STRIDE;  // where the dO rows start
 #include "common/nonfinite.glsl"
 #include "common/stage_rows.glsl"
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_vk, store_vk, tiles, v_u4, k_u4, BLOCK_KV, KV_WORDS)
-VKF_DEFINE_STAGE_ROW_PAIR(stage_vk, load_vk, store_vk, KV_WORDS)
 const uint Q_DO_WORDS = VKF_STAGE_WORDS(BLOCK_Q);  // uvec4 words per tensor each invocation copies
 const uint STAT_WORDS = (BLOCK_Q + WORKGROUP_SIZE - 1) / WORKGROUP_SIZE;  // LSE / delta values each copies
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT_AT(load_q_do, store_q_do, tiles, STREAM_ROW0, q_u4, do_u4, BLOCK_Q, Q_DO_WORDS)
@@ -113,6 +139,53 @@ float add_seen_nonfinite_do(const uint row, const uint col, const float dv, cons
   return sum;
 }
 
+#if VKF_ATOMIC_DQ
+// For dQ: a K element, zeroed where non-finite, and dS, NaN where the query sees a key whose K
+// holds an inf or NaN (common/nonfinite.glsl: the product runs on zeroed operands). Only in
+// workgroups whose key tile has such a key.
+float16_t zero_nonfinite_k(const uint row, const uint col, const float16_t k) {
+  return isinf(k) || isnan(k) ? float16_t(0.0) : k;
+}
+float ds_for_dq(const uint row, const uint col, const float ds, const uint own_row, const uint q0, const uint k0,
+                const uint q_len, const uint kv_len) {
+  return key_nonfinite[own_row + row] != 0 && key_visible(q0 + col, k0 + row, q_len, kv_len) ? VKF_NAN : ds;
+}
+
+// dQ += dS K for the step's queries, into dq_sums (rows of the head from dq_row0 on). Subgroup g
+// takes columns [g DQ_COLUMNS, (g + 1) DQ_COLUMNS) of every query row: dS (all BLOCK_KV keys) from
+// ds_tile, its columns of K from the buffer (L1 or L2: the workgroup reads the same rows every
+// step), the sum through its part of the stream region (free once every subgroup has multiplied
+// by the step's Q and dO), then one float atomic per element.
+void add_dq(const uint q_begin, const uint q_len, const uint kv_begin, const uint kv_len, const uint k_base,
+            const uint dq_row0) {
+  barrier();  // ds_tile holds every subgroup's dS^T, and no subgroup reads the step's Q or dO any more
+  coopmat<float16_t, gl_ScopeSubgroup, BLOCK_Q, BLOCK_KV, gl_MatrixUseA> ds;
+  coopMatLoad(ds, ds_tile, 0, DS_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
+  const uint column0 = gl_SubgroupID * DQ_COLUMNS;
+  tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> k_layout =
+      createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+  k_layout = setTensorLayoutStrideNV(setTensorLayoutDimensionNV(k_layout, kv_len, HEAD_DIM),
+                                     tensor_row_stride(VKF_TENSOR_K), 1);
+  coopmat<float16_t, gl_ScopeSubgroup, BLOCK_KV, DQ_COLUMNS, gl_MatrixUseB> k_columns;
+  coopMatLoadTensorNV(k_columns, k_h, k_base, sliceTensorLayoutNV(k_layout, kv_begin, BLOCK_KV, column0, DQ_COLUMNS));
+  if (nonfinite_k != 0) coopMatPerElementNV(k_columns, k_columns, zero_nonfinite_k);
+  const coopmat<float, gl_ScopeSubgroup, BLOCK_Q, DQ_COLUMNS, gl_MatrixUseAccumulator> dq =
+      coopMatMulAdd(ds, k_columns, coopmat<float, gl_ScopeSubgroup, BLOCK_Q, DQ_COLUMNS, gl_MatrixUseAccumulator>(0.0));
+  const uint staging = Q_TILE + gl_SubgroupID * BLOCK_Q * (DQ_COLUMNS / 4);  // uvec4 words of 4 floats
+  coopMatStore(dq, tiles, staging, DQ_COLUMNS / 4, gl_CooperativeMatrixLayoutRowMajor);
+  subgroupMemoryBarrierShared();
+  subgroupBarrier();
+  // Consecutive lanes add consecutive floats, so that an atomic instruction touches few cache lines
+  // (lanes that each added a 16-byte word were slower: docs/tuning-log.md).
+  for (uint i = gl_SubgroupInvocationID; i < BLOCK_Q * DQ_COLUMNS; i += SUBGROUP_SIZE) {
+    const uint row = i / DQ_COLUMNS;
+    if (q_begin + row >= q_len) break;  // rows past the sequence: i only grows
+    atomicAdd(dq_sums[(dq_row0 + q_begin + row) * HEAD_DIM + column0 + i % DQ_COLUMNS],
+              uintBitsToFloat(tiles[staging + i / 4][i % 4]));
+  }
+}
+#endif
+
 // One step of a head's query loop: stage the query tile at q_begin with its LSE and delta, recompute
 // P^T, dV += P^T dO, dS^T = P^T (dP^T - delta), dK += dS^T Q. `masked` steps (query tiles that
 // cross the causal diagonal, the first of the loop, or every tile where the key tile crosses
@@ -120,9 +193,11 @@ float add_seen_nonfinite_do(const uint row, const uint col, const float dv, cons
 // attention_backward_dq_coopmat2.comp does, which says why). In `crossing` steps (the diagonal
 // crosses the tile) the staging also zeroes Q's and dO's infinities and NaNs.
 // q_base, do_base: elements where the head's query 0 starts in Q and dO; lse_row0: its LSE index.
+// k_base and dq_row0 (VKF_ATOMIC_DQ only): where K's key 0 starts, and the head's query 0 in dq_sums.
 void dkdv_step(const bool masked, const bool crossing, const uint step, const uint q_begin, const uint q_len,
-               const uint kv_len, const uint q_base, const uint do_base, const uint lse_row0,
-               const uint kv_begin, const uint own_row, const KEYS_X_DIM(float16_t, gl_MatrixUseA) k_frag,
+               const uint kv_len, const uint q_base, const uint do_base, const uint lse_row0, const uint k_base,
+               const uint dq_row0, const uint kv_begin, const uint own_row,
+               const KEYS_X_DIM(float16_t, gl_MatrixUseA) k_frag,
                inout KEYS_X_DIM(float, gl_MatrixUseAccumulator) dk_acc,
                inout KEYS_X_DIM(float, gl_MatrixUseAccumulator) dv_acc) {
   // This step's rows, LSE and delta, read from the buffers while waiting for every matrix
@@ -188,6 +263,15 @@ void dkdv_step(const bool masked, const bool crossing, const uint step, const ui
   QUERIES_X_DIM_B q_tile;
   coopMatLoad(q_tile, tiles, Q_TILE, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
   dk_acc = coopMatMulAdd(KEYS_X_QUERIES(float16_t, gl_MatrixUseA)(ds_t), q_tile, dk_acc);
+
+#if VKF_ATOMIC_DQ
+  if (nonfinite_k != 0) {
+    coopMatPerElementNV(ds_t, ds_t, ds_for_dq, own_row, q_begin, kv_begin + own_row, q_len, kv_len);
+  }
+  coopMatStore(KEYS_X_QUERIES(float16_t, gl_MatrixUseAccumulator)(ds_t), ds_tile, own_row * DS_STRIDE, DS_STRIDE,
+               gl_CooperativeMatrixLayoutRowMajor);
+  add_dq(q_begin, q_len, kv_begin, kv_len, k_base, dq_row0);
+#endif
 }
 
 void main() {
@@ -204,9 +288,19 @@ void main() {
 
   if (gl_LocalInvocationIndex == 0) nonfinite_do = 0;  // before the first barrier
   for (uint i = gl_LocalInvocationIndex; i < BLOCK_Q; i += WORKGROUP_SIZE) query_nonfinite_step[i] = 0;
+#if VKF_ATOMIC_DQ
+  if (gl_LocalInvocationIndex == 0) nonfinite_k = 0;
+  for (uint i = gl_LocalInvocationIndex; i < BLOCK_KV; i += WORKGROUP_SIZE) key_nonfinite[i] = 0;
+  barrier();  // the flags are zero before the staging raises any
+#endif
   // The tile's V rows (kept) and K rows (loaded once as this subgroup's A operand).
-  stage_vk((v_base + kv_begin * v_stride) / 8, v_stride / 8, (k_base + kv_begin * k_stride) / 8, k_stride / 8,
-           kv_begin < kv_len ? min(BLOCK_KV, kv_len - kv_begin) : 0);
+  uvec4 v_words[KV_WORDS], k_words[KV_WORDS];
+  load_vk(v_words, k_words, (v_base + kv_begin * v_stride) / 8, v_stride / 8, (k_base + kv_begin * k_stride) / 8,
+          k_stride / 8, kv_begin < kv_len ? min(BLOCK_KV, kv_len - kv_begin) : 0);
+#if VKF_ATOMIC_DQ
+  VKF_FLAG_NONFINITE_ROWS(k_words, KV_WORDS, key_nonfinite, nonfinite_k);
+#endif
+  store_vk(v_words, k_words);
   barrier();
   KEYS_X_DIM(float16_t, gl_MatrixUseA) k_frag;
   coopMatLoad(k_frag, tiles, (STREAM_ROW0 + own_row) * TILE_STRIDE, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
@@ -221,6 +315,7 @@ void main() {
   uint masked_q_end = 0;  // the tiles that the diagonal crosses end here, the same in every head
   uint step = 0;
   for (uint head = kv_head * group; head < (kv_head + 1) * group; ++head) {
+    const uint dq_row0 = dq_sum_row(batch, head, 0);
     const uint q_base = tensor_base(VKF_TENSOR_Q, batch, head, seq.q_row0);
     const uint do_base = tensor_base(VKF_TENSOR_DO, batch, head, seq.q_row0);
     const uint lse_row0 = lse_index(batch, head, seq, 0);
@@ -230,12 +325,17 @@ void main() {
                          q_begin += BLOCK_Q) {
       const bool crossing = tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, q_len, kv_len);
       if (crossing) masked_q_end = max(masked_q_end, min(q_begin + BLOCK_Q, q_len));
-      dkdv_step(true, crossing, ++step, q_begin, q_len, kv_len, q_base, do_base, lse_row0, kv_begin, own_row, k_frag,
-                dk_acc, dv_acc);
+      dkdv_step(true, crossing, ++step, q_begin, q_len, kv_len, q_base, do_base, lse_row0, k_base, dq_row0, kv_begin,
+                own_row, k_frag, dk_acc, dv_acc);
     }
-    [[dont_unroll]] for (; q_begin < q_loop_end; q_begin += BLOCK_Q) {
-      dkdv_step(false, false, ++step, q_begin, q_len, kv_len, q_base, do_base, lse_row0, kv_begin, own_row, k_frag,
-                dk_acc, dv_acc);
+    // With atomic dQ, workgroups of neighbouring key tiles start at different query tiles, so that
+    // their atomics do not all add to the same dQ rows at a time.
+    const uint tiles = q_begin < q_loop_end ? (q_loop_end - q_begin + BLOCK_Q - 1) / BLOCK_Q : 0;
+    const uint first_tile = VKF_ATOMIC_DQ != 0 && tiles > 0 ? gl_WorkGroupID.x % tiles : 0;
+    [[dont_unroll]] for (uint t = 0; t < tiles; ++t) {
+      const uint tile = t + first_tile < tiles ? t + first_tile : t + first_tile - tiles;
+      dkdv_step(false, false, ++step, q_begin + tile * BLOCK_Q, q_len, kv_len, q_base, do_base, lse_row0, k_base,
+                dq_row0, kv_begin, own_row, k_frag, dk_acc, dv_acc);
     }
   }
 

@@ -76,8 +76,7 @@ void main() {
   vec4 dq[VEC4_PER_THREAD];  // this lane's columns: vec4 d4 = lane + k * THREADS_PER_ROW
   for (uint k = 0; k < VEC4_PER_THREAD; ++k) dq[k] = vec4(0.0);
   const uint row_keys = row_keys_end(q_row, q_len, kv_len);  // the row sees keys [0, row_keys)
-  // Of this row in dq_state ([batch, q_heads, q_len, D] for the longest sequence).
-  const uint state_base = ((batch * pc.q_heads + head) * pc.q_len + q_row) * HEAD_DIM;
+  const uint state_base = dq_sum_row(batch, head, q_row) * HEAD_DIM;  // of this row in dq_state
   if (CHUNKED && pc.chunk_begin > 0 && q_row < q_len) {  // the sum of the earlier chunks
     for (uint k = 0; k < VEC4_PER_THREAD; ++k) dq[k] = load_state4(state_base, lane + k * THREADS_PER_ROW);
   }

@@ -1,5 +1,6 @@
 // FlashAttention-2 backward, step 1: delta = rowsum(dO * O) per query row (float32 workspace),
-// the D of the paper, used by both gradient kernels: dS = P * (dP - delta).
+// the D of the paper, used by both gradient kernels: dS = P * (dP - delta). With ZERO_DQ_SUMS it
+// also zeroes the row's float32 dQ sums, which a dK/dV kernel built with atomic dQ then adds to.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "scalar/variant_extensions.glsl"
@@ -14,6 +15,8 @@
 VKF_TENSOR_IN(VKF_BWD_BINDING_O, o_data);
 VKF_TENSOR_IN(VKF_BWD_BINDING_DO, do_data);
 layout(std430, set = 0, binding = VKF_BWD_BINDING_DELTA) writeonly buffer delta_block { float delta_data[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DQ_STATE) writeonly buffer dq_sums_block { float dq_sums[]; };
+layout(constant_id = VKF_SPEC_ZERO_DQ_SUMS) const bool ZERO_DQ_SUMS = false;
 
 const uint THREADS_PER_ROW = VKF_PREPROCESS_THREADS_PER_ROW;
 #include "scalar/row_reduce.glsl"  // built with VKF_SUBGROUP_OPS = 0: through shared memory
@@ -38,4 +41,8 @@ void main() {
   }
   const float total = row_sum(sum);
   if (lane == 0 && q_row < seq.q_len) delta_data[lse_index(batch, head, seq, q_row)] = total;
+  if (ZERO_DQ_SUMS && q_row < seq.q_len) {
+    const uint sums_base = dq_sum_row(batch, head, q_row) * HEAD_DIM;
+    for (uint d = lane; d < HEAD_DIM; d += THREADS_PER_ROW) dq_sums[sums_base + d] = 0.0;
+  }
 }

@@ -13,7 +13,7 @@ namespace {
 
 struct BackwardOptions {
   std::string q, k, v, d_o, dq, dk, dv, device;
-  bool causal = false;
+  bool causal = false, nondeterministic = false;
   std::optional<float> scale;
   SequenceOptions sequences;
 };
@@ -28,6 +28,7 @@ int RunBackwardCommand(const BackwardOptions& options) {
 
   auto inputs = LoadAttentionInputs(options.q, options.k, options.v, options.causal, options.scale, options.sequences);
   if (!inputs.ok()) return ReportError(inputs.status());
+  inputs->params.deterministic = !options.nondeterministic;
   auto d_o = tools::ReadNpy(options.d_o);
   if (!d_o.ok()) return ReportError(d_o.status());
   if (d_o->shape != inputs->q.shape || d_o->dtype != inputs->q.dtype) {
@@ -60,6 +61,9 @@ Command AddBackwardCommand(CLI::App& parent) {
   app->add_option("--dv", options->dv, "dV output, like V")->required();
   app->add_flag("--causal", options->causal, "Causal mask, bottom-right aligned");
   app->add_option("--scale", options->scale, "Softmax scale (default 1/sqrt(D))");
+  app->add_flag("--nondeterministic", options->nondeterministic,
+                "Allow float atomics for dQ where the kernels and device have them (faster; the last bits of dQ vary "
+                "from run to run)");
   app->add_option("--device", options->device, "Device index or name substring (default: VKFLASH_DEVICE, else the best)");
   AddSequenceOptions(app, &options->sequences);
   return {app, [options]() { return RunBackwardCommand(*options); }};

@@ -27,7 +27,7 @@ struct BenchOptions {
   uint32_t batch = 4, heads = 16, kv_heads = 0, seq_len = 4096, head_dim = 128;
   uint32_t q_len = 0, kv_len = 0;  // 0: seq_len
   std::string dtype = "f16", mode = "both", json, device, preset, kernels;
-  bool causal = false, naive = true;
+  bool causal = false, naive = true, nondeterministic = false;
   bool read_ceiling = false;  // also time reading K and V once (the decode preset: always)
   uint32_t warmup = 3, runs = 20;
   double warmup_ms = 300;  // and keep warming up until this much GPU time has passed (clocks ramp up)
@@ -53,6 +53,7 @@ std::vector<BenchConfig> Configs(const BenchOptions& o) {
     c.params.shape = {b, h, hkv, nq, nk, d};
     c.params.dtype = dtype;
     c.params.causal = causal;
+    c.params.deterministic = !o.nondeterministic;
     c.forward = o.mode != "bwd";
     c.backward = o.mode != "fwd";
     configs.push_back(c);
@@ -293,6 +294,7 @@ Command AddBenchCommand(CLI::App& parent) {
   app->add_option("--d", o->head_dim, "Head dim")->capture_default_str();
   app->add_option("--dtype", o->dtype, "f32 or f16")->check(CLI::IsMember({"f32", "f16"}))->capture_default_str();
   app->add_flag("--causal", o->causal, "Causal mask");
+  app->add_flag("--nondeterministic", o->nondeterministic, "Backward: allow float atomics for dQ (as `backward`)");
   app->add_option("--mode", o->mode, "fwd, bwd or both")->check(CLI::IsMember({"fwd", "bwd", "both"}))->capture_default_str();
   app->add_option("--preset", o->preset,
                   "fa: FlashAttention's benchmark grid; decode: B 1-16, 32 query heads over 8 or 32 KV heads, "

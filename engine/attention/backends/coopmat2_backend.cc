@@ -7,6 +7,7 @@
 #include <string>
 
 #include "attention/backends/tile_search.h"
+#include "attention/kernel_choice.h"
 #include "common/shared_memory_sizes.h"
 #include "vulkan/shader_library.h"
 
@@ -48,6 +49,10 @@ constexpr SubgroupTile kCoopmat2DkdvTiles[] = {{4, 16, 128, 64}, {4, 16, 64, 64}
                                                {4, 16, 32, 128}, {2, 16, 32, 128}, {1, 16, 16, 128}};
 constexpr SubgroupTile kCoopmat2DqTiles[] = {{4, 32, 64, 64},  {4, 32, 32, 64},  {4, 16, 64, 128},
                                              {4, 16, 32, 128}, {2, 16, 32, 128}, {1, 16, 16, 128}};
+// dK/dV with atomic dQ (deterministic = false): its shared memory also holds the step's dS^T
+// (Coopmat2AtomicDqBytes), so the streamed tiles are shorter: the longest that fit 48 KB.
+constexpr SubgroupTile kCoopmat2AtomicDqTiles[] = {
+    {4, 16, 64, 64}, {4, 16, 32, 128}, {2, 16, 32, 128}, {1, 16, 16, 128}};
 
 // Accumulator registers per lane grow with the head dim: past 128, the backward's spill.
 constexpr uint32_t kBackwardMaxHeadDim = 128;
@@ -88,6 +93,12 @@ uint32_t Coopmat2BackwardBytes(uint32_t head_dim, uint32_t owned, uint32_t strea
   return 16 * VKF_SMEM_ROW_PAIR_U4(streamed, stride) +
          4 * (2 * VKF_SMEM_ROW_FLOATS(owned) + VKF_SMEM_NONFINITE_STEPS(streamed));
 }
+// ...and of dK/dV with atomic dQ: the dS^T tile, and the keys' non-finite flags.
+uint32_t Coopmat2AtomicDqBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed) {
+  return Coopmat2BackwardBytes(head_dim, owned, streamed, /*dkdv=*/true) +
+         16 * VKF_SMEM_CM2_DS_TILE_U4(owned, streamed) +
+         4 * (VKF_SMEM_NONFINITE_STEPS(owned) + VKF_SMEM_NONFINITE_FLAG_UINTS);
+}
 // An OxSxW tile (owned x streamed x workgroup) of ContextOptions::tile_overrides, if one is given.
 std::optional<WorkgroupTile> ParseWorkgroupTile(const std::string& text) {
   WorkgroupTile t{0, 0, 0, 256};  // a forced tile is tried at every head dim and length
@@ -114,18 +125,31 @@ KernelChoice Coopmat2Choice(const DeviceInfo& device, const std::string& kernel,
   return choice;
 }
 
+// The backward kernels: dK/dV, dK/dV with atomic dQ, dQ.
+enum class BackwardKernel { kDkdv, kDkdvAtomicDq, kDq };
+
 // The first tile of a backward kernel (a forced one first) the device can run: subgroup-scope
 // matrices of the listed granularity, one subgroup size (the kernels give each subgroup its rows).
 Result<KernelChoice> ChooseCoopmat2BackwardTile(const DeviceInfo& device, const AttentionParams& params,
-                                                const TileOverrides& overrides, bool dkdv) {
+                                                const TileOverrides& overrides, BackwardKernel kernel) {
   const uint32_t head_dim = params.shape.head_dim, g = device.cooperative_matrix2_subgroup_granularity;
+  const bool dkdv = kernel != BackwardKernel::kDq, atomic_dq = kernel == BackwardKernel::kDkdvAtomicDq;
   auto owned_rows = [](const SubgroupTile& tile) { return tile.rows * tile.subgroups; };
+  auto shared_bytes = [&](const SubgroupTile& tile) {
+    return atomic_dq ? Coopmat2AtomicDqBytes(head_dim, owned_rows(tile), tile.streamed)
+                     : Coopmat2BackwardBytes(head_dim, owned_rows(tile), tile.streamed, dkdv);
+  };
+  // With atomic dQ each subgroup sums head_dim / subgroups columns of dQ, in float32 words of 4.
+  auto dq_columns_fit = [&](const SubgroupTile& tile) {
+    const uint32_t columns = head_dim / tile.subgroups;
+    return !atomic_dq || (head_dim % tile.subgroups == 0 && columns % g == 0 && columns % 4 == 0);
+  };
   auto fits = [&](const SubgroupTile& tile) {
     return g > 0 && (tile.rows == 16 || tile.rows == 32) && tile.rows % g == 0 && tile.streamed % g == 0 &&
            head_dim % g == 0 && head_dim <= tile.max_head_dim && device.subgroup_size > 0 &&
            device.min_subgroup_size == device.max_subgroup_size &&
-           tile.subgroups * device.subgroup_size <= device.max_workgroup_invocations &&
-           Coopmat2BackwardBytes(head_dim, owned_rows(tile), tile.streamed, dkdv) <= device.usable_shared_memory_bytes;
+           tile.subgroups * device.subgroup_size <= device.max_workgroup_invocations && dq_columns_fit(tile) &&
+           shared_bytes(tile) <= device.usable_shared_memory_bytes;
   };
   // A forced OxSxW tile: W / subgroup size subgroups of O / subgroups rows each.
   std::optional<SubgroupTile> forced_tile;
@@ -135,15 +159,17 @@ Result<KernelChoice> ChooseCoopmat2BackwardTile(const DeviceInfo& device, const 
     const SubgroupTile tile{subgroups, forced->owned / subgroups, forced->streamed, forced->max_head_dim};
     if (owned_rows(tile) == forced->owned) forced_tile = tile;
   }
-  const std::span<const SubgroupTile> table = dkdv ? std::span<const SubgroupTile>(kCoopmat2DkdvTiles)
-                                                   : std::span<const SubgroupTile>(kCoopmat2DqTiles);
+  const std::span<const SubgroupTile> table = atomic_dq ? std::span<const SubgroupTile>(kCoopmat2AtomicDqTiles)
+                                              : dkdv    ? std::span<const SubgroupTile>(kCoopmat2DkdvTiles)
+                                                        : std::span<const SubgroupTile>(kCoopmat2DqTiles);
   const std::optional<SubgroupTile> chosen = FirstTileThatFits(forced_tile, table, fits);
   if (!chosen) return NoTensorCoreTile(params);
   const uint32_t owned = owned_rows(*chosen);
-  return Coopmat2Choice(device, dkdv ? "backward_dkdv_f16_coopmat2" : "backward_dq_f16_coopmat2",
-                        dkdv ? chosen->streamed : owned, dkdv ? owned : chosen->streamed,
-                        chosen->subgroups * device.subgroup_size,
-                        Coopmat2BackwardBytes(head_dim, owned, chosen->streamed, dkdv), g);
+  const char* name = atomic_dq ? "backward_dkdv_atomic_dq_f16_coopmat2"
+                     : dkdv    ? "backward_dkdv_f16_coopmat2"
+                               : "backward_dq_f16_coopmat2";
+  return Coopmat2Choice(device, name, dkdv ? chosen->streamed : owned, dkdv ? owned : chosen->streamed,
+                        chosen->subgroups * device.subgroup_size, shared_bytes(*chosen), g);
 }
 
 constexpr std::string_view kVariants[] = {"coopmat2"};
@@ -223,9 +249,23 @@ Result<KernelChoice> ChooseCoopmat2DecodeTile(const DeviceInfo& device, uint32_t
 Result<BackwardKernelChoice> Coopmat2Backend::ChooseBackward(const DeviceInfo& device, const AttentionParams& params,
                                                             const TileOverrides& overrides) const {
   if (params.shape.head_dim > kBackwardMaxHeadDim) return NoTensorCoreTile(params);
-  return BothBackwardKernels([&](bool dkdv) {
-    return ChooseCoopmat2BackwardTile(device, params, overrides, dkdv);
+  Result<BackwardKernelChoice> deterministic = BothBackwardKernels([&](bool dkdv) {
+    return ChooseCoopmat2BackwardTile(device, params, overrides, dkdv ? BackwardKernel::kDkdv : BackwardKernel::kDq);
   });
+  if (!deterministic.ok() || params.deterministic || !device.use_float32_atomic_add ||
+      !AtomicDqPays(device, params, deterministic->dq)) {
+    return deterministic;
+  }
+  // Where no tile of it fits, the deterministic kernels run the call.
+  Result<KernelChoice> dkdv = ChooseCoopmat2BackwardTile(device, params, overrides, BackwardKernel::kDkdvAtomicDq);
+  if (!dkdv.ok()) return deterministic;
+  return BackwardKernelChoice{*dkdv, DqFromSumsChoice(device, params), /*atomic_dq=*/true};
+}
+
+bool AtomicDqPays(const DeviceInfo& device, const AttentionParams& params, const KernelChoice& dq) {
+  const uint64_t dq_workgroups =
+      uint64_t(params.shape.q_len + dq.block_q - 1) / dq.block_q * params.shape.q_heads * params.shape.batch;
+  return 2 * dq_workgroups <= ComputeUnitsOrAssumed(device);
 }
 
 void Coopmat2Backend::SetSpecConstants(const KernelChoice& choice, const CoopmatLayout&, SpecConstants* spec) const {
