@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "attention/backends/coopmat2_backend.h"
 #include "attention/kernel_choice.h"
@@ -17,19 +18,25 @@ using namespace vkflash::testing;
 
 namespace {
 
-void CheckGradients(Context& context, const AttentionParams& params, uint32_t seed) {
-  INFO(Describe(params));
-  const BackwardRun run = RunBackwardCase(context, params, seed);
+// The gradients of a random call within the tolerance; returns the run and the workspace bytes,
+// the only memory the backward allocated.
+std::pair<BackwardRun, uint64_t> RunWithinTolerance(Context& context, const AttentionParams& params, uint32_t seed) {
+  BackwardRun run = RunBackwardCase(context, params, seed);
   const double tolerance = BackwardTolerance(params.dtype);
   CHECK(run.dq_error <= tolerance);
   CHECK(run.dk_error <= tolerance);
   CHECK(run.dv_error <= tolerance);
-  // The only memory the backward allocates is its workspace: one float per query row, where the
-  // loops fit the driver's loop budget (these shapes do).
   auto workspace = context.BackwardWorkspaceBytes(params);
   REQUIRE(workspace.ok());
-  CHECK(*workspace == params.shape.lse_elements() * sizeof(float));
   CHECK(run.peak_extra_bytes == *workspace);
+  return {std::move(run), *workspace};
+}
+
+void CheckGradients(Context& context, const AttentionParams& params, uint32_t seed) {
+  INFO(Describe(params));
+  // The workspace: one float per query row, where the loops fit the driver's loop budget (these
+  // shapes do).
+  CHECK(RunWithinTolerance(context, params, seed).second == params.shape.lse_elements() * sizeof(float));
   RequireNoValidationMessages();
 }
 
@@ -151,34 +158,20 @@ TEST_CASE("backward gradients are bit-identical run after run", "[backward]") {
 TEST_CASE("deterministic = false sums dQ with float atomics where the family and device have them",
           "[backward][atomic]") {
   Context& context = SharedContext(Knobs::kDevice);
-  const DeviceInfo& info = context.device_info();
   uint32_t seed = 500;
   for (AttentionParams params : FullSweep(kShapes)) {
     INFO(Describe(params));
-    auto deterministic_choice = context.ChooseBackwardKernels(params);
-    REQUIRE(deterministic_choice.ok());
     params.deterministic = false;
     auto choice = context.ChooseBackwardKernels(params);
     REQUIRE(choice.ok());
-    // The VK_NV_cooperative_matrix2 family has the kernel (its smallest tile fits wherever that
-    // family's deterministic one does) and runs it where the dQ kernel leaves the device idle
-    // (these shapes are small).
-    const bool atomic = deterministic_choice->dkdv.family == "coopmat2" && info.use_float32_atomic_add &&
-                        attention::AtomicDqPays(info, params, deterministic_choice->dq);
+    const bool atomic = ExpectAtomicDq(context, params);  // these shapes are small: where the family runs
     REQUIRE(choice->atomic_dq == atomic);
-    const BackwardRun run = RunBackwardCase(context, params, seed);
-    const double tolerance = BackwardTolerance(params.dtype);
-    CHECK(run.dq_error <= tolerance);
-    CHECK(run.dk_error <= tolerance);
-    CHECK(run.dv_error <= tolerance);
-    auto workspace = context.BackwardWorkspaceBytes(params);
-    REQUIRE(workspace.ok());
-    CHECK(run.peak_extra_bytes == *workspace);
+    const auto [run, workspace] = RunWithinTolerance(context, params, seed);
     if (atomic) {
       CHECK(choice->dkdv.kernel == "backward_dkdv_atomic_dq_f16_coopmat2");
       CHECK(choice->dq.kernel == "backward_dq_from_sums_f16");
       // delta and the float32 dQ sums: O(N), as the chunked kernels' state
-      CHECK(*workspace >= (params.shape.lse_elements() + params.shape.q_elements()) * sizeof(float));
+      CHECK(workspace >= (params.shape.lse_elements() + params.shape.q_elements()) * sizeof(float));
     } else {  // the deterministic kernels run the call: the same bits
       params.deterministic = true;
       const BackwardRun same = RunBackwardCase(context, params, seed);
@@ -232,15 +225,18 @@ TEST_CASE("rows that see no key get zero gradients, and empty sides give zeros",
   // The same with dQ summed by atomics, where the device does that (float16 tensor cores).
   params.dtype = DataType::kFloat16;
   params.deterministic = false;
-  params.shape = {1, 2, 1, 70, 16, 16};  // query rows 0..53 see no key
+  params.shape = {1, 2, 1, 70, 16, 64};  // query rows 0..53 see no key
+  auto choice = context.ChooseBackwardKernels(params);
+  REQUIRE(choice.ok());
+  REQUIRE(choice->atomic_dq == ExpectAtomicDq(context, params));
   const BackwardRun atomic = RunBackwardCase(context, params, 24);
   CHECK(atomic.dq_error <= BackwardTolerance(params.dtype));
   for (uint32_t h = 0; h < 2; ++h)
     for (uint32_t row = 0; row < 54; ++row)
-      for (uint32_t d = 0; d < 16; ++d) REQUIRE(atomic.dq[(h * 70 + row) * 16 + d] == 0.0f);
-  params.shape = {1, 2, 1, 6, 0, 16};
+      for (uint32_t d = 0; d < 64; ++d) REQUIRE(atomic.dq[(h * 70 + row) * 64 + d] == 0.0f);
+  params.shape = {1, 2, 1, 6, 0, 64};
   for (float x : RunBackwardCase(context, params, 25).dq) REQUIRE(x == 0.0f);
-  params.shape = {1, 2, 1, 0, 6, 16};
+  params.shape = {1, 2, 1, 0, 6, 64};
   const BackwardRun atomic_no_queries = RunBackwardCase(context, params, 26);
   for (float x : atomic_no_queries.dk) REQUIRE(x == 0.0f);
   for (float x : atomic_no_queries.dv) REQUIRE(x == 0.0f);

@@ -356,6 +356,30 @@ TEST_CASE("varlen: ragged batches packed end to end, forward and backward, again
   }
 }
 
+TEST_CASE("atomic dQ (deterministic = false) with ragged batches, KV lengths and the bshd layout",
+          "[backward][sequences][atomic]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  uint32_t seed = 7300;
+  for (bool causal : {false, true}) {
+    AttentionParams p = MakeParams({4, 4, 2, 86, 87, 64}, DataType::kFloat16, causal);
+    p.deterministic = false;  // the float16 tensor-core backward sums dQ with atomics where the device can
+    p.layout = TensorLayout::kBshd;
+    p.cu_seqlens_q = {0, 17, 17, 81, 86};
+    p.cu_seqlens_k = {0, 20, 23, 87, 87};
+    auto choice = context.ChooseBackwardKernels(p);
+    REQUIRE(choice.ok());
+    REQUIRE(choice->atomic_dq == ExpectAtomicDq(context, p));
+    CheckSequencesCall(context, p, seed++, true);
+    p = MakeParams({3, 8, 2, 40, 130, 128}, DataType::kFloat16, causal);
+    p.deterministic = false;
+    p.kv_lengths = {130, 0, 61};
+    choice = context.ChooseBackwardKernels(p);
+    REQUIRE(choice.ok());
+    REQUIRE(choice->atomic_dq == ExpectAtomicDq(context, p));
+    CheckSequencesCall(context, p, seed++, true);
+  }
+}
+
 TEST_CASE("varlen forward equals separate calls per sequence, and reruns are bit-identical", "[forward][sequences]") {
   Context& context = SharedContext(Knobs::kDevice);
   AttentionParams p = MakeParams({3, 4, 4, 200, 300, 64}, DataType::kFloat16, true);

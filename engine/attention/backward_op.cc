@@ -177,8 +177,9 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   bindings[VKF_BWD_BINDING_DO] = d_o.view;
   bindings[VKF_BWD_BINDING_DELTA] =
       has_queries ? WorkspacePart(workspace.view, parts.delta_offset, parts.delta_bytes) : workspace.view;
-  // Unchunked kernels never touch their sums, but a binding needs a buffer: each kernel's own output
-  // stands in (the dK/dV and dQ dispatches run concurrently, so neither may alias the other's).
+  // The dQ sums: the chunked dQ kernel's state, or atomic dQ's. Unchunked kernels never touch their
+  // sums, but a binding needs a buffer: each kernel's own output stands in (the dK/dV and dQ
+  // dispatches run concurrently, so neither may alias the other's).
   bindings[VKF_BWD_BINDING_DQ_STATE] =
       parts.dq_bytes > 0 && has_queries ? WorkspacePart(workspace.view, parts.dq_offset, parts.dq_bytes) : dq.view;
   bindings[VKF_BWD_BINDING_DK_STATE] =

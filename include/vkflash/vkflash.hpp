@@ -200,8 +200,8 @@ struct ForwardBuffers {
 // The buffers of one backward call. o and lse are the forward's outputs for the same params
 // (run the forward with an LSE buffer). d_o is like O; dq like Q; dk and dv like K.
 // workspace: Context::BackwardWorkspaceBytes(params) bytes of scratch (rowsum(dO * O) per query
-// row, the sequences' lengths as for the forward, and on a driver with a loop budget the sums of
-// long loops between chunks);
+// row, the sequences' lengths as for the forward, on a driver with a loop budget the sums of long
+// loops between chunks, and with atomic dQ (AttentionParams::deterministic) dQ's float32 sums);
 // RecordBackward needs one, Backward() allocates one when it is left empty. Two calls that share
 // a workspace need a compute-to-compute barrier between them (or one workspace each).
 struct BackwardBuffers {

@@ -330,10 +330,10 @@ void main() {
     }
     // With atomic dQ, workgroups of neighbouring key tiles start at different query tiles, so that
     // their atomics do not all add to the same dQ rows at a time.
-    const uint tiles = q_begin < q_loop_end ? (q_loop_end - q_begin + BLOCK_Q - 1) / BLOCK_Q : 0;
-    const uint first_tile = VKF_ATOMIC_DQ != 0 && tiles > 0 ? gl_WorkGroupID.x % tiles : 0;
-    [[dont_unroll]] for (uint t = 0; t < tiles; ++t) {
-      const uint tile = t + first_tile < tiles ? t + first_tile : t + first_tile - tiles;
+    const uint unmasked_tiles = q_begin < q_loop_end ? (q_loop_end - q_begin + BLOCK_Q - 1) / BLOCK_Q : 0;
+    const uint first_tile = VKF_ATOMIC_DQ != 0 && unmasked_tiles > 0 ? gl_WorkGroupID.x % unmasked_tiles : 0;
+    [[dont_unroll]] for (uint t = 0; t < unmasked_tiles; ++t) {
+      const uint tile = t + first_tile < unmasked_tiles ? t + first_tile : t + first_tile - unmasked_tiles;
       dkdv_step(false, false, ++step, q_begin + tile * BLOCK_Q, q_len, kv_len, q_base, do_base, lse_row0, k_base,
                 dq_row0, kv_begin, own_row, k_frag, dk_acc, dv_acc);
     }

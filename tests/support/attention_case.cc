@@ -6,6 +6,7 @@
 #include <random>
 #include <string>
 
+#include "attention/backends/coopmat2_backend.h"
 #include "half.h"
 #include "reference_attention.h"
 #include "storage_bytes.h"
@@ -194,6 +195,15 @@ BackwardRun RunBackwardWith(Context& context, const AttentionParams& params, std
   run.dk_error = tools::RelativeError(run.dk, run.ref_dk);
   run.dv_error = tools::RelativeError(run.dv, run.ref_dv);
   return run;
+}
+
+bool ExpectAtomicDq(const Context& context, AttentionParams params) {
+  params.deterministic = true;
+  auto deterministic = context.ChooseBackwardKernels(params);
+  REQUIRE(deterministic.ok());
+  const DeviceInfo& info = context.device_info();
+  return deterministic->dkdv.family == "coopmat2" && info.use_float32_atomic_add &&
+         attention::AtomicDqPays(info, params, deterministic->dq);
 }
 
 }  // namespace vkflash::testing

@@ -60,6 +60,12 @@ void CheckForwardAgainstReference(Context& context, const AttentionParams& param
 // multiple of the granularity; 33-64 rows only up to D = 128). REQUIREs it.
 void RequireDecodeWhereUsed(Context& context, const AttentionParams& params);
 
+// Whether a backward call with deterministic = false sums dQ with atomics in `context`: where the
+// VK_NV_cooperative_matrix2 family runs the deterministic call (its smallest atomic tile fits there
+// too) and the device has float atomics, if the dQ kernel would leave the device idle
+// (AtomicDqPays).
+bool ExpectAtomicDq(const Context& context, AttentionParams params);
+
 // A device buffer holding `bytes` (4 bytes when empty). REQUIREs success.
 Buffer UploadedBuffer(Context& context, const std::vector<uint8_t>& bytes);
 

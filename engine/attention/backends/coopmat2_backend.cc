@@ -265,7 +265,7 @@ Result<BackwardKernelChoice> Coopmat2Backend::ChooseBackward(const DeviceInfo& d
 bool AtomicDqPays(const DeviceInfo& device, const AttentionParams& params, const KernelChoice& dq) {
   const uint64_t dq_workgroups =
       uint64_t(params.shape.q_len + dq.block_q - 1) / dq.block_q * params.shape.q_heads * params.shape.batch;
-  return 2 * dq_workgroups <= ComputeUnitsOrAssumed(device);
+  return dq_workgroups > 0 && 2 * dq_workgroups <= ComputeUnitsOrAssumed(device);
 }
 
 void Coopmat2Backend::SetSpecConstants(const KernelChoice& choice, const CoopmatLayout&, SpecConstants* spec) const {

@@ -45,11 +45,12 @@ Result<KernelChoice> ChooseCoopmat2DecodeTile(const DeviceInfo& device, uint32_t
                                               const TileOverrides& overrides);
 
 // Whether a backward call that allows atomic dQ (AttentionParams::deterministic = false) runs it
-// rather than the deterministic dQ kernel `dq`: only where that kernel's workgroups would fill at
-// most half the compute units. Its float atomics (one per dQ element per 64-key tile) are the
-// slower way elsewhere: on the H100 (132 SMs), N = 4096 at half the deterministic speed (D = 64
-// and 128), Nq = 256 over 32k keys with 32 heads (128 dQ workgroups) 0.76x, but Nq = 128 over 16k
-// keys (64 workgroups) 1.18x at D = 128 and 1.57x at D = 64 (docs/tuning-log.md).
+// rather than the deterministic dQ kernel `dq`: only where that kernel's workgroups (at least one)
+// would fill at most half the compute units. Its float atomics (one per dQ element per key tile,
+// of 64 keys at D = 64 and 128) are the slower way elsewhere: on the H100 (132 SMs), N = 4096 at
+// half the deterministic speed (D = 64 and 128), Nq = 256 over 32k keys with 32 heads (128 dQ
+// workgroups) 0.76x, but Nq = 128 over 16k keys (64 workgroups) about 1.2x at D = 128 and 1.6x at
+// D = 64 (docs/tuning-log.md).
 bool AtomicDqPays(const DeviceInfo& device, const AttentionParams& params, const KernelChoice& dq);
 
 // Keys a query row sees, on average over the rows: kv_len, or with the causal mask (bottom-right
