@@ -152,13 +152,10 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   if (!has_queries) q.view = o.view = d_o.view = dq.view = lse.view = workspace.view = buffers.k;
   if (!has_keys) k.view = v.view = dk.view = dv.view = buffers.q;
 
-  KernelChoice preprocess;
-  preprocess.kernel = std::string("backward_preprocess_") + (params.dtype == DataType::kFloat16 ? "f16" : "f32");
-  preprocess.workgroup_size = PreprocessWorkgroupSize(info_);
+  const KernelChoice preprocess = PreprocessChoice(info_, params);
   const uint32_t groups_dq = (shape.q_len + choice.dq.block_q - 1) / choice.dq.block_q;
   const uint32_t groups_dkdv = (shape.kv_len + choice.dkdv.block_kv - 1) / choice.dkdv.block_kv;
-  const uint32_t rows_per_group = preprocess.workgroup_size / VKF_PREPROCESS_THREADS_PER_ROW;
-  const uint32_t groups_rows = (shape.q_len + rows_per_group - 1) / rows_per_group;
+  const uint32_t groups_rows = (shape.q_len + preprocess.block_q - 1) / preprocess.block_q;
   if (groups_dq > info_.max_workgroup_count[0] || groups_dkdv > info_.max_workgroup_count[0] ||
       shape.q_heads > info_.max_workgroup_count[1] || shape.batch > info_.max_workgroup_count[2]) {
     return Status::Error(ErrorCode::kUnsupported, "lengths / heads / batch exceed maxComputeWorkGroupCount");
@@ -210,14 +207,11 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
                                                                                choice.dkdv.block_q),
                    groups_dkdv, shape.kv_heads, shape.batch);
   }
-  if (has_queries && choice.atomic_dq) {  // dQ from the sums the dK/dV dispatch added to (zeros without keys)
-    if (has_keys) {
+  if (has_queries) {  // with no keys this writes zero dQ
+    if (choice.atomic_dq && has_keys) {  // dQ from the sums the dK/dV dispatch added to
       vk::MemoryBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
     }
-    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, dq_pipeline);
-    vkCmdDispatch(cmd, groups_dq, shape.q_heads, shape.batch);
-  } else if (has_queries) {  // with no keys this writes zero dQ
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, dq_pipeline);
     DispatchChunks(cmd, push, plans.dq, shape.kv_len, groups_dq, shape.q_heads, shape.batch);
   }

@@ -66,12 +66,18 @@ uint32_t PreprocessWorkgroupSize(const DeviceInfo& device) {
   return device.max_workgroup_invocations >= 256 ? 256 : 128;
 }
 
-KernelChoice DqFromSumsChoice(const DeviceInfo& device, const AttentionParams& params) {
+KernelChoice PreprocessChoice(const DeviceInfo& device, const AttentionParams& params) {
   KernelChoice choice;
-  choice.kernel = std::string("backward_dq_from_sums_") + (params.dtype == DataType::kFloat16 ? "f16" : "f32");
+  choice.kernel = std::string("backward_preprocess_") + (params.dtype == DataType::kFloat16 ? "f16" : "f32");
   choice.workgroup_size = PreprocessWorkgroupSize(device);
   choice.threads_per_row = VKF_PREPROCESS_THREADS_PER_ROW;
   choice.block_q = choice.workgroup_size / VKF_PREPROCESS_THREADS_PER_ROW;
+  return choice;
+}
+
+KernelChoice DqFromSumsChoice(const DeviceInfo& device, const AttentionParams& params) {
+  KernelChoice choice = PreprocessChoice(device, params);
+  choice.kernel = std::string("backward_dq_from_sums_") + (params.dtype == DataType::kFloat16 ? "f16" : "f32");
   return choice;
 }
 

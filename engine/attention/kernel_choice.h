@@ -20,8 +20,11 @@ Result<BackwardKernelChoice> ChooseBackwardKernels(const DeviceInfo& device, con
 // VKF_PREPROCESS_THREADS_PER_ROW: 256 where the device allows it, else Vulkan's minimum of 128.
 uint32_t PreprocessWorkgroupSize(const DeviceInfo& device);
 
+// The backward's preprocess (delta = rowsum(dO * O)), every family's: block_q rows per workgroup of
+// PreprocessWorkgroupSize invocations, VKF_PREPROCESS_THREADS_PER_ROW per row.
+KernelChoice PreprocessChoice(const DeviceInfo& device, const AttentionParams& params);
 // The last kernel of a backward with atomic dQ (BackwardKernelChoice::atomic_dq): it scales the
-// float32 dQ sums and stores dQ, dispatched as the preprocess is (block_q rows per workgroup).
+// float32 dQ sums and stores dQ, dispatched as the preprocess is.
 KernelChoice DqFromSumsChoice(const DeviceInfo& device, const AttentionParams& params);
 
 // DeviceInfo::compute_units, or 16 where the device does not report them: what the workgroup

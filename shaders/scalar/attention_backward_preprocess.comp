@@ -35,14 +35,14 @@ void main() {
   if (gl_WorkGroupID.x * rows_per_group >= seq.q_len) return;  // past this batch entry's queries
   const uint o_base = tensor_base(VKF_TENSOR_O, batch, head, seq.q_row0) + q_row * tensor_row_stride(VKF_TENSOR_O);
   const uint do_base = tensor_base(VKF_TENSOR_DO, batch, head, seq.q_row0) + q_row * tensor_row_stride(VKF_TENSOR_DO);
+  const uint sums_base = dq_sum_row(batch, head, q_row) * HEAD_DIM;
   float sum = 0.0;
   if (q_row < seq.q_len) {
-    for (uint d = lane; d < HEAD_DIM; d += THREADS_PER_ROW) sum += float(o_data[o_base + d]) * float(do_data[do_base + d]);
+    for (uint d = lane; d < HEAD_DIM; d += THREADS_PER_ROW) {
+      sum += float(o_data[o_base + d]) * float(do_data[do_base + d]);
+      if (ZERO_DQ_SUMS) dq_sums[sums_base + d] = 0.0;
+    }
   }
   const float total = row_sum(sum);
   if (lane == 0 && q_row < seq.q_len) delta_data[lse_index(batch, head, seq, q_row)] = total;
-  if (ZERO_DQ_SUMS && q_row < seq.q_len) {
-    const uint sums_base = dq_sum_row(batch, head, q_row) * HEAD_DIM;
-    for (uint d = lane; d < HEAD_DIM; d += THREADS_PER_ROW) dq_sums[sums_base + d] = 0.0;
-  }
 }
