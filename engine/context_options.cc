@@ -38,6 +38,7 @@ Result<ContextOptions> ResolveContextOptions(const ContextOptions& options) {
   FillText("VKFLASH_COOPMAT2_DQ_TILE", &tiles.coopmat2_dq);
   FillText("VKFLASH_DECODE_COOPMAT2_TILE", &tiles.decode_coopmat2);
   FillText("VKFLASH_SCALAR_FORWARD_TILE", &tiles.scalar_forward);
+  FillText("VKFLASH_SCALAR_BACKWARD_TILE", &tiles.scalar_backward);
   if (Status s = FillNumber("VKFLASH_DECODE_SPLITS", &tiles.decode_splits); !s.ok()) return s;
   return resolved;
 }

@@ -128,6 +128,52 @@ TEST_CASE("backward on mobile-sized limits and with descriptor pools", "[backwar
   }
 }
 
+TEST_CASE("the scalar family's register-tiled gradient kernels run aligned calls, the per-row ones the rest",
+          "[backward][scalar]") {
+  ContextOptions options = ValidatedOptions();
+  options.kernels = "scalar";
+  SECTION("the default: register-tiled where the head dim is a multiple of 8") {
+    auto created = Context::Create(options);
+    REQUIRE(created.ok());
+    Context& context = **created;
+    for (const AttentionShape& shape : kShapes) {
+      const AttentionParams params = MakeParams(shape, DataType::kFloat16, false);
+      INFO(Describe(params));
+      auto choice = context.ChooseBackwardKernels(params);
+      REQUIRE(choice.ok());
+      const bool tiled = shape.head_dim % 8 == 0;
+      CHECK(choice->dkdv.kernel == (tiled ? "backward_dkdv_tiled_f16" : "backward_dkdv_f16"));
+      CHECK(choice->dq.kernel == (tiled ? "backward_dq_tiled_f16" : "backward_dq_f16"));
+    }
+  }
+  SECTION("forced tiles (the smallest register blocks), and the per-row kernels on every call") {
+    uint32_t seed = 500;
+    for (const char* tiles : {"8x8x2x1,4x4x1x1", "16x8x4x2,8x16x2x2", "per-row"}) {
+      options.tile_overrides.scalar_backward = tiles;
+      auto created = Context::Create(options);
+      REQUIRE(created.ok());
+      Context& context = **created;
+      for (const AttentionShape& shape : kShapes) {
+        if (shape.head_dim % 32 != 0 || shape.head_dim > 128) continue;  // rows of words the forced tiles divide
+        const AttentionParams params = MakeParams(shape, seed % 2 ? DataType::kFloat16 : DataType::kFloat32, seed % 3 == 0);
+        INFO(tiles << ", " << Describe(params));
+        auto choice = context.ChooseBackwardKernels(params);
+        REQUIRE(choice.ok());
+        if (std::string(tiles) == "per-row") {
+          CHECK(choice->dkdv.kernel.find("tiled") == std::string::npos);
+          CHECK(choice->dq.kernel.find("tiled") == std::string::npos);
+        } else {
+          const uint32_t dkdv_keys = tiles[0] == '8' ? 8 : 16, dq_rows = tiles[0] == '8' ? 4 : 8;
+          CHECK((choice->dkdv.block_kv == dkdv_keys && choice->dq.block_q == dq_rows));
+          CHECK(choice->dkdv.kernel.find("tiled") != std::string::npos);
+        }
+        RunWithinTolerance(context, params, seed++);
+      }
+    }
+    RequireNoValidationMessages();
+  }
+}
+
 TEST_CASE("backward with a custom scale and large logits", "[backward]") {
   Context& context = SharedContext(Knobs::kDevice);
   for (float scale : {0.05f, -0.3f, 4.0f}) {

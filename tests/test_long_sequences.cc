@@ -122,6 +122,14 @@ TEST_CASE("chunked passes give the same bits as one pass", "[long][knobs]") {
     CHECK(a.o == b.o);
     CHECK(a.lse == b.lse);
     CHECK(a.o_error <= ForwardTolerance(p.dtype));
+    // The register-tiled gradient kernels, in chunks (their sums kept in the workspace).
+    auto choice = chunked.ChooseBackwardKernels(p);
+    REQUIRE(choice.ok());
+    CHECK(choice->dkdv.kernel == "backward_dkdv_tiled_f32");
+    CHECK(choice->dq.kernel == "backward_dq_tiled_f32");
+    auto backward_workspace = chunked.BackwardWorkspaceBytes(p);
+    REQUIRE(backward_workspace.ok());
+    CHECK(*backward_workspace >= (p.shape.lse_elements() + p.shape.q_elements() + 2 * p.shape.kv_elements()) * sizeof(float));
     const BackwardRun c = RunBackwardCase(chunked, p, 32), d = RunBackwardCase(whole, p, 32);
     CHECK(c.dq == d.dq);
     CHECK(c.dk == d.dk);

@@ -50,6 +50,11 @@ WorkspaceParts BackwardWorkspaceParts(const DeviceInfo& device, const CallLayout
   parts.total = layout.bytes();
   return parts;
 }
+// ...for a call that runs `choice` in `plans`: dQ sums with atomic dQ or a chunked dQ kernel.
+WorkspaceParts BackwardWorkspaceParts(const DeviceInfo& device, const CallLayout& call,
+                                      const BackwardKernelChoice& choice, const BackwardOperator::Plans& plans) {
+  return BackwardWorkspaceParts(device, call, plans.dq.chunks > 1 || choice.atomic_dq, plans.dkdv.chunks > 1);
+}
 
 }  // namespace
 
@@ -81,10 +86,15 @@ Result<BackwardOperator::Plans> BackwardOperator::ChunkPlans(const BackwardKerne
 
 Result<uint64_t> BackwardOperator::WorkspaceBytes(const AttentionParams& params) const {
   VKF_ASSIGN_OR_RETURN(const CallLayout call, ResolveCallLayout(params, /*backward=*/true));
-  VKF_ASSIGN_OR_RETURN(const BackwardKernelChoice choice,
-                       ChooseBackwardKernels(info_, call.planning, /*scalar_only=*/!call.vector_strides, overrides_));
-  VKF_ASSIGN_OR_RETURN(const Plans plans, ChunkPlans(choice, call.planning));
-  return BackwardWorkspaceParts(info_, call, plans.dq.chunks > 1 || choice.atomic_dq, plans.dkdv.chunks > 1).total;
+  uint64_t bytes = 0;
+  // Views that turn out unaligned run the per-row scalar kernels (Record), whose chunks may differ.
+  for (const bool scalar_only : {!call.vector_strides, true}) {
+    VKF_ASSIGN_OR_RETURN(const BackwardKernelChoice choice,
+                         ChooseBackwardKernels(info_, call.planning, scalar_only, overrides_));
+    VKF_ASSIGN_OR_RETURN(const Plans plans, ChunkPlans(choice, call.planning));
+    bytes = std::max<uint64_t>(bytes, BackwardWorkspaceParts(info_, call, choice, plans).total);
+  }
+  return bytes;
 }
 
 Result<BackwardKernelChoice> BackwardOperator::Choose(const AttentionParams& params) const {
@@ -116,8 +126,7 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   VKF_ASSIGN_OR_RETURN(const BackwardKernelChoice choice,
                        ChooseBackwardKernels(info_, call.planning, /*scalar_only=*/!aligned, overrides_));
   VKF_ASSIGN_OR_RETURN(const Plans plans, ChunkPlans(choice, call.planning));
-  const WorkspaceParts parts =
-      BackwardWorkspaceParts(info_, call, plans.dq.chunks > 1 || choice.atomic_dq, plans.dkdv.chunks > 1);
+  const WorkspaceParts parts = BackwardWorkspaceParts(info_, call, choice, plans);
 
   const auto& bytes = call.required_bytes;  // dQ, dK, dV have the strides of Q, K, V
   NamedView q{"q", buffers.q, bytes[VKF_TENSOR_Q]}, o{"o", buffers.o, bytes[VKF_TENSOR_O]},

@@ -32,13 +32,13 @@ class BackwardOperator {
   // The kernels and tiles Record runs `params` with (given views they can vector-load).
   Result<BackwardKernelChoice> Choose(const AttentionParams& params) const;
 
- private:
   // How each gradient kernel's loop is split into dispatches (one chunk unless the driver has a
   // loop budget): dK/dV in steps (query tiles of a head), dQ in keys.
   struct Plans {
     ChunkPlan dkdv, dq;
   };
 
+ private:
   BackwardOperator(const DeviceInfo& info, const TileOverrides& overrides, const CoopmatLayout& layout,
                    vk::PipelineStore& pipelines)
       : info_(info), overrides_(overrides), coopmat_layout_(layout), pipelines_(pipelines) {}

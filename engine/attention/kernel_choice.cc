@@ -53,7 +53,8 @@ Result<KernelChoice> ChooseForwardKernel(const DeviceInfo& device, const Attenti
 Result<BackwardKernelChoice> ChooseBackwardKernels(const DeviceInfo& device, const AttentionParams& params,
                                                    bool scalar_only, const TileOverrides& overrides) {
   return FirstThatFits<BackwardKernelChoice>(device, params, scalar_only, [&](const KernelBackend& backend) {
-    return backend.ChooseBackward(device, params, overrides);
+    // scalar_only: views the vector loads cannot take: the per-row kernels.
+    return scalar_only ? ChoosePerRowBackward(device, params) : backend.ChooseBackward(device, params, overrides);
   });
 }
 

@@ -227,6 +227,11 @@ struct TileOverrides {
   // kernel's (query rows, keys per step, invocations per row), which then runs every call; or
   // "per-row": the per-row kernel, with its own tiles, for every call.
   std::string scalar_forward;
+  // The scalar gradient kernels (VKFLASH_SCALAR_BACKWARD_TILE): "DKDV,DQ", each OxSxTxR, a
+  // register-tiled kernel's (owned rows: keys for dK/dV, query rows for dQ; streamed rows per step;
+  // invocations per row group; owned rows per invocation), either may be empty; or "per-row": the
+  // per-row kernels for every call.
+  std::string scalar_backward;
   // The decode kernels' split-K parts per (KV head, batch) (VKFLASH_DECODE_SPLITS); 0: from the
   // device's compute units and the shape.
   uint32_t decode_splits = 0;

@@ -56,6 +56,15 @@
 // uint: with float16 products, the largest |value| of each V row of the step and of the V tile.
 #define VKF_SMEM_TILED_ABS_MAX_UINTS(block_kv) ((block_kv) + 1)
 
+// --- Register-tiled scalar backward (scalar/attention_backward_{dkdv,dq}_tiled.comp) ---
+// Rows of 16-byte words as above (8 halves for float16 tensors, else 4 floats): dK/dV keeps K and
+// V (BLOCK_KV rows) and stages Q and dO (BLOCK_Q); dQ keeps Q and dO and stages K and V.
+// float: a score per (owned row, streamed row) of the step (dK/dV: P^T and dS^T; dQ: dS), the row
+// stride one more than the streamed rows, so that the owned rows a warp reads at once hit
+// different banks.
+#define VKF_TILED_SCORE_STRIDE(streamed) ((streamed) + 1)
+#define VKF_SMEM_TILED_SCORE_FLOATS(owned, score_stride) ((owned) * (score_stride))
+
 // --- Tensor-core kernels (coopmat/, coopmat2/) ---
 // uvec4: the staged rows of two tensors of one tile, `rows` each (K and V; dK/dV of coopmat/: its
 // K and V rows, and each step's Q and dO rows).

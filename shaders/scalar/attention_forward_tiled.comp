@@ -64,41 +64,6 @@ const uint V_TILE_BITS = BLOCK_KV;
 
 VKF_DEFINE_VEC4_STORER(store_o4, o_data)
 
-// Defines `uint fn(uint base, uint stride, uint first, uint count, uint row_bits)`: copies rows
-// [first, first + ROWS) of `data` (row n at element base + n * stride) into `tile`; rows at or
-// past `count` become zeros. GUARDED (V, with float16 products): also keeps each row's largest
-// |value| (word_abs_max_bits) in v_abs_max_bits[row_bits + row] and returns the largest this
-// invocation staged; else returns 0.
-#if VKF_FLOAT16_MATH
-#define VKF_STAGE_WORD(tile, at, w, bits, row_slot, GUARDED)        \
-  {                                                                 \
-    tile[at] = w;                                                   \
-    if (GUARDED) {                                                  \
-      const uint word_bits = word_abs_max_bits(w);                  \
-      atomicMax(v_abs_max_bits[row_slot], word_bits, gl_ScopeWorkgroup, 0, 0); \
-      bits = max(bits, word_bits);                                  \
-    }                                                               \
-  }
-#else
-#define VKF_STAGE_WORD(tile, at, w, bits, row_slot, GUARDED) \
-  {                                                  \
-    vec4 lo, hi;                                     \
-    unpack_global(w, lo, hi);                        \
-    tile[at] = lo;                                   \
-    if (WORDS_PER_GLOBAL == 2) tile[at + 1] = hi;    \
-  }
-#endif
-#define VKF_DEFINE_STAGER(fn, tile, data, ROWS, GUARDED)                                         \
-  uint fn(uint base, uint stride, uint first, uint count, uint row_bits) {                       \
-    uint bits = 0;                                                                               \
-    for (uint i = gl_LocalInvocationIndex; i < ROWS * GLOBAL_ROW_WORDS; i += WORKGROUP_SIZE) {  \
-      const uint r = i / GLOBAL_ROW_WORDS, g = i % GLOBAL_ROW_WORDS;                             \
-      const global_word_t w =                                                                    \
-          first + r < count ? data[(base + (first + r) * stride) / GLOBAL_COLS + g] : global_word_t(0); \
-      VKF_STAGE_WORD(tile, r * STRIDE + g * WORDS_PER_GLOBAL, w, bits, row_bits + r, GUARDED)    \
-    }                                                                                            \
-    return bits;                                                                                 \
-  }
 VKF_DEFINE_STAGER(stage_q, q_tile, q_data, BLOCK_Q, false)
 VKF_DEFINE_STAGER(stage_k, k_tile, k_data, BLOCK_KV, false)
 VKF_DEFINE_STAGER(stage_v, v_tile, v_data, BLOCK_KV, true)
@@ -116,12 +81,12 @@ void scores(out float s[ROWS_PER_THREAD][KEYS_PER_THREAD]) {
   for (uint w = 0; w < ROW_WORDS; ++w) {
 #if VKF_FLOAT16_MATH
     // Each word widened once: 8 conversions per row or key, for ROWS_PER_THREAD x KEYS_PER_THREAD x 8 products.
-    vec4 q_lo[ROWS_PER_THREAD], q_hi[ROWS_PER_THREAD];
-    [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) word_to_f32(q_tile[(row0 + r) * STRIDE + w], q_lo[r], q_hi[r]);
+    vec4 qx[ROWS_PER_THREAD][WORD_VEC4S];
+    [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) word_to_f32(q_tile[(row0 + r) * STRIDE + w], qx[r]);
     [[unroll]] for (uint j = 0; j < KEYS_PER_THREAD; ++j) {
-      vec4 k_lo, k_hi;
-      word_to_f32(k_tile[(lane + j * THREADS_PER_ROW) * STRIDE + w], k_lo, k_hi);
-      [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) s[r][j] += dot(q_lo[r], k_lo) + dot(q_hi[r], k_hi);
+      vec4 kx[WORD_VEC4S];
+      word_to_f32(k_tile[(lane + j * THREADS_PER_ROW) * STRIDE + w], kx);
+      [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) s[r][j] += word_dot(qx[r], kx);
     }
 #else
     vec4 qw[ROWS_PER_THREAD];
@@ -137,9 +102,7 @@ void scores(out float s[ROWS_PER_THREAD][KEYS_PER_THREAD]) {
 }
 
 // acc[r][i]: vec4 i of this invocation's columns of row r, at vec4 column acc_column(i) of the row.
-uint acc_column(uint i) {
-  return WORD_COLS == 8 ? 2 * (lane_id() + (i / 2) * THREADS_PER_ROW) + i % 2 : lane_id() + i * THREADS_PER_ROW;
-}
+uint acc_column(uint i) { return word_vec4_column(lane_id(), THREADS_PER_ROW, i); }
 
 // acc += P V over the staged tile; row r with float16 products where float16_products[r] (the
 // keys it sees hold only finite V there). `visible_keys[r]`: with `masked`, row r's products stop
@@ -186,12 +149,12 @@ void add_pv(inout vec4 acc[ROWS_PER_THREAD][VEC4_PER_THREAD], bool float16_produ
     [[unroll]] for (uint k = 0; k < WORDS_PER_THREAD; ++k) {
       const word_t v = v_tile[c * STRIDE + lane + k * THREADS_PER_ROW];
 #if VKF_FLOAT16_MATH
-      vec4 lo, hi;
-      word_to_f32(v, lo, hi);
+      vec4 vx[WORD_VEC4S];
+      word_to_f32(v, vx);
       [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
         if (float16_products[r] || (masked && c >= visible_keys[r])) continue;
-        acc[r][2 * k] += p[r] * lo;
-        acc[r][2 * k + 1] += p[r] * hi;
+        acc[r][2 * k] += p[r] * vx[0];
+        acc[r][2 * k + 1] += p[r] * vx[1];
       }
 #else
       [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {

@@ -1,30 +1,43 @@
 // The register-tiled scalar kernels' shared-memory words and the arithmetic on them. A word is 16
 // bytes of one row of a tile: the unit of every shared-memory load.
 //
-// VKF_FLOAT16_MATH = 1 (float16 tensors on a device with shaderFloat16): a word is a uvec4 of 8
-// halves, as the tensor stores them (half the shared memory of floats). S = Q K^T is computed in
+// VKF_HALF_WORDS = 1: a word is a uvec4 of 8 halves, as a float16 tensor stores them (half the
+// shared memory of floats), widened to floats where read (word_to_f32). The forward keeps halves
+// with float16 products only (its default); the backward kernels whenever the tensors are float16.
+// VKF_HALF_WORDS = 0: a word is a vec4 of 4 floats (float16 tensors are converted when staged).
+//
+// VKF_FLOAT16_MATH = 1 (the forward, float16 tensors on a device with shaderFloat16): S = Q K^T is computed in
 // float32 from the widened words (its absolute error is what the softmax sees). O += P V multiplies
 // in float16, two products per instruction, and sums FLOAT16_TERMS keys per half of a f16vec2
 // before adding that partial sum to O's float32 accumulator (a relative error, which O's tolerance
 // absorbs); a row that sees a V value large enough to overflow such a partial (or inf or NaN)
 // takes float32 products instead.
-// VKF_FLOAT16_MATH = 0: a word is a vec4 of 4 floats (float16 tensors are converted when staged);
-// every product and sum is float32.
+// VKF_FLOAT16_MATH = 0: every product and sum is float32.
 //
 // Include after scalar/tensor_io.glsl (storage_t).
 #ifndef VKFLASH_REGISTER_TILE_GLSL
 #define VKFLASH_REGISTER_TILE_GLSL
 
-#if VKF_FLOAT16_MATH
+#ifndef VKF_HALF_WORDS
+#define VKF_HALF_WORDS VKF_FLOAT16_MATH
+#endif
+
+#if VKF_HALF_WORDS
 #define word_t uvec4
-#define p_t float16_t
 const uint WORD_COLS = 8;
+#else
+#define word_t vec4
+const uint WORD_COLS = 4;
+#endif
+// The vec4s a word widens to.
+const uint WORD_VEC4S = WORD_COLS / 4;
+
+#if VKF_FLOAT16_MATH
+#define p_t float16_t
 // Keys per float16 partial sum of P V.
 const uint FLOAT16_TERMS = 16;
 #else
-#define word_t vec4
 #define p_t float
-const uint WORD_COLS = 4;
 #endif
 
 // The tensors in global memory, as 16-byte words: 8 halves or 4 floats (the engine picks these
@@ -55,6 +68,10 @@ void unpack_global(global_word_t w, out vec4 lo, out vec4 hi) {
 // The shared words one global word becomes (a float16 word read with float32 math: two vec4).
 const uint WORDS_PER_GLOBAL = GLOBAL_COLS / WORD_COLS;
 
+#if VKF_HALF_WORDS && !VKF_STORAGE_F16
+#error "words of halves are staged from float16 tensors only"
+#endif
+
 #if VKF_FLOAT16_MATH
 // The largest |element| of a word, as float16 bits without the sign: they order as the magnitudes
 // do, with inf and NaN above every finite value.
@@ -67,14 +84,75 @@ uint word_abs_max_bits(word_t w) {
 const uint FLOAT16_PARTIAL_SAFE_BITS = 0x6800u;
 #endif
 
+// Defines `uint fn(uint base, uint stride, uint first, uint count, uint row_bits)`: copies rows
+// [first, first + ROWS) of `data` (row n at global word (base + n * stride) / GLOBAL_COLS) into
+// `tile` at row stride STRIDE; rows at or past `count` become zeros. GUARDED (the forward's V,
+// with float16 products): also keeps each row's largest |value| (word_abs_max_bits) in
+// v_abs_max_bits[row_bits + row] and returns the largest this invocation staged; else returns 0.
+// Needs STRIDE and GLOBAL_ROW_WORDS (words of a tensor row) in scope.
+#if VKF_HALF_WORDS
+#define VKF_STAGE_WORD(tile, at, w, bits, row_slot, GUARDED) \
+  {                                                          \
+    tile[at] = w;                                            \
+    VKF_GUARD_WORD(w, bits, row_slot, GUARDED)               \
+  }
+#else
+#define VKF_STAGE_WORD(tile, at, w, bits, row_slot, GUARDED) \
+  {                                                          \
+    vec4 lo, hi;                                             \
+    unpack_global(w, lo, hi);                                \
+    tile[at] = lo;                                           \
+    if (WORDS_PER_GLOBAL == 2) tile[at + 1] = hi;            \
+  }
+#endif
+#if VKF_FLOAT16_MATH
+#define VKF_GUARD_WORD(w, bits, row_slot, GUARDED)                            \
+  if (GUARDED) {                                                              \
+    const uint word_bits = word_abs_max_bits(w);                              \
+    atomicMax(v_abs_max_bits[row_slot], word_bits, gl_ScopeWorkgroup, 0, 0);  \
+    bits = max(bits, word_bits);                                              \
+  }
+#else
+#define VKF_GUARD_WORD(w, bits, row_slot, GUARDED)
+#endif
+#define VKF_DEFINE_STAGER(fn, tile, data, ROWS, GUARDED)                                                \
+  uint fn(uint base, uint stride, uint first, uint count, uint row_bits) {                              \
+    uint bits = 0;                                                                                      \
+    for (uint i = gl_LocalInvocationIndex; i < ROWS * GLOBAL_ROW_WORDS; i += WORKGROUP_SIZE) {         \
+      const uint r = i / GLOBAL_ROW_WORDS, g = i % GLOBAL_ROW_WORDS;                                    \
+      const global_word_t w =                                                                           \
+          first + r < count ? data[(base + (first + r) * stride) / GLOBAL_COLS + g] : global_word_t(0);  \
+      VKF_STAGE_WORD(tile, r * STRIDE + g * WORDS_PER_GLOBAL, w, bits, row_bits + r, GUARDED)           \
+    }                                                                                                   \
+    return bits;                                                                                        \
+  }
+
 // --- Products ---
 
+// The word as floats: x[0] columns 0-3, x[1] (words of halves) 4-7.
+void word_to_f32(word_t w, out vec4 x[WORD_VEC4S]) {
 #if VKF_FLOAT16_MATH
-// The word as floats.
-void word_to_f32(word_t w, out vec4 lo, out vec4 hi) {
-  lo = vec4(vec2(unpackFloat2x16(w.x)), vec2(unpackFloat2x16(w.y)));
-  hi = vec4(vec2(unpackFloat2x16(w.z)), vec2(unpackFloat2x16(w.w)));
-}
+  x[0] = vec4(vec2(unpackFloat2x16(w.x)), vec2(unpackFloat2x16(w.y)));
+  x[1] = vec4(vec2(unpackFloat2x16(w.z)), vec2(unpackFloat2x16(w.w)));
+#elif VKF_HALF_WORDS
+  x[0] = vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
+  x[1] = vec4(unpackHalf2x16(w.z), unpackHalf2x16(w.w));
+#else
+  x[0] = w;
 #endif
+}
+
+// The float32 dot product of two words.
+float word_dot(vec4 a[WORD_VEC4S], vec4 b[WORD_VEC4S]) {
+  float sum = dot(a[0], b[0]);
+  [[unroll]] for (uint h = 1; h < WORD_VEC4S; ++h) sum += dot(a[h], b[h]);
+  return sum;
+}
+
+// A tensor row's vec4 column of accumulator i of an invocation that owns the row's words lane,
+// lane + threads_per_row, ... (each WORD_VEC4S vec4 columns).
+uint word_vec4_column(uint lane, uint threads_per_row, uint i) {
+  return (lane + (i / WORD_VEC4S) * threads_per_row) * WORD_VEC4S + i % WORD_VEC4S;
+}
 
 #endif

@@ -8,6 +8,7 @@
 #include "common/shader_interface.h"
 #include "common/shared_memory_sizes.h"
 #include "util/ceil_div.h"
+#include "util/status_macros.h"
 
 namespace vkflash::attention {
 namespace {
@@ -33,6 +34,39 @@ constexpr TiledTile kTiledForwardTiles[] = {
     {16, 16, 4, 2},
     {8, 8, 4, 2},
     {8, 8, 2, 1},
+    {4, 4, 1, 1},        // anything with 16-byte loads
+};
+
+// The register-tiled gradient kernels (scalar/attention_backward_{dkdv,dq}_tiled.comp): rows the
+// workgroup owns (dK/dV: keys; dQ: query rows), rows of each streamed tile, the invocations sharing
+// a row group, the owned rows each takes, the largest head dim the entry is for. First that fits
+// wins. Order from H100 measurements, float16, N = 4096, H * D = 2048, backward TFLOP/s with the
+// other kernel at its default (docs/tuning-log.md, 2026-11-24).
+struct TiledBackwardTile {
+  uint32_t owned, streamed, threads_per_row, rows_per_thread, max_head_dim = 256;
+  uint32_t workgroup_size() const { return owned / rows_per_thread * threads_per_row; }
+};
+constexpr TiledBackwardTile kTiledDkdvTiles[] = {
+    {64, 32, 8, 4, 64},  // D <= 64: 18.9 TFLOP/s (with dQ's 64x32x8x4) against 17.6-17.8 for 64x32x4x2, 32x32x8x2
+    {32, 32, 8, 2},      // D = 128 on 48 KB: 16.9 against 16.3-16.4 for 32x32x8x4, 32x16x8x2
+    {32, 16, 8, 2},      // where 32x32 does not fit: 32 KB at D = 128 (15.5), 48 KB at D = 160-192
+    {16, 16, 8, 2},      // 48 KB at D = 256, and float32 tensors at D = 128
+    {16, 8, 4, 2},       // 16 KB at D = 128: 13.3 (with dQ's 16x8x4x2), 16x8x8x2 13.0, 8x16x8x1 12.0, 8x8x4x2 7.0
+    {16, 8, 8, 2},       // (measured just below 16x8x4x2)
+    {8, 8, 4, 2},        // smaller limits, or row words that 8 invocations do not divide
+    {8, 8, 2, 1},        // row words that 4 do not divide (D = 80)
+    {4, 4, 1, 1},        // anything with 16-byte loads
+};
+constexpr TiledBackwardTile kTiledDqTiles[] = {
+    {64, 32, 8, 4, 64},  // D <= 64: best of 64x32x4x2, 64x32x8x2, 32x32x8x2, 64x16x8x4 (17.5-18.1 with them)
+    {64, 16, 8, 4},      // D = 128 on 48 KB: 16.9 against 16.2-16.6 for 32x32x8x2, 32x32x8x4, 64x16x4x2
+    {32, 32, 8, 2},      // where 64 rows do not fit: 48 KB at D = 160
+    {32, 16, 8, 2},      // 32 KB at D = 128 (15.5 with dK/dV's 32x16), 48 KB at D = 192
+    {16, 16, 8, 2},      // 48 KB at D = 256, and float32 tensors at D = 128
+    {16, 8, 4, 2},       // 16 KB at D = 128, as dK/dV's
+    {16, 8, 8, 2},       // (measured just below 16x8x4x2)
+    {8, 8, 4, 2},        // smaller limits, or row words that 8 invocations do not divide
+    {8, 8, 2, 1},        // row words that 4 do not divide (D = 80)
     {4, 4, 1, 1},        // anything with 16-byte loads
 };
 
@@ -145,9 +179,83 @@ std::optional<KernelChoice> ChooseTiledForward(const DeviceInfo& device, const A
   return std::nullopt;
 }
 
+// VKFLASH_SCALAR_BACKWARD_TILE: "DKDV,DQ", each OxSxTxR (either may be empty), the register-tiled
+// gradient kernels' tiles tried first; "per-row": the per-row kernels for every call.
+struct ForcedBackwardTiles {
+  bool per_row_kernels = false;
+  std::optional<TiledBackwardTile> dkdv, dq;
+};
+std::optional<TiledBackwardTile> ParseTiledBackwardTile(const std::string& text) {
+  uint32_t v[4] = {0, 0, 0, 0};
+  if (text.empty() || std::sscanf(text.c_str(), "%ux%ux%ux%u", &v[0], &v[1], &v[2], &v[3]) != 4) return std::nullopt;
+  if (!v[0] || !v[1] || !v[2] || !v[3]) return std::nullopt;
+  return TiledBackwardTile{v[0], v[1], v[2], v[3], UINT32_MAX};
+}
+ForcedBackwardTiles ParseBackwardTiles(const std::string& text) {
+  ForcedBackwardTiles forced;
+  if (text == "per-row") {
+    forced.per_row_kernels = true;
+    return forced;
+  }
+  const size_t comma = text.find(',');
+  forced.dkdv = ParseTiledBackwardTile(text.substr(0, comma));
+  if (comma != std::string::npos) forced.dq = ParseTiledBackwardTile(text.substr(comma + 1));
+  return forced;
+}
+
+// The register-tiled dK/dV (dkdv) or dQ kernel's first tile that fits, if any.
+std::optional<KernelChoice> ChooseTiledGradient(const DeviceInfo& device, const AttentionParams& params, bool dkdv,
+                                                const std::optional<TiledBackwardTile>& forced) {
+  const uint32_t head_dim = params.shape.head_dim;
+  const bool half_words = params.dtype == DataType::kFloat16;
+  const uint32_t row_words = head_dim / (half_words ? 8 : 4);
+  const auto make_choice = [&](TiledBackwardTile tile) {
+    KernelChoice choice;
+    choice.kernel = std::string(dkdv ? "backward_dkdv_tiled_" : "backward_dq_tiled_") + DtypeSuffix(params.dtype);
+    choice.block_q = dkdv ? tile.streamed : tile.owned;
+    choice.block_kv = dkdv ? tile.owned : tile.streamed;
+    choice.threads_per_row = tile.threads_per_row;
+    choice.workgroup_size = tile.workgroup_size();
+    choice.subgroup_reductions = false;
+    choice.shared_memory_bytes = TiledBackwardSharedBytes(head_dim, tile.owned, tile.streamed, half_words, dkdv);
+    return choice;
+  };
+  const auto fits = [&](TiledBackwardTile tile) {
+    if (head_dim % 8 != 0 || head_dim > tile.max_head_dim || tile.owned % tile.rows_per_thread != 0 ||
+        row_words % tile.threads_per_row != 0 || tile.streamed % tile.threads_per_row != 0 ||
+        tile.workgroup_size() > device.max_workgroup_invocations) {
+      return false;
+    }
+    const KernelChoice choice = make_choice(tile);
+    if (choice.shared_memory_bytes > device.usable_shared_memory_bytes) return false;
+    // On a driver with a loop budget, one step (and the fixed part) must fit half of it (chunk_plan.h).
+    if (device.shader_loop_budget == 0) return true;
+    const LoopCost cost = dkdv ? ScalarDkdvLoopCost(choice, head_dim) : ScalarDqLoopCost(choice, head_dim);
+    return cost.fixed + cost.per_step <= device.shader_loop_budget / 2;
+  };
+  const std::span<const TiledBackwardTile> table = dkdv ? std::span<const TiledBackwardTile>(kTiledDkdvTiles)
+                                                        : std::span<const TiledBackwardTile>(kTiledDqTiles);
+  const std::optional<TiledBackwardTile> tile = FirstTileThatFits(forced, table, fits);
+  if (!tile) return std::nullopt;
+  return make_choice(*tile);
+}
+
 }  // namespace
 
 bool IsTiledForward(const KernelChoice& choice) { return choice.kernel.rfind("forward_tiled_", 0) == 0; }
+
+bool IsTiledBackward(const KernelChoice& choice) {
+  return choice.kernel.rfind("backward_dkdv_tiled_", 0) == 0 || choice.kernel.rfind("backward_dq_tiled_", 0) == 0;
+}
+
+uint32_t TiledBackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed, bool half_words, bool dkdv) {
+  const uint32_t stride = VKF_ODD_STRIDE(VKF_TILED_ROW_WORDS(head_dim, half_words ? 8 : 4));
+  // Two owned tensors and two streamed ones; dK/dV: P^T, dS^T and the step's LSE and delta, dQ: dS.
+  const uint32_t words = 2 * VKF_SMEM_TILED_WORDS(owned, stride) + 2 * VKF_SMEM_TILED_WORDS(streamed, stride);
+  const uint32_t scores = VKF_SMEM_TILED_SCORE_FLOATS(owned, VKF_TILED_SCORE_STRIDE(streamed));
+  const uint32_t floats = dkdv ? 2 * scores + 2 * VKF_SMEM_ROW_FLOATS(streamed) : scores;
+  return 16 * words + 4 * floats;
+}
 
 uint32_t TiledForwardSharedBytes(uint32_t head_dim, uint32_t block_q, uint32_t block_kv, uint32_t workgroup_size,
                                  bool float16_words, bool subgroup_reductions) {
@@ -217,8 +325,7 @@ uint32_t BackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streame
   return 16 * vec4s + 4 * floats;
 }
 
-Result<BackwardKernelChoice> ScalarBackend::ChooseBackward(const DeviceInfo& device, const AttentionParams& params,
-                                                          const TileOverrides&) const {
+Result<BackwardKernelChoice> ChoosePerRowBackward(const DeviceInfo& device, const AttentionParams& params) {
   const uint32_t head_dim = params.shape.head_dim;
   // Both gradient kernels hold two owned row blocks and two streamed tiles: the forward's list
   // of (owned, streamed) shapes serves them too.
@@ -244,6 +351,17 @@ Result<BackwardKernelChoice> ScalarBackend::ChooseBackward(const DeviceInfo& dev
     return NothingFits(device, head_dim);
   };
   return BothBackwardKernels(choose);
+}
+
+Result<BackwardKernelChoice> ScalarBackend::ChooseBackward(const DeviceInfo& device, const AttentionParams& params,
+                                                          const TileOverrides& overrides) const {
+  VKF_ASSIGN_OR_RETURN(BackwardKernelChoice choice, ChoosePerRowBackward(device, params));
+  const ForcedBackwardTiles forced = ParseBackwardTiles(overrides.scalar_backward);
+  if (forced.per_row_kernels) return choice;
+  // Each gradient kernel register-tiled where one of its tiles fits, else per-row.
+  if (std::optional<KernelChoice> dkdv = ChooseTiledGradient(device, params, /*dkdv=*/true, forced.dkdv)) choice.dkdv = *dkdv;
+  if (std::optional<KernelChoice> dq = ChooseTiledGradient(device, params, /*dkdv=*/false, forced.dq)) choice.dq = *dq;
+  return choice;
 }
 
 namespace {
@@ -300,8 +418,56 @@ LoopCost TiledForwardLoopCost(const KernelChoice& choice, uint32_t head_dim) {
   return cost;
 }
 
+namespace {
+
+// The register-tiled gradient kernels' loops (scalar/attention_backward_{dkdv,dq}_tiled.comp),
+// which share their shape: a register block of two products over the head dim (S and dP), then
+// sums over the streamed rows into the owned rows' columns.
+struct TiledGradientLoops {
+  uint64_t rows, streamed_per_lane, row_words, lane_words, lane_vec4s, word_vec4s, global_words;
+};
+TiledGradientLoops TiledLoops(const KernelChoice& choice, uint32_t head_dim, bool dkdv) {
+  const bool half_words = choice.kernel.find("_f16") != std::string::npos;
+  TiledGradientLoops l;
+  const uint64_t owned = dkdv ? choice.block_kv : choice.block_q, streamed = dkdv ? choice.block_q : choice.block_kv;
+  l.rows = owned * choice.threads_per_row / choice.workgroup_size;
+  l.streamed_per_lane = streamed / choice.threads_per_row;
+  l.word_vec4s = half_words ? 2 : 1;
+  l.row_words = head_dim / (4 * l.word_vec4s);
+  l.lane_words = l.row_words / choice.threads_per_row;
+  l.lane_vec4s = l.lane_words * l.word_vec4s;
+  l.global_words = head_dim / (half_words ? 8 : 4);
+  return l;
+}
+// Staging `rows` rows of one tensor (one loop per workgroup-wide sweep).
+uint64_t StageLoops(const KernelChoice& choice, uint64_t rows, const TiledGradientLoops& l) {
+  return CeilDiv(rows * l.global_words, choice.workgroup_size);
+}
+// S and dP (zeroing; the word loop: the owned rows' words, then per streamed row its words and
+// the products, word_dot looping over a word's vec4s past the first; the scores' epilogue), then
+// the sums over `streamed` rows (the owned rows' scores, then per word of the lane the products,
+// one iteration per vec4 of the word).
+uint64_t TiledStepLoops(const TiledGradientLoops& l, uint64_t streamed) {
+  const uint64_t block = l.rows * (1 + l.streamed_per_lane);
+  const uint64_t words = l.row_words * (1 + l.rows + l.streamed_per_lane * (1 + l.rows * (1 + 2 * (l.word_vec4s - 1))));
+  const uint64_t sums = streamed * (1 + l.rows + l.lane_words * (1 + l.rows * (1 + l.word_vec4s)));
+  return 2 * block + words + sums;
+}
+
+}  // namespace
+
 // ...of shaders/scalar/attention_backward_dq.comp (Q and dO rows, then K and V tiles: two loads each).
 LoopCost ScalarDqLoopCost(const KernelChoice& choice, uint32_t head_dim) {
+  if (IsTiledBackward(choice)) {  // ...of shaders/scalar/attention_backward_dq_tiled.comp
+    const TiledGradientLoops l = TiledLoops(choice, head_dim, /*dkdv=*/false);
+    LoopCost cost;
+    cost.fixed = 2 * StageLoops(choice, choice.block_q, l)              // Q, dO rows
+                 + l.rows * (1 + 6 * l.lane_vec4s)                      // zero, resume
+                 + l.rows * (1 + 5 * l.lane_vec4s) + 8;                 // store dQ or the state; slack
+    cost.per_step = 2 * StageLoops(choice, choice.block_kv, l)          // K, V tiles
+                    + TiledStepLoops(l, choice.block_kv) + l.rows + 1;  // dS, dQ += dS K; limits; the loop
+    return cost;
+  }
   const uint64_t head_vec4 = CeilDiv(head_dim, 4), lane_vec4s = CeilDiv(head_vec4, choice.threads_per_row);
   LoopCost cost;
   cost.fixed = CeilDiv(uint64_t(choice.block_q) * head_vec4, choice.workgroup_size) * 9  // Q, dO rows
@@ -314,6 +480,17 @@ LoopCost ScalarDqLoopCost(const KernelChoice& choice, uint32_t head_dim) {
 
 // ...of shaders/scalar/attention_backward_dkdv.comp (its K and V rows, then Q and dO tiles).
 LoopCost ScalarDkdvLoopCost(const KernelChoice& choice, uint32_t head_dim) {
+  if (IsTiledBackward(choice)) {  // ...of shaders/scalar/attention_backward_dkdv_tiled.comp
+    const TiledGradientLoops l = TiledLoops(choice, head_dim, /*dkdv=*/true);
+    LoopCost cost;
+    cost.fixed = 2 * StageLoops(choice, choice.block_kv, l)             // K, V rows
+                 + l.rows * (1 + 2 * (1 + 5 * l.lane_vec4s))            // zero, resume
+                 + l.rows * (1 + 2 * 5 * l.lane_vec4s) + 1 + 8;         // store; heads loop; slack
+    cost.per_step = 2 * StageLoops(choice, choice.block_q, l)           // Q, dO tiles
+                    + CeilDiv(choice.block_q, choice.workgroup_size)     // LSE, delta
+                    + TiledStepLoops(l, choice.block_q) + l.rows + 2;  // P^T, dS^T, dV and dK sums; limits; loops
+    return cost;
+  }
   const uint64_t head_vec4 = CeilDiv(head_dim, 4), lane_vec4s = CeilDiv(head_vec4, choice.threads_per_row);
   LoopCost cost;
   cost.fixed = CeilDiv(uint64_t(choice.block_kv) * head_vec4, choice.workgroup_size) * 9  // K, V rows

@@ -2,7 +2,7 @@
 // shared by `threads_per_row` invocations and reduced with subgroup shuffles where the device
 // allows them, else through shared memory. The forward is register-tiled where the call's views
 // allow 16-byte loads and the head dim is a multiple of 8 (float16 products where the device has
-// shaderFloat16), else the per-row kernel runs it. On a driver with a loop budget they run in chunks
+// shaderFloat16), else the per-row kernel runs it; so are the gradient kernels (float32 products). On a driver with a loop budget they run in chunks
 // (chunk_plan.h), so they also say how many loop iterations they run.
 #pragma once
 
@@ -36,6 +36,18 @@ Result<KernelChoice> ChoosePerRowForward(const DeviceInfo& device, const Attenti
 
 // Whether `choice` is the register-tiled forward (scalar/attention_forward_tiled.comp).
 bool IsTiledForward(const KernelChoice& choice);
+
+// The per-row gradient kernels (scalar/attention_backward_{dkdv,dq}.comp), which take every call:
+// views and strides the register-tiled kernels' 16-byte loads cannot take, any head dim.
+Result<BackwardKernelChoice> ChoosePerRowBackward(const DeviceInfo& device, const AttentionParams& params);
+
+// Whether `choice` is a register-tiled gradient kernel (scalar/attention_backward_{dkdv,dq}_tiled.comp).
+bool IsTiledBackward(const KernelChoice& choice);
+
+// Shared memory a register-tiled gradient kernel declares: two owned and two streamed tensors
+// (float16: words of 8 halves, else 4 floats), the step's scores (dK/dV: P^T, dS^T, and the
+// step's LSE and delta; dQ: dS).
+uint32_t TiledBackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed, bool half_words, bool dkdv);
 
 // Shared memory the register-tiled forward declares: Q, K and V words (float16 words: 8 halves,
 // else 4 floats), P, the shared-memory reductions' scratch, the float16 guards.
