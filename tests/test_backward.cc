@@ -166,6 +166,7 @@ TEST_CASE("the scalar family's register-tiled gradient kernels run aligned calls
           const uint32_t dkdv_keys = tiles[0] == '8' ? 8 : 16, dq_rows = tiles[0] == '8' ? 4 : 8;
           CHECK((choice->dkdv.block_kv == dkdv_keys && choice->dq.block_q == dq_rows));
           CHECK(choice->dkdv.kernel.find("tiled") != std::string::npos);
+          CHECK(choice->dq.kernel.find("tiled") != std::string::npos);
         }
         RunWithinTolerance(context, params, seed++);
       }

@@ -7,8 +7,8 @@
 
 namespace vkflash::attention {
 
-// scalar_only: instrumented calls and views the tensor-core kernels cannot vector-load; the
-// forward then runs the scalar per-row kernel (the register-tiled one loads 16 bytes too). kUnsupported
+// scalar_only: instrumented calls and views the tensor-core kernels cannot vector-load; they then
+// run the scalar per-row kernels (the register-tiled ones load 16 bytes too). kUnsupported
 // when nothing fits or the device cannot store the dtype.
 // `overrides`: tiles the families try first (ContextOptions::tile_overrides).
 Result<KernelChoice> ChooseForwardKernel(const DeviceInfo& device, const AttentionParams& params, bool scalar_only,

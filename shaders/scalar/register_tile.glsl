@@ -71,6 +71,9 @@ const uint WORDS_PER_GLOBAL = GLOBAL_COLS / WORD_COLS;
 #if VKF_HALF_WORDS && !VKF_STORAGE_F16
 #error "words of halves are staged from float16 tensors only"
 #endif
+#if VKF_FLOAT16_MATH && !VKF_HALF_WORDS
+#error "float16 products read words of halves"
+#endif
 
 #if VKF_FLOAT16_MATH
 // The largest |element| of a word, as float16 bits without the sign: they order as the magnitudes

@@ -21,8 +21,9 @@ struct TileShape {
 // invocations sharing a row group, the rows each owns, the largest head dim the entry is for.
 // Order from H100 measurements (docs/tuning-log.md, 2026-11-24), first that fits wins.
 struct TiledTile {
-  uint32_t block_q, block_kv, threads_per_row, rows_per_thread, max_head_dim = 256;
-  uint32_t workgroup_size() const { return block_q / rows_per_thread * threads_per_row; }
+  // Rows the workgroup owns (forward, dQ: query rows; dK/dV: keys) and streams per step.
+  uint32_t owned, streamed, threads_per_row, rows_per_thread, max_head_dim = 256;
+  uint32_t workgroup_size() const { return owned / rows_per_thread * threads_per_row; }
 };
 constexpr TiledTile kTiledForwardTiles[] = {
     {64, 32, 4, 2, 64},  // D <= 64: 27.6 TFLOP/s against 25.0 for 64x64x8x4
@@ -37,36 +38,41 @@ constexpr TiledTile kTiledForwardTiles[] = {
     {4, 4, 1, 1},        // anything with 16-byte loads
 };
 
-// The register-tiled gradient kernels (scalar/attention_backward_{dkdv,dq}_tiled.comp): rows the
-// workgroup owns (dK/dV: keys; dQ: query rows), rows of each streamed tile, the invocations sharing
-// a row group, the owned rows each takes, the largest head dim the entry is for. First that fits
-// wins. Order from H100 measurements, float16, N = 4096, H * D = 2048, backward TFLOP/s with the
-// other kernel at its default (docs/tuning-log.md, 2026-11-24).
-struct TiledBackwardTile {
-  uint32_t owned, streamed, threads_per_row, rows_per_thread, max_head_dim = 256;
-  uint32_t workgroup_size() const { return owned / rows_per_thread * threads_per_row; }
-};
-constexpr TiledBackwardTile kTiledDkdvTiles[] = {
+// The register-tiled gradient kernels (scalar/attention_backward_{dkdv,dq}_tiled.comp), the same
+// fields (first that fits wins). Order from H100 measurements, float16, N = 4096, H * D = 2048,
+// backward TFLOP/s with the other kernel at its default (docs/tuning-log.md, 2026-11-24); entries
+// with 4 invocations per row group take head dims whose row words 8 does not divide (float16 D = 96,
+// 160, 224; float32 D = 48, 80, 112).
+constexpr TiledTile kTiledDkdvTiles[] = {
     {64, 32, 8, 4, 64},  // D <= 64: 18.9 TFLOP/s (with dQ's 64x32x8x4) against 17.6-17.8 for 64x32x4x2, 32x32x8x2
+    {64, 32, 4, 2, 64},  // (17.8)
     {32, 32, 8, 2},      // D = 128 on 48 KB: 16.9 against 16.3-16.4 for 32x32x8x4, 32x16x8x2
-    {32, 16, 8, 2},      // where 32x32 does not fit: 32 KB at D = 128 (15.5), 48 KB at D = 160-192
+    {32, 32, 4, 2},      // (15.7)
+    {32, 16, 8, 2},      // where 32x32 does not fit: 32 KB at D = 128 (15.5), 48 KB at D = 192
+    {32, 16, 4, 2},
     {16, 16, 8, 2},      // 48 KB at D = 256, and float32 tensors at D = 128
+    {16, 16, 4, 2},
     {16, 8, 4, 2},       // 16 KB at D = 128: 13.3 (with dQ's 16x8x4x2), 16x8x8x2 13.0, 8x16x8x1 12.0, 8x8x4x2 7.0
     {16, 8, 8, 2},       // (measured just below 16x8x4x2)
-    {8, 8, 4, 2},        // smaller limits, or row words that 8 invocations do not divide
-    {8, 8, 2, 1},        // row words that 4 do not divide (D = 80)
+    {8, 8, 4, 2},        // smaller limits
+    {8, 8, 2, 1},        // row words that 4 does not divide (float16 D = 80)
     {4, 4, 1, 1},        // anything with 16-byte loads
 };
-constexpr TiledBackwardTile kTiledDqTiles[] = {
+constexpr TiledTile kTiledDqTiles[] = {
     {64, 32, 8, 4, 64},  // D <= 64: best of 64x32x4x2, 64x32x8x2, 32x32x8x2, 64x16x8x4 (17.5-18.1 with them)
+    {64, 32, 4, 2, 64},  // (18.0)
     {64, 16, 8, 4},      // D = 128 on 48 KB: 16.9 against 16.2-16.6 for 32x32x8x2, 32x32x8x4, 64x16x4x2
-    {32, 32, 8, 2},      // where 64 rows do not fit: 48 KB at D = 160
+    {64, 16, 4, 2},      // (16.6)
+    {32, 32, 8, 2},      // where 64 rows do not fit
+    {32, 32, 4, 2},      // (15.6 at D = 128)
     {32, 16, 8, 2},      // 32 KB at D = 128 (15.5 with dK/dV's 32x16), 48 KB at D = 192
+    {32, 16, 4, 2},
     {16, 16, 8, 2},      // 48 KB at D = 256, and float32 tensors at D = 128
+    {16, 16, 4, 2},
     {16, 8, 4, 2},       // 16 KB at D = 128, as dK/dV's
     {16, 8, 8, 2},       // (measured just below 16x8x4x2)
-    {8, 8, 4, 2},        // smaller limits, or row words that 8 invocations do not divide
-    {8, 8, 2, 1},        // row words that 4 do not divide (D = 80)
+    {8, 8, 4, 2},        // smaller limits
+    {8, 8, 2, 1},        // row words that 4 does not divide (float16 D = 80)
     {4, 4, 1, 1},        // anything with 16-byte loads
 };
 
@@ -105,6 +111,14 @@ Status NothingFits(const DeviceInfo& device, uint32_t head_dim) {
 
 constexpr std::string_view kVariants[] = {"scalar"};
 
+// OxSxTxR: a register-tiled kernel's tile (any head dim), or none.
+std::optional<TiledTile> ParseTiledTile(const std::string& text) {
+  uint32_t v[4] = {0, 0, 0, 0};
+  if (text.empty() || std::sscanf(text.c_str(), "%ux%ux%ux%u", &v[0], &v[1], &v[2], &v[3]) != 4) return std::nullopt;
+  if (!v[0] || !v[1] || !v[2] || !v[3]) return std::nullopt;
+  return TiledTile{v[0], v[1], v[2], v[3], UINT32_MAX};
+}
+
 // VKFLASH_SCALAR_FORWARD_TILE: QxKxTxR, the register-tiled kernel's (rows, keys, invocations per
 // row group, rows per invocation), tried first; QxKxT, the per-row kernel's (rows, keys,
 // invocations per row), tried first by the per-row kernel, which then runs every call; "per-row",
@@ -121,9 +135,9 @@ ForcedScalarTile ParseScalarTile(const std::string& text) {
     forced.per_row_kernel = true;
     return forced;
   }
+  forced.tiled = ParseTiledTile(text);
   uint32_t v[4] = {0, 0, 0, 0};
   const int n = text.empty() ? 0 : std::sscanf(text.c_str(), "%ux%ux%ux%u", &v[0], &v[1], &v[2], &v[3]);
-  if (n == 4 && v[0] && v[1] && v[2] && v[3]) forced.tiled = TiledTile{v[0], v[1], v[2], v[3], UINT32_MAX};
   if (n == 3 && v[0] && v[1] && v[2]) {
     forced.per_row_kernel = true;
     forced.per_row = TileShape{v[0], v[1]};
@@ -136,12 +150,12 @@ bool TiledFits(const DeviceInfo& device, const AttentionParams& params, TiledTil
   const uint32_t head_dim = params.shape.head_dim;
   const uint32_t word_cols = Float16Products(device, params.dtype) ? 8 : 4;
   const uint32_t row_words = head_dim / word_cols, workgroup = tile.workgroup_size();
-  if (head_dim % 8 != 0 || head_dim > tile.max_head_dim || tile.block_q % tile.rows_per_thread != 0 || row_words % tile.threads_per_row != 0 ||
-      tile.block_kv % tile.threads_per_row != 0 || workgroup > device.max_workgroup_invocations) {
+  if (head_dim % 8 != 0 || head_dim > tile.max_head_dim || tile.owned % tile.rows_per_thread != 0 || row_words % tile.threads_per_row != 0 ||
+      tile.streamed % tile.threads_per_row != 0 || workgroup > device.max_workgroup_invocations) {
     return false;
   }
   if (subgroup && !SubgroupsAllow(device, tile.threads_per_row, workgroup)) return false;
-  return TiledForwardSharedBytes(head_dim, tile.block_q, tile.block_kv, workgroup, word_cols == 8, subgroup) <=
+  return TiledForwardSharedBytes(head_dim, tile.owned, tile.streamed, workgroup, word_cols == 8, subgroup) <=
          device.usable_shared_memory_bytes;
 }
 
@@ -155,12 +169,12 @@ std::optional<KernelChoice> ChooseTiledForward(const DeviceInfo& device, const A
       KernelChoice choice;
       choice.kernel = std::string("forward_tiled_") + (f16_products ? "f16math" : DtypeSuffix(params.dtype)) +
                       (subgroup ? "_subgroup" : "_shared");
-      choice.block_q = tile.block_q;
-      choice.block_kv = tile.block_kv;
+      choice.block_q = tile.owned;
+      choice.block_kv = tile.streamed;
       choice.threads_per_row = tile.threads_per_row;
       choice.workgroup_size = tile.workgroup_size();
       choice.subgroup_reductions = subgroup;
-      choice.shared_memory_bytes = TiledForwardSharedBytes(params.shape.head_dim, tile.block_q, tile.block_kv,
+      choice.shared_memory_bytes = TiledForwardSharedBytes(params.shape.head_dim, tile.owned, tile.streamed,
                                                            choice.workgroup_size, f16_products, subgroup);
       return choice;
     };
@@ -183,14 +197,8 @@ std::optional<KernelChoice> ChooseTiledForward(const DeviceInfo& device, const A
 // gradient kernels' tiles tried first; "per-row": the per-row kernels for every call.
 struct ForcedBackwardTiles {
   bool per_row_kernels = false;
-  std::optional<TiledBackwardTile> dkdv, dq;
+  std::optional<TiledTile> dkdv, dq;
 };
-std::optional<TiledBackwardTile> ParseTiledBackwardTile(const std::string& text) {
-  uint32_t v[4] = {0, 0, 0, 0};
-  if (text.empty() || std::sscanf(text.c_str(), "%ux%ux%ux%u", &v[0], &v[1], &v[2], &v[3]) != 4) return std::nullopt;
-  if (!v[0] || !v[1] || !v[2] || !v[3]) return std::nullopt;
-  return TiledBackwardTile{v[0], v[1], v[2], v[3], UINT32_MAX};
-}
 ForcedBackwardTiles ParseBackwardTiles(const std::string& text) {
   ForcedBackwardTiles forced;
   if (text == "per-row") {
@@ -198,18 +206,18 @@ ForcedBackwardTiles ParseBackwardTiles(const std::string& text) {
     return forced;
   }
   const size_t comma = text.find(',');
-  forced.dkdv = ParseTiledBackwardTile(text.substr(0, comma));
-  if (comma != std::string::npos) forced.dq = ParseTiledBackwardTile(text.substr(comma + 1));
+  forced.dkdv = ParseTiledTile(text.substr(0, comma));
+  if (comma != std::string::npos) forced.dq = ParseTiledTile(text.substr(comma + 1));
   return forced;
 }
 
 // The register-tiled dK/dV (dkdv) or dQ kernel's first tile that fits, if any.
 std::optional<KernelChoice> ChooseTiledGradient(const DeviceInfo& device, const AttentionParams& params, bool dkdv,
-                                                const std::optional<TiledBackwardTile>& forced) {
+                                                const std::optional<TiledTile>& forced) {
   const uint32_t head_dim = params.shape.head_dim;
   const bool half_words = params.dtype == DataType::kFloat16;
   const uint32_t row_words = head_dim / (half_words ? 8 : 4);
-  const auto make_choice = [&](TiledBackwardTile tile) {
+  const auto make_choice = [&](TiledTile tile) {
     KernelChoice choice;
     choice.kernel = std::string(dkdv ? "backward_dkdv_tiled_" : "backward_dq_tiled_") + DtypeSuffix(params.dtype);
     choice.block_q = dkdv ? tile.streamed : tile.owned;
@@ -220,7 +228,7 @@ std::optional<KernelChoice> ChooseTiledGradient(const DeviceInfo& device, const 
     choice.shared_memory_bytes = TiledBackwardSharedBytes(head_dim, tile.owned, tile.streamed, half_words, dkdv);
     return choice;
   };
-  const auto fits = [&](TiledBackwardTile tile) {
+  const auto fits = [&](TiledTile tile) {
     if (head_dim % 8 != 0 || head_dim > tile.max_head_dim || tile.owned % tile.rows_per_thread != 0 ||
         row_words % tile.threads_per_row != 0 || tile.streamed % tile.threads_per_row != 0 ||
         tile.workgroup_size() > device.max_workgroup_invocations) {
@@ -233,9 +241,9 @@ std::optional<KernelChoice> ChooseTiledGradient(const DeviceInfo& device, const 
     const LoopCost cost = dkdv ? ScalarDkdvLoopCost(choice, head_dim) : ScalarDqLoopCost(choice, head_dim);
     return cost.fixed + cost.per_step <= device.shader_loop_budget / 2;
   };
-  const std::span<const TiledBackwardTile> table = dkdv ? std::span<const TiledBackwardTile>(kTiledDkdvTiles)
-                                                        : std::span<const TiledBackwardTile>(kTiledDqTiles);
-  const std::optional<TiledBackwardTile> tile = FirstTileThatFits(forced, table, fits);
+  const std::span<const TiledTile> table = dkdv ? std::span<const TiledTile>(kTiledDkdvTiles)
+                                                        : std::span<const TiledTile>(kTiledDqTiles);
+  const std::optional<TiledTile> tile = FirstTileThatFits(forced, table, fits);
   if (!tile) return std::nullopt;
   return make_choice(*tile);
 }
@@ -407,8 +415,11 @@ LoopCost TiledForwardLoopCost(const KernelChoice& choice, uint32_t head_dim) {
   cost.fixed = CeilDiv(uint64_t(choice.block_q) * global_words, choice.workgroup_size)  // Q tile
                + 2 * rows * (1 + lane_vec4s)                                          // zero, resume
                + rows * (reduce + 5 * lane_vec4s + 1) + 8;                            // store O or the state; slack
-  const uint64_t s = row_words * (rows + keys * (1 + rows)) + 2 * rows * keys;  // zero and scale S
-  const uint64_t pv_f32 = uint64_t(choice.block_kv) * (rows + lane_words * (1 + rows));
+  // S: per word the rows' words, then per key its products (word_dot loops once more over a word of
+  // halves); zero and scale S.
+  const uint64_t word_dot_loops = f16_words ? 1 : 0;
+  const uint64_t s = row_words * (1 + rows + keys * (1 + rows * (1 + word_dot_loops))) + 2 * rows * keys;
+  const uint64_t pv_f32 = uint64_t(choice.block_kv) * (1 + rows + lane_words * (1 + rows));
   const uint64_t pv_f16 = CeilDiv(choice.block_kv, 16) * (3 * rows * 4 * lane_words + 16 * (rows + lane_words * (1 + rows)));
   cost.per_step = 2 * CeilDiv(uint64_t(choice.block_kv) * global_words, choice.workgroup_size)  // K, V tiles
                   + s + rows * (1 + keys)                                                   // S, masking
@@ -424,7 +435,7 @@ namespace {
 // which share their shape: a register block of two products over the head dim (S and dP), then
 // sums over the streamed rows into the owned rows' columns.
 struct TiledGradientLoops {
-  uint64_t rows, streamed_per_lane, row_words, lane_words, lane_vec4s, word_vec4s, global_words;
+  uint64_t rows, streamed_per_lane, row_words, lane_words, lane_vec4s, word_vec4s;
 };
 TiledGradientLoops TiledLoops(const KernelChoice& choice, uint32_t head_dim, bool dkdv) {
   const bool half_words = choice.kernel.find("_f16") != std::string::npos;
@@ -436,12 +447,12 @@ TiledGradientLoops TiledLoops(const KernelChoice& choice, uint32_t head_dim, boo
   l.row_words = head_dim / (4 * l.word_vec4s);
   l.lane_words = l.row_words / choice.threads_per_row;
   l.lane_vec4s = l.lane_words * l.word_vec4s;
-  l.global_words = head_dim / (half_words ? 8 : 4);
   return l;
 }
-// Staging `rows` rows of one tensor (one loop per workgroup-wide sweep).
+// Staging `rows` rows of one tensor (one loop per workgroup-wide sweep; a global word is a shared
+// one: float16 tensors stay halves).
 uint64_t StageLoops(const KernelChoice& choice, uint64_t rows, const TiledGradientLoops& l) {
-  return CeilDiv(rows * l.global_words, choice.workgroup_size);
+  return CeilDiv(rows * l.row_words, choice.workgroup_size);
 }
 // S and dP (zeroing; the word loop: the owned rows' words, then per streamed row its words and
 // the products, word_dot looping over a word's vec4s past the first; the scores' epilogue), then
