@@ -22,6 +22,9 @@ struct ChunkPlan {
   uint32_t chunks = 1;
   uint32_t length = 0;
 };
+// Whether one step (and the fixed part) fits a chunk: always where the device has no loop budget.
+// Tile choices take a tile only where it does, so that PlanChunks can split its loop.
+bool OneStepFits(const DeviceInfo& device, const LoopCost& cost);
 // kUnsupported when not even one step fits.
 Result<ChunkPlan> PlanChunks(const DeviceInfo& device, const LoopCost& cost, uint64_t steps, uint32_t step_length);
 

@@ -146,14 +146,19 @@ ForcedScalarTile ParseScalarTile(const std::string& text) {
   return forced;
 }
 
+// Whether a register-tiled kernel can take the tile at this head dim, rows of `word_cols` columns
+// per 16-byte word: whole words (16-byte loads), whole register blocks, a workgroup the device runs.
+bool TiledShapeFits(const DeviceInfo& device, TiledTile tile, uint32_t head_dim, uint32_t word_cols) {
+  const uint32_t row_words = head_dim / word_cols;
+  return head_dim % 8 == 0 && head_dim <= tile.max_head_dim && tile.owned % tile.rows_per_thread == 0 &&
+         row_words % tile.threads_per_row == 0 && tile.streamed % tile.threads_per_row == 0 &&
+         tile.workgroup_size() <= device.max_workgroup_invocations;
+}
+
 bool TiledFits(const DeviceInfo& device, const AttentionParams& params, TiledTile tile, bool subgroup) {
   const uint32_t head_dim = params.shape.head_dim;
-  const uint32_t word_cols = Float16Products(device, params.dtype) ? 8 : 4;
-  const uint32_t row_words = head_dim / word_cols, workgroup = tile.workgroup_size();
-  if (head_dim % 8 != 0 || head_dim > tile.max_head_dim || tile.owned % tile.rows_per_thread != 0 || row_words % tile.threads_per_row != 0 ||
-      tile.streamed % tile.threads_per_row != 0 || workgroup > device.max_workgroup_invocations) {
-    return false;
-  }
+  const uint32_t word_cols = Float16Products(device, params.dtype) ? 8 : 4, workgroup = tile.workgroup_size();
+  if (!TiledShapeFits(device, tile, head_dim, word_cols)) return false;
   if (subgroup && !SubgroupsAllow(device, tile.threads_per_row, workgroup)) return false;
   return TiledForwardSharedBytes(head_dim, tile.owned, tile.streamed, workgroup, word_cols == 8, subgroup) <=
          device.usable_shared_memory_bytes;
@@ -181,10 +186,8 @@ std::optional<KernelChoice> ChooseTiledForward(const DeviceInfo& device, const A
     // On a driver with a loop budget, one step (and the fixed part) must fit half of it
     // (chunk_plan.h); a smaller tile, or the per-row kernel, runs the call otherwise.
     const auto fits = [&](TiledTile tile) {
-      if (!TiledFits(device, params, tile, subgroup)) return false;
-      if (device.shader_loop_budget == 0) return true;
-      const LoopCost cost = TiledForwardLoopCost(make_choice(tile), params.shape.head_dim);
-      return cost.fixed + cost.per_step <= device.shader_loop_budget / 2;
+      return TiledFits(device, params, tile, subgroup) &&
+             OneStepFits(device, TiledForwardLoopCost(make_choice(tile), params.shape.head_dim));
     };
     const std::optional<TiledTile> tile =
         FirstTileThatFits(forced.tiled, std::span<const TiledTile>(kTiledForwardTiles), fits);
@@ -216,7 +219,6 @@ std::optional<KernelChoice> ChooseTiledGradient(const DeviceInfo& device, const 
                                                 const std::optional<TiledTile>& forced) {
   const uint32_t head_dim = params.shape.head_dim;
   const bool half_words = params.dtype == DataType::kFloat16;
-  const uint32_t row_words = head_dim / (half_words ? 8 : 4);
   const auto make_choice = [&](TiledTile tile) {
     KernelChoice choice;
     choice.kernel = std::string(dkdv ? "backward_dkdv_tiled_" : "backward_dq_tiled_") + DtypeSuffix(params.dtype);
@@ -229,17 +231,10 @@ std::optional<KernelChoice> ChooseTiledGradient(const DeviceInfo& device, const 
     return choice;
   };
   const auto fits = [&](TiledTile tile) {
-    if (head_dim % 8 != 0 || head_dim > tile.max_head_dim || tile.owned % tile.rows_per_thread != 0 ||
-        row_words % tile.threads_per_row != 0 || tile.streamed % tile.threads_per_row != 0 ||
-        tile.workgroup_size() > device.max_workgroup_invocations) {
-      return false;
-    }
+    if (!TiledShapeFits(device, tile, head_dim, half_words ? 8 : 4)) return false;
     const KernelChoice choice = make_choice(tile);
     if (choice.shared_memory_bytes > device.usable_shared_memory_bytes) return false;
-    // On a driver with a loop budget, one step (and the fixed part) must fit half of it (chunk_plan.h).
-    if (device.shader_loop_budget == 0) return true;
-    const LoopCost cost = dkdv ? ScalarDkdvLoopCost(choice, head_dim) : ScalarDqLoopCost(choice, head_dim);
-    return cost.fixed + cost.per_step <= device.shader_loop_budget / 2;
+    return OneStepFits(device, dkdv ? ScalarDkdvLoopCost(choice, head_dim) : ScalarDqLoopCost(choice, head_dim));
   };
   const std::span<const TiledTile> table = dkdv ? std::span<const TiledTile>(kTiledDkdvTiles)
                                                         : std::span<const TiledTile>(kTiledDqTiles);
