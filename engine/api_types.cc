@@ -1,8 +1,12 @@
 // The public API's small free functions: names, sizes and parameter validation.
 #include <vkflash/diagnostics.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 #include <string>
+
+#include "attention/key_band.h"
 
 namespace vkflash {
 
@@ -103,7 +107,37 @@ Status ValidateAttentionParams(const AttentionParams& params) {
   if (params.dtype != DataType::kFloat32 && params.dtype != DataType::kFloat16) {
     return Status::Error(ErrorCode::kInvalidArgument, "unknown data type");
   }
+  for (const auto& [side, keys] : {std::pair{"left", params.window.left}, std::pair{"right", params.window.right}}) {
+    if (keys < -1) {
+      return Status::Error(ErrorCode::kInvalidArgument, std::string("window ") + side + " is " + std::to_string(keys) +
+                                                            ": a key count >= 0, or -1 for unbounded");
+    }
+  }
+  if (params.causal && params.window.right > 0) {
+    return Status::Error(ErrorCode::kInvalidArgument,
+                         "window right is " + std::to_string(params.window.right) +
+                             " with causal, which bounds it at 0: give -1 or 0, or leave causal off");
+  }
   return Status::Ok();
+}
+
+uint64_t VisiblePairs(const AttentionParams& params) {
+  const attention::KeyBand band = attention::KeyBandOf(params);
+  const AttentionShape& s = params.shape;
+  uint64_t pairs = 0;
+  for (uint32_t b = 0; b < s.batch; ++b) {
+    // The sequence's lengths as docs/design.md's "Sequences" gives them (ValidateAttentionParams
+    // does not check the offsets: a bad table counts what it names, clamped at 0).
+    auto length = [](const std::vector<int32_t>& offsets, uint32_t b, uint32_t whole) -> uint32_t {
+      if (offsets.size() <= b + 1) return whole;
+      return uint32_t(std::max(offsets[b + 1] - offsets[b], 0));
+    };
+    const uint32_t q_len = length(params.cu_seqlens_q, b, s.q_len);
+    uint32_t kv_len = length(params.cu_seqlens_k, b, s.kv_len);
+    if (b < params.kv_lengths.size()) kv_len = uint32_t(std::max(params.kv_lengths[b], 0));
+    pairs += attention::SequenceVisiblePairs(band, q_len, kv_len);
+  }
+  return pairs * s.q_heads;
 }
 
 }  // namespace vkflash

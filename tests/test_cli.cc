@@ -96,9 +96,11 @@ TEST_CASE("CLI forward writes O and LSE matching the float64 reference", "[cli]"
     DataType dtype;
     bool causal;
     const char* scale;
+    AttentionWindow window;
   };
-  for (const Case c : {Case{DataType::kFloat32, true, ""}, Case{DataType::kFloat16, false, "0.2"},
-                       Case{DataType::kFloat16, true, ""}}) {
+  for (const Case c : {Case{DataType::kFloat32, true, "", {}}, Case{DataType::kFloat16, false, "0.2", {}},
+                       Case{DataType::kFloat16, true, "", {}}, Case{DataType::kFloat32, false, "", {5, 2}},
+                       Case{DataType::kFloat16, true, "", {3, -1}}}) {
     WriteTensor("q.npy", c.dtype, {2, 4, 19, 40}, 1);
     WriteTensor("k.npy", c.dtype, {2, 2, 33, 40}, 2);
     WriteTensor("v.npy", c.dtype, {2, 2, 33, 40}, 3);
@@ -106,6 +108,8 @@ TEST_CASE("CLI forward writes O and LSE matching the float64 reference", "[cli]"
                        " --out " + Path("o.npy") + " --lse " + Path("lse.npy");
     if (c.causal) args += " --causal";
     if (*c.scale) args += std::string(" --scale ") + c.scale;
+    if (c.window.left != -1 || c.window.right != -1)
+      args += " --window " + std::to_string(c.window.left) + "," + std::to_string(c.window.right);
     INFO(args);
     const CliResult r = RunCli(args);
     INFO(r.err);
@@ -125,6 +129,7 @@ TEST_CASE("CLI forward writes O and LSE matching the float64 reference", "[cli]"
     params.shape = {2, 4, 2, 19, 33, 40};
     params.dtype = c.dtype;
     params.causal = c.causal;
+    params.window = c.window;
     if (*c.scale) params.scale = std::stof(c.scale);
     const auto reference = tools::ReferenceAttentionForward(params, ReadFloats("q.npy"), ReadFloats("k.npy"), ReadFloats("v.npy"));
     CHECK(tools::RelativeError(ReadFloats("o.npy"), reference.o) <= ForwardTolerance(c.dtype));
@@ -163,6 +168,10 @@ TEST_CASE("CLI refuses bad input with exit 2, one line, and no output file", "[c
   RequireBadInput("forward" + q + k + v + out + " --bogus", "bogus");
   RequireBadInput("forward" + q + k + out, "--v");
   RequireBadInput("forward" + q + k + v + out + " --scale nan", "scale");
+  RequireBadInput("forward" + q + k + v + out + " --window -2,0", "window left");
+  RequireBadInput("forward" + q + k + v + out + " --window 4", "--window");
+  RequireBadInput("forward" + q + k + v + out + " --window 4,x", "--window");
+  RequireBadInput("forward" + q + k + v + out + " --window 4,3 --causal", "causal");
   RequireBadInput("forward" + q + k + v + out + " --device 99", "99");
   RequireBadInput("forward" + q + k + v + out, "no-such-gpu", "VKFLASH_DEVICE=no-such-gpu");
   RequireBadInput("forward" + q + k + v + " --out " + Path("no_such_dir/o.npy"), "no_such_dir");
@@ -198,6 +207,7 @@ TEST_CASE("CLI backward writes dQ, dK, dV matching the float64 reference gradien
   UseFolder("backward");
   for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
     for (bool causal : {false, true}) {
+      const AttentionWindow window = causal ? AttentionWindow{6, -1} : AttentionWindow{};
       WriteTensor("q.npy", dtype, {1, 4, 21, 24}, 1);
       WriteTensor("k.npy", dtype, {1, 2, 30, 24}, 2);
       WriteTensor("v.npy", dtype, {1, 2, 30, 24}, 3);
@@ -205,7 +215,7 @@ TEST_CASE("CLI backward writes dQ, dK, dV matching the float64 reference gradien
       std::string args = "backward --q " + Path("q.npy") + " --k " + Path("k.npy") + " --v " + Path("v.npy") +
                          " --do " + Path("do.npy") + " --dq " + Path("dq.npy") + " --dk " + Path("dk.npy") +
                          " --dv " + Path("dv.npy") + " --scale 0.3";
-      if (causal) args += " --causal";
+      if (causal) args += " --causal --window 6,-1";  // a causal sliding window of 7 keys
       INFO(args);
       const CliResult r = RunCli(args);
       INFO(r.err);
@@ -216,6 +226,7 @@ TEST_CASE("CLI backward writes dQ, dK, dV matching the float64 reference gradien
       params.shape = {1, 4, 2, 21, 30, 24};
       params.dtype = dtype;
       params.causal = causal;
+      params.window = window;
       params.scale = 0.3f;
       const auto reference = tools::ReferenceAttentionBackward(params, ReadFloats("q.npy"), ReadFloats("k.npy"),
                                                                ReadFloats("v.npy"), ReadFloats("do.npy"));

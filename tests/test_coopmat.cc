@@ -407,13 +407,19 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
   }
 }
 
-TEST_CASE("mean keys a query row sees, causal and not") {
+TEST_CASE("mean keys a query row sees, causal, windowed and not") {
+  using vkflash::attention::KeyBand;
   using vkflash::attention::MeanVisibleKeys;
-  CHECK(MeanVisibleKeys(4, 4, false) == 4.0);
-  CHECK(MeanVisibleKeys(4, 4, true) == 2.5);  // rows see 1, 2, 3, 4 keys
-  CHECK(MeanVisibleKeys(2, 5, true) == 4.5);  // 4, 5
-  CHECK(MeanVisibleKeys(5, 2, true) == Approx(0.6));  // 0, 0, 0, 1, 2
-  CHECK(MeanVisibleKeys(0, 7, true) == 7.0);
+  const KeyBand none, causal{-1, 0};
+  CHECK(MeanVisibleKeys(4, 4, none) == 4.0);
+  CHECK(MeanVisibleKeys(4, 4, causal) == 2.5);  // rows see 1, 2, 3, 4 keys
+  CHECK(MeanVisibleKeys(2, 5, causal) == 4.5);  // 4, 5
+  CHECK(MeanVisibleKeys(5, 2, causal) == Approx(0.6));  // 0, 0, 0, 1, 2
+  CHECK(MeanVisibleKeys(0, 7, causal) == 7.0);
+  CHECK(MeanVisibleKeys(4, 4, KeyBand{1, 0}) == 1.75);   // keys {0}, {0,1}, {1,2}, {2,3}
+  CHECK(MeanVisibleKeys(4, 4, KeyBand{0, 1}) == 1.75);   // {0,1}, {1,2}, {2,3}, {3}
+  CHECK(MeanVisibleKeys(2, 6, KeyBand{1, -1}) == 2.5);   // diagonal at 4, 5: keys 3..5, 4..5
+  CHECK(MeanVisibleKeys(6, 2, KeyBand{0, 0}) == Approx(2.0 / 6));  // only rows 4 and 5 see a key
 }
 
 TEST_CASE("subgroup-scope tensor-core tiles follow shared memory and workgroup limits") {

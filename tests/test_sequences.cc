@@ -150,6 +150,7 @@ AttentionParams SequenceParams(const AttentionParams& p, const Sequence& s) {
   one.shape = {1, p.shape.q_heads, p.shape.kv_heads, s.q_len, s.kv_len, p.shape.head_dim};
   one.dtype = p.dtype;
   one.causal = p.causal;
+  one.window = p.window;
   one.scale = p.scale;
   return one;
 }
@@ -414,22 +415,28 @@ TEST_CASE("varlen forward equals separate calls per sequence, and reruns are bit
 }
 
 TEST_CASE("sequences and strides in chunks (a driver's loop budget), with descriptor sets, and mobile limits",
-          "[forward][backward][sequences][knobs]") {
+          "[forward][backward][sequences][window][knobs]") {
   uint32_t seed = 7400;
   for (Knobs knobs : {Knobs::kSmallLoopBudget, Knobs::kNoPushDescriptors, Knobs::kMobile}) {
     INFO(KnobsName(knobs));
     Context& context = SharedContext(knobs);
     for (bool causal : {false, true}) {
-      // Long enough that every loop runs in several chunks under the budget (decode: in parts).
-      AttentionParams p = MakeParams({3, 4, 2, 300, 700, 64}, DataType::kFloat16, causal);
-      p.layout = TensorLayout::kBshd;
-      p.cu_seqlens_q = {0, 120, 120, 300};
-      p.cu_seqlens_k = {0, 400, 450, 700};
-      p.kv_lengths = {400, 0, 200};
-      CheckSequencesCall(context, p, seed++, true);
-      p = MakeParams({2, 8, 2, 1, 5000, 64}, DataType::kFloat16, causal);
-      p.kv_lengths = {4999, 2100};
-      CheckSequencesCall(context, p, seed++, false);
+      // Without a window, then with one: each sequence's window sits at its own diagonal, and the
+      // chunks start where its rows' keys do.
+      for (bool windowed : {false, true}) {
+        // Long enough that every loop runs in several chunks under the budget (decode: in parts).
+        AttentionParams p = MakeParams({3, 4, 2, 300, 700, 64}, DataType::kFloat16, causal);
+        if (windowed) p.window = {150, causal ? -1 : 40};
+        p.layout = TensorLayout::kBshd;
+        p.cu_seqlens_q = {0, 120, 120, 300};
+        p.cu_seqlens_k = {0, 400, 450, 700};
+        p.kv_lengths = {400, 0, 200};
+        CheckSequencesCall(context, p, seed++, true);
+        p = MakeParams({2, 8, 2, 1, 5000, 64}, DataType::kFloat16, causal);
+        if (windowed) p.window = {700, causal ? -1 : 0};
+        p.kv_lengths = {4999, 2100};
+        CheckSequencesCall(context, p, seed++, false);
+      }
     }
   }
 }

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "attention/key_band.h"
 #include "util/status_macros.h"
 #include "vulkan/barriers.h"
 
@@ -157,6 +158,11 @@ gpu::AttentionPush MakeAttentionPush(const CallLayout& call) {
   push.chunk_end = UINT32_MAX;
   push.split_keys = UINT32_MAX;  // one split-K part
   push.sequence_table = call.sequence_table.empty() ? 0u : 1u;
+  // Sides wider than any sequence cut nothing; capped so that the kernels' int sums cannot overflow.
+  const KeyBand band = KeyBandOf(params);
+  constexpr int32_t kWidest = 1 << 30;
+  push.window_left = std::min(band.left, kWidest);
+  push.window_right = std::min(band.right, kWidest);
   for (int t = 0; t < VKF_TENSOR_COUNT; ++t)
     for (int i = 0; i < 3; ++i) push.strides[3 * t + i] = call.strides[t][i];
   return push;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "attention/key_band.h"
 #include "common/shader_interface.h"
 
 namespace vkflash::attention {
@@ -23,7 +24,9 @@ inline SpecConstants MakeSpecConstants(const KernelChoice& choice, const Attenti
   spec[VKF_SPEC_BLOCK_Q] = choice.block_q;
   spec[VKF_SPEC_BLOCK_KV] = choice.block_kv;
   spec[VKF_SPEC_THREADS_PER_ROW] = choice.threads_per_row;
-  spec[VKF_SPEC_CAUSAL] = params.causal ? 1u : 0u;
+  const KeyBand band = KeyBandOf(params);
+  spec[VKF_SPEC_WINDOW_LEFT] = band.bounded_left() ? 1u : 0u;
+  spec[VKF_SPEC_WINDOW_RIGHT] = band.bounded_right() ? 1u : 0u;
   spec[VKF_SPEC_WRITE_LSE] = write_lse ? 1u : 0u;
   spec[VKF_SPEC_INSTRUMENT] = instrument ? 1u : 0u;
   spec[VKF_SPEC_CHUNKED] = chunked ? 1u : 0u;

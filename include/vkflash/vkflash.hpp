@@ -11,7 +11,8 @@
 // Tensor layout (the numerical contract, see docs/design.md): row-major [B, H, N, D].
 //   Q: [B, Hq, Nq, D]   K, V: [B, Hkv, Nk, D]   O: like Q   LSE: [B, Hq, Nq] float32
 //   Hq % Hkv == 0; query head h reads kv head h / (Hq / Hkv).
-//   scale defaults to 1/sqrt(D). causal is bottom-right aligned: row i sees key j iff j <= i + Nk - Nq.
+//   scale defaults to 1/sqrt(D). causal is bottom-right aligned: row i sees key j iff j <= i + Nk - Nq;
+//   a sliding window (AttentionWindow) bounds the keys around the same diagonal.
 //   A row that sees no key gets O = 0 and LSE = -inf.
 #pragma once
 
@@ -100,11 +101,24 @@ TensorStrides PackedStrides(TensorLayout layout, uint32_t heads, uint32_t rows, 
 //   rows those tensors hold (at least the last offset), their strides' batch entry is unused, and
 //   the LSE is [q_heads, q_len]. Either may be given alone (the other tensors keep their batch
 //   index), and kv_lengths with cu_seqlens_k (each at most its sequence's rows).
-// Causal masking is bottom-right aligned per sequence.
+// A sliding window around the bottom-right aligned diagonal (docs/design.md, "What is computed"):
+// query row i of a sequence sees key j iff
+//   i + Nk - Nq - left <= j <= i + Nk - Nq + right
+// (Nq, Nk: that sequence's query and key counts). -1 leaves a side unbounded. Mistral's and
+// Gemma's local attention is {W - 1, 0} (W keys, the row's own last); causal alone is {-1, 0}.
+// Key tiles outside the window are never visited: the cost grows with the window, not with Nk.
+struct AttentionWindow {
+  int32_t left = -1;
+  int32_t right = -1;
+};
+
+// Causal masking is bottom-right aligned per sequence: the window {-1, 0}.
 struct AttentionParams {
   AttentionShape shape;
   DataType dtype = DataType::kFloat32;
   bool causal = false;
+  // Sliding window; with causal its right side must be -1 or 0 (causal bounds it at 0).
+  AttentionWindow window;
   std::optional<float> scale;  // softmax scale; default 1/sqrt(head_dim)
   // Backward only. true: bit-identical gradients run after run (no float atomics). false allows
   // dQ to be summed with float atomics where the kernel family has such a kernel (today the
@@ -132,6 +146,11 @@ struct AttentionParams {
 // Checks an AttentionParams against the contract (shape, heads, head dim, finite scale) without
 // touching any device. Returns kInvalidArgument or kUnsupported with the reason.
 Status ValidateAttentionParams(const AttentionParams& params);
+
+// The (query row, key) pairs a call computes, over every batch entry and query head: the rows'
+// visible keys after causal masking, the window and the sequences' lengths. FLOP counts multiply
+// it (the forward's matrix products: 4 * head_dim per pair).
+uint64_t VisiblePairs(const AttentionParams& params);
 
 // ---------------------------------------------------------------------------------------------
 // Buffers

@@ -6,7 +6,8 @@
 // only make the SPIR-V valid on its own, and differ between kernels):
 //   VKF_DEFAULT_HEAD_DIM                        every kernel;
 //   VKF_DEFAULT_BLOCK_Q, VKF_DEFAULT_BLOCK_KV   kernels with query and key tiles, which also get
-//                                               CAUSAL (the preprocess has none of the three);
+//                                               WINDOW_LEFT / WINDOW_RIGHT (the preprocess has
+//                                               none of them);
 //   VKF_DEFAULT_THREADS_PER_ROW                 the scalar tile kernels.
 // Constants of one kind of kernel only (WRITE_LSE, CHUNKED, INSTRUMENT, ...) stay in the kernel.
 #ifndef VKFLASH_ATTENTION_PREAMBLE_GLSL
@@ -22,7 +23,8 @@ layout(constant_id = VKF_SPEC_BLOCK_KV) const uint BLOCK_KV = VKF_DEFAULT_BLOCK_
 #ifdef VKF_DEFAULT_THREADS_PER_ROW
 layout(constant_id = VKF_SPEC_THREADS_PER_ROW) const uint THREADS_PER_ROW = VKF_DEFAULT_THREADS_PER_ROW;
 #endif
-layout(constant_id = VKF_SPEC_CAUSAL) const bool CAUSAL = false;
+layout(constant_id = VKF_SPEC_WINDOW_LEFT) const bool WINDOW_LEFT = false;
+layout(constant_id = VKF_SPEC_WINDOW_RIGHT) const bool WINDOW_RIGHT = false;  // causal too
 #endif
 
 layout(push_constant) uniform PushBlock { AttentionPush pc; };

@@ -1,8 +1,9 @@
 // A key a query row cannot see must have no effect on that row, and the row none on the key's
 // gradients, whatever values they hold. The scalar kernels skip masked pairs outright. The tensor-
 // core kernels cannot: a matrix product multiplies every row of an operand by every column, and a
-// masked pair's P = 0 (or dS = 0) times an inf or NaN operand is NaN. So in tiles that the causal
-// diagonal crosses (a few per workgroup; past kv_len the staged rows are zeros already), they zero
+// masked pair's P = 0 (or dS = 0) times an inf or NaN operand is NaN. So in tiles that an edge of the
+// band crosses (common/attention_mask.glsl: a few per workgroup, at either end of a loop with a
+// sliding window; past kv_len the staged rows are zeros already), they zero
 // the non-finite float16 values of the streamed operands as they stage them (V in the forward; Q
 // and dO in dK/dV; K in dQ) and raise a flag. Where it is up (rare), they restore what the visible
 // pairs would have given, as the scalar kernels compute it:

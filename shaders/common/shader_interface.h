@@ -15,7 +15,9 @@ using uint = std::uint32_t;
 #define VKF_SPEC_BLOCK_Q 2
 #define VKF_SPEC_BLOCK_KV 3
 #define VKF_SPEC_THREADS_PER_ROW 4
-#define VKF_SPEC_CAUSAL 5
+// The band of keys a row sees (common/attention_mask.glsl): whether its right side is bounded (at
+// AttentionPush.window_right keys past the diagonal; causal: 0) and whether its left side is.
+#define VKF_SPEC_WINDOW_RIGHT 5
 #define VKF_SPEC_WRITE_LSE 6
 #define VKF_SPEC_INSTRUMENT 7  // forward: write per-tile statistics (the tile viewer)
 #define VKF_SPEC_NAIVE_PASS 8  // naive baseline: which of its three passes
@@ -35,7 +37,8 @@ using uint = std::uint32_t;
 // Backward preprocess: also zero the float32 dQ sums that a dK/dV kernel built with atomic dQ adds
 // to (calls with deterministic = false).
 #define VKF_SPEC_ZERO_DQ_SUMS 16
-#define VKF_SPEC_COUNT 17
+#define VKF_SPEC_WINDOW_LEFT 17
+#define VKF_SPEC_COUNT 18
 
 // Forward pass storage-buffer bindings (set 0).
 #define VKF_FWD_BINDING_Q 0
@@ -157,6 +160,10 @@ struct AttentionPush {
   // (x + 1) * split_keys). Other kernels ignore it.
   uint split_keys;
   uint sequence_table;  // 1: per-batch lengths and first rows from the sequence table
+  // The sliding window (read where VKF_SPEC_WINDOW_LEFT / _RIGHT say that side is bounded): row i
+  // sees keys i + kv_len - q_len - window_left ..= i + kv_len - q_len + window_right.
+  int window_left;
+  int window_right;
   uint strides[VKF_TENSOR_COUNT * 3];
 };
 
@@ -170,8 +177,8 @@ struct NaivePush {
 };
 
 #ifdef __cplusplus
-static_assert(sizeof(NaivePush) == 120, "push constant layout must match GLSL std430");
-static_assert(sizeof(AttentionPush) == 112, "push constant layout must match GLSL std430");
+static_assert(sizeof(NaivePush) == 128, "push constant layout must match GLSL std430");
+static_assert(sizeof(AttentionPush) == 120, "push constant layout must match GLSL std430");
 }  // namespace vkflash::gpu
 #endif
 

@@ -2,7 +2,7 @@
 // 16): one workgroup per (tile of BLOCK_KV keys, kv head, batch); subgroup g owns key rows
 // [16 g, 16 g + 16) of the tile and keeps their dK and dV accumulators in registers. The owned K
 // and V rows stay in shared memory; Q and dO tiles of BLOCK_Q rows stream through, for every
-// query head of the GQA group, from the causal diagonal on (as the scalar kernel does):
+// query head of the GQA group, those whose rows see some of the tile's keys (the band's):
 //   S^T = K Q^T      P^T = exp2(scale S^T - LSE)   dV += P^T dO
 //   dP^T = V dO^T    dS^T = P^T * (dP^T - delta)   dK += dS^T Q   (times scale at the end)
 // P^T and dS^T become A operands in registers (NV) or through a per-subgroup scratch (KHR).
@@ -51,9 +51,9 @@ shared uvec4 owned_rows[VKF_SMEM_ROW_PAIR_U4(BLOCK_KV, TILE_STRIDE)];  // K rows
 shared uvec4 q_do_tile[VKF_SMEM_ROW_PAIR_U4(BLOCK_Q, TILE_STRIDE)];    // Q rows, then dO rows, of the streamed tile
 shared float lse_tile[VKF_SMEM_ROW_FLOATS(BLOCK_Q)];                   // base 2; +inf where P must be 0
 shared float delta_tile[VKF_SMEM_ROW_FLOATS(BLOCK_Q)];
-shared uint nonfinite_do;  // 1 once a tile that the diagonal crosses had an inf or NaN in dO
+shared uint nonfinite_do;  // 1 once a tile that the band's edge crosses had an inf or NaN in dO
 // Step (from 1) at which the staging last zeroed an inf or NaN in this row of the query tile: in
-// tiles that the diagonal crosses, Q is zeroed for dK += dS^T Q (common/nonfinite.glsl).
+// tiles that the band's edge crosses, Q is zeroed for dK += dS^T Q (common/nonfinite.glsl).
 shared uint query_nonfinite_step[VKF_SMEM_NONFINITE_STEPS(BLOCK_Q)];
 
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
@@ -70,7 +70,8 @@ void main() {
   const uint q_len = seq.q_len, kv_len = seq.kv_len;
   if (kv_begin >= seq.kv_rows) return;  // past the key rows of this batch entry
   // A tile of keys the sequence does not attend to gets zero dK and dV: no query tile is visited.
-  const uint q_loop_end = kv_begin < kv_len ? q_len : 0;
+  // Rows from q_loop_end on see none of its keys (all lie left of their band).
+  const uint q_loop_end = kv_begin < kv_len ? visible_q_end(kv_begin, BLOCK_KV, q_len, kv_len) : 0;
   // Element offsets of each tensor's row 0 of this head, and row strides (dK, dV have K's, V's).
   const uint k_base = tensor_base(VKF_TENSOR_K, batch, kv_head, seq.kv_row0), k_stride = tensor_row_stride(VKF_TENSOR_K);
   const uint v_base = tensor_base(VKF_TENSOR_V, batch, kv_head, seq.kv_row0), v_stride = tensor_row_stride(VKF_TENSOR_V);
@@ -85,27 +86,34 @@ void main() {
   VKF_ACC dk_acc[D_BLOCKS], dv_acc[D_BLOCKS];
   [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) dk_acc[db] = dv_acc[db] = VKF_ACC(0.0);
 
-  // Query rows before q_first see none of this tile's keys (causal): their tiles are skipped.
-  uint q_first = 0;
-  if (CAUSAL) q_first = uint(clamp(int(kv_begin) - causal_shift(q_len, kv_len), 0, int(q_len)));
+  // Rows before visible_q_begin see none of this tile's keys (all lie right of their band): the
+  // loop starts at the tile of BLOCK_Q rows that holds it.
+  const uint q_first = (visible_q_begin(kv_begin, q_len, kv_len) / BLOCK_Q) * BLOCK_Q;
   const uint group = pc.q_heads / pc.kv_heads;
-  uint masked_q_end = 0;  // the tiles that the diagonal crosses end here, the same in every head
+  // The query tiles that the band's edge crosses, the same in every head, are the first ones (its
+  // right edge), which end at masked_q_end, and the last ones (its left edge), from masked_q_begin.
+  uint masked_q_end = q_first, masked_q_begin = q_len;
   uint step = 0;
   for (uint head = kv_head * group; head < (kv_head + 1) * group; ++head) {
     const uint q_base = tensor_base(VKF_TENSOR_Q, batch, head, seq.q_row0);
     const uint do_base = tensor_base(VKF_TENSOR_DO, batch, head, seq.q_row0);
-    for (uint q_begin = (q_first / BLOCK_Q) * BLOCK_Q; q_begin < q_loop_end; q_begin += BLOCK_Q) {
+    for (uint q_begin = q_first; q_begin < q_loop_end; q_begin += BLOCK_Q) {
       barrier();  // the previous step's tile is no longer read (first step: owned rows visible)
       ++step;
       const uint q_valid = min(BLOCK_Q, q_len - q_begin);
-      // Stage Q and dO (their infinities and NaNs zeroed where the causal diagonal crosses the tile).
-      const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, q_len, kv_len);
+      // Stage Q and dO (their infinities and NaNs zeroed where the band's edge crosses the tile).
+      // Both tests take the whole key tile: the staging serves every subgroup, and the
+      // zeroed_query test below runs in masked tiles only.
+      const bool masked_tile = tile_needs_mask(q_begin, q_valid, kv_begin, BLOCK_KV, q_len, kv_len);
       {
         uvec4 q_words[Q_DO_WORDS], do_words[Q_DO_WORDS];
         load_q_do(q_words, do_words, (q_base + q_begin * q_stride) / 8, q_stride / 8, (do_base + q_begin * do_stride) / 8,
                   do_stride / 8, q_valid);
-        if (tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, q_len, kv_len)) {
-          masked_q_end = max(masked_q_end, q_begin + q_valid);
+        if (tile_crosses_band(q_begin, q_valid, kv_begin, BLOCK_KV, q_len, kv_len)) {
+          // A first one if every tile from q_first up to it is crossed (in later heads, it lies
+          // below masked_q_end already).
+          if (!WINDOW_LEFT || q_begin <= masked_q_end) masked_q_end = max(masked_q_end, q_begin + q_valid);
+          else masked_q_begin = min(masked_q_begin, q_begin);
           VKF_ZERO_NONFINITE_ROWS(q_words, Q_DO_WORDS, query_nonfinite_step, step);
           bool found = false;
           VKF_ZERO_NONFINITE(do_words, Q_DO_WORDS, found);
@@ -169,16 +177,22 @@ void main() {
   }
 
   // Infinities and NaNs of dO that the staging zeroed, where the keys see them, read again from
-  // the buffer (rare; common/nonfinite.glsl): the tiles the diagonal crosses come first in every head.
+  // the buffer (rare; common/nonfinite.glsl): the key's visible rows in the crossed tiles,
+  // [rows_begin, masked_q_end) and [masked_q_begin, rows_end), in every head.
   if (nonfinite_do != 0) {
     [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) {
       for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
         const uint key = kv_begin + own_row + cm_row(coord, i), column = 16 * db + cm_col(coord, i);
+        const uint rows_begin = key_rows_begin(key, q_len, kv_len), rows_end = key_rows_end(key, q_len, kv_len);
         for (uint h = 0; h < group; ++h) {
           const uint do_base = tensor_base(VKF_TENSOR_DO, batch, kv_head * group + h, seq.q_row0);
-          for (uint q = key_rows_begin(key, q_len, kv_len); q < masked_q_end; ++q) {
-            const float x = VKF_BUFFER_HALF(do_u4, do_base + q * do_stride + column);
-            if (isinf(x) || isnan(x)) dv_acc[db][i] += x;
+          [[unroll]] for (uint run = 0; run < 2; ++run) {
+            const uint first = run == 0 ? rows_begin : max(rows_begin, masked_q_begin);
+            const uint end = run == 0 ? min(rows_end, masked_q_end) : rows_end;
+            for (uint q = first; q < end; ++q) {
+              const float x = VKF_BUFFER_HALF(do_u4, do_base + q * do_stride + column);
+              if (isinf(x) || isnan(x)) dv_acc[db][i] += x;
+            }
           }
         }
       }

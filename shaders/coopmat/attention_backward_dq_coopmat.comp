@@ -1,7 +1,7 @@
 // FlashAttention-2 backward, dQ, on tensor cores (float16 tensors, head dim a multiple of 16):
 // one workgroup per (tile of BLOCK_Q queries, query head, batch); subgroup g owns query rows
 // [16 g, 16 g + 16) and keeps their Q and dO fragments and dQ accumulators in registers, while
-// K and V tiles of BLOCK_KV rows stream through shared memory, up to the causal diagonal:
+// K and V tiles of BLOCK_KV rows stream through shared memory, those that the rows' band reaches:
 //   S = Q K^T   P = exp2(scale S - LSE)   dP = dO V^T   dS = P * (dP - delta)   dQ += dS K
 // (times scale at the end). Deterministic: each row is summed by one subgroup, no atomics.
 #version 450
@@ -47,7 +47,7 @@ layout(std430, set = 0, binding = VKF_BWD_BINDING_DELTA) readonly buffer delta_b
 
 shared uvec4 kv_tiles[VKF_SMEM_ROW_PAIR_U4(BLOCK_KV, TILE_STRIDE)];  // K rows, then V rows, of the streamed tile
 // Step (from 1) at which the staging last zeroed an inf or NaN in this row of the key tile: in
-// tiles that the diagonal crosses, K is zeroed for dQ += dS K (common/nonfinite.glsl).
+// tiles that the band's edge crosses, K is zeroed for dQ += dS K (common/nonfinite.glsl).
 shared uint key_nonfinite_step[VKF_SMEM_NONFINITE_STEPS(BLOCK_KV)];
 
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
@@ -85,16 +85,20 @@ void main() {
   VKF_ACC dq_acc[D_BLOCKS];
   [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) dq_acc[db] = VKF_ACC(0.0);
 
+  // Key tiles outside [kv_first, kv_end) are wholly masked for the workgroup's rows: never visited.
+  const uint kv_first = first_visible_kv_tile(q_begin, BLOCK_KV, q_len, kv_len);
   const uint kv_end = visible_kv_end(q_begin, q_end, q_len, kv_len);
-  for (uint kv_begin = 0, step = 1; kv_begin < kv_end; kv_begin += BLOCK_KV, ++step) {
+  for (uint kv_begin = kv_first, step = 1; kv_begin < kv_end; kv_begin += BLOCK_KV, ++step) {
     const uint kv_valid = min(BLOCK_KV, kv_len - kv_begin);
-    // Stage K and V (K's infinities and NaNs zeroed where the causal diagonal crosses the tile).
-    const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, q_len, kv_len);
+    // Stage K and V (K's infinities and NaNs zeroed where the band's edge crosses the tile). Both
+    // tests take the workgroup's rows: the staging serves every subgroup, and the zeroed_key test
+    // below runs in masked tiles only.
+    const bool masked_tile = tile_needs_mask(q_begin, q_end - q_begin, kv_begin, BLOCK_KV, q_len, kv_len);
     {
       uvec4 k_words[KV_WORDS], v_words[KV_WORDS];
       load_kv(k_words, v_words, (k_base + kv_begin * k_stride) / 8, k_stride / 8, (v_base + kv_begin * v_stride) / 8,
               v_stride / 8, kv_valid);
-      if (tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, q_len, kv_len)) {
+      if (tile_crosses_band(q_begin, q_end - q_begin, kv_begin, BLOCK_KV, q_len, kv_len)) {
         VKF_ZERO_NONFINITE_ROWS(k_words, KV_WORDS, key_nonfinite_step, step);
       }
       store_kv(k_words, v_words);

@@ -49,7 +49,7 @@ layout(std430, set = 0, binding = VKF_FWD_BINDING_O) writeonly buffer o_h_block 
 layout(std430, set = 0, binding = VKF_FWD_BINDING_LSE) writeonly buffer lse_block { float lse_data[]; };
 
 shared uvec4 kv_tiles[VKF_SMEM_ROW_PAIR_U4(BLOCK_KV, TILE_STRIDE)];  // K rows [0, BLOCK_KV), then V rows
-shared uint nonfinite_v;  // 1 once a tile that the diagonal crosses had an inf or NaN in V
+shared uint nonfinite_v;  // 1 once a tile that the band's edge crosses had an inf or NaN in V
 
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_KV, KV_WORDS)
@@ -85,18 +85,23 @@ void main() {
   [[unroll]] for (uint j = 0; j < M_BLOCKS * ROWS_PER_LANE; ++j) { m_run[j] = NEG_INF; l_part[j] = 0.0; }
   [[unroll]] for (uint j = 0; j < M_BLOCKS * D_BLOCKS; ++j) o_acc[j] = VKF_ACC(0.0);
 
-  uint masked_begin = kv_len;  // the first tile the diagonal crosses: they are the last ones
-  const uint kv_end = visible_kv_end(q_begin, q_end, q_len, kv_len);  // later tiles are wholly masked
-  for (uint kv_begin = 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
+  // Key tiles outside [kv_first, kv_end) are wholly masked for the workgroup's rows: never visited.
+  const uint kv_first = first_visible_kv_tile(q_begin, BLOCK_KV, q_len, kv_len);
+  const uint kv_end = visible_kv_end(q_begin, q_end, q_len, kv_len);
+  // The tiles that the band's edge crosses are the first ones (its left edge), which end at
+  // masked_end, and the last ones (its right edge), which begin at masked_begin.
+  uint masked_end = kv_first, masked_begin = kv_len;
+  for (uint kv_begin = kv_first; kv_begin < kv_end; kv_begin += BLOCK_KV) {
     const uint kv_valid = min(BLOCK_KV, kv_len - kv_begin);  // rows past kv_len: zeros
-    // Stage K and V (V's infinities and NaNs zeroed where the causal diagonal crosses the tile).
-    const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, q_len, kv_len);
+    // Stage K and V (V's infinities and NaNs zeroed where the band's edge crosses the tile).
+    const bool masked_tile = tile_needs_mask(q_begin, q_end - q_begin, kv_begin, BLOCK_KV, q_len, kv_len);
     {
       uvec4 k_words[KV_WORDS], v_words[KV_WORDS];
       load_kv(k_words, v_words, (k_base + kv_begin * k_stride) / 8, k_stride / 8, (v_base + kv_begin * v_stride) / 8,
               v_stride / 8, kv_valid);
-      if (tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, q_len, kv_len)) {
-        masked_begin = min(masked_begin, kv_begin);
+      if (tile_crosses_band(q_begin, q_end - q_begin, kv_begin, BLOCK_KV, q_len, kv_len)) {
+        if (WINDOW_LEFT && kv_begin == masked_end) masked_end += BLOCK_KV;  // no uncrossed tile before it
+        else masked_begin = min(masked_begin, kv_begin);
         bool found = false;
         VKF_ZERO_NONFINITE(v_words, KV_WORDS, found);
         if (found) atomicOr(nonfinite_v, 1u);
@@ -169,15 +174,21 @@ void main() {
   }
 
   // Infinities and NaNs of V that the staging zeroed, where the rows see them, read again from the
-  // buffer (rare: the flag was raised before the last step's barriers; common/nonfinite.glsl).
-  if (kv_end > 0 && nonfinite_v != 0) {
+  // buffer (rare: the flag was raised before the last step's barriers; common/nonfinite.glsl): the
+  // row's visible keys in the crossed tiles, [keys_begin, masked_end) and [masked_begin, keys_end).
+  if (kv_first < kv_end && nonfinite_v != 0) {
     [[unroll]] for (uint mb = 0; mb < M_BLOCKS; ++mb) {
       [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) {
         for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
           const uint q_row = rows_begin + 16 * mb + cm_row(coord, i), column = 16 * db + cm_col(coord, i);
-          for (uint key = masked_begin; key < row_keys_end(q_row, q_len, kv_len); ++key) {
-            const float x = VKF_BUFFER_HALF(v_u4, v_base + key * v_stride + column);
-            if (isinf(x) || isnan(x)) o_acc[mb * D_BLOCKS + db][i] += x;
+          const uint keys_begin = row_keys_begin(q_row, q_len, kv_len), keys_end = row_keys_end(q_row, q_len, kv_len);
+          [[unroll]] for (uint run = 0; run < 2; ++run) {
+            const uint first = run == 0 ? keys_begin : max(keys_begin, masked_begin);
+            const uint end = run == 0 ? min(keys_end, masked_end) : keys_end;
+            for (uint key = first; key < end; ++key) {
+              const float x = VKF_BUFFER_HALF(v_u4, v_base + key * v_stride + column);
+              if (isinf(x) || isnan(x)) o_acc[mb * D_BLOCKS + db][i] += x;
+            }
           }
         }
       }

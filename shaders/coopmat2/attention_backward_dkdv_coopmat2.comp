@@ -1,8 +1,8 @@
 // FlashAttention-2 backward, dK and dV, on tensor cores with GL_NV_cooperative_matrix2's
 // per-element operations and conversions, float16 tensors. One workgroup per (tile of BLOCK_KV
 // keys, kv head, batch); subgroup g owns keys [R g, R g + R) of the tile (R = SUBGROUP_ROWS, 16 or
-// 32) and keeps their dK and dV as accumulators, and Q and dO tiles of BLOCK_Q rows stream
-// through for every query head of the GQA group, from the causal diagonal on:
+// 32) and keeps their dK and dV as accumulators, and the Q and dO tiles of BLOCK_Q rows whose band
+// reaches some of its keys stream through for every query head of the GQA group:
 //   S^T = K Q^T      P^T = exp2(scale S^T - LSE)   dV += P^T dO
 //   dP^T = V dO^T    dS^T = P^T (dP^T - delta)     dK += dS^T Q   (times scale at the end)
 // Deterministic: every key row is summed by one subgroup in a fixed order, no atomics.
@@ -76,9 +76,9 @@ const uint STREAM_ROWS = VKF_SMEM_CM2_DKDV_STREAM_ROWS(BLOCK_Q, BLOCK_KV);
 shared uvec4 tiles[VKF_SMEM_CM2_DKDV_TILES_U4(BLOCK_KV, STREAM_ROWS, TILE_STRIDE)];
 shared float lse_tile[VKF_SMEM_ROW_FLOATS(BLOCK_Q)];    // row_lse_log2 of the step's queries
 shared float delta_tile[VKF_SMEM_ROW_FLOATS(BLOCK_Q)];  // row_delta
-shared uint nonfinite_do;  // 1 once a tile that the diagonal crosses had an inf or NaN in dO
+shared uint nonfinite_do;  // 1 once a tile that the band's edge crosses had an inf or NaN in dO
 // Step (from 1) at which the staging last zeroed an inf or NaN in this row of the query tile: in
-// tiles that the diagonal crosses, Q is zeroed for dK += dS^T Q (common/nonfinite.glsl).
+// tiles that the band's edge crosses, Q is zeroed for dK += dS^T Q (common/nonfinite.glsl).
 shared uint query_nonfinite_step[VKF_SMEM_NONFINITE_STEPS(BLOCK_Q)];
 #if VKF_ATOMIC_DQ
 const uint SUBGROUPS = WORKGROUP_SIZE / SUBGROUP_SIZE;
@@ -122,16 +122,22 @@ float masked_ds_of_dpt(const uint row, const uint col, const float dpt, const fl
   const float ds = masked_ds(q0 + col, k0 + row, p, dpt, delta_tile[col], q_len, kv_len);
   return query_nonfinite_step[col] == step && key_visible(q0 + col, k0 + row, q_len, kv_len) ? VKF_NAN : ds;
 }
-// dV plus the infinities and NaNs of dO (column `col`, read from the buffer) of the queries below
-// `masked_q_end` of every head of the group that see the key: those the staging zeroed (the tiles
-// that the diagonal crosses are the first of each head's loop; common/nonfinite.glsl). dO row q of
+// dV plus the infinities and NaNs of dO (column `col`, read from the buffer) of the queries of
+// every head of the group that see the key in the tiles whose Q and dO the staging zeroed (those
+// the band's edge crosses: the run that starts each head's loop, below crossed_q_end, and with
+// WINDOW_LEFT the run that ends it, from crossed_q_begin on; common/nonfinite.glsl). dO row q of
 // the group's first head starts at element do_base.
-float add_seen_nonfinite_do(const uint row, const uint col, const float dv, const uint k0, const uint masked_q_end,
-                            const uint do_base, const uint q_len, const uint kv_len) {
+float add_seen_nonfinite_do(const uint row, const uint col, const float dv, const uint k0, const uint crossed_q_end,
+                            const uint crossed_q_begin, const uint do_base, const uint q_len, const uint kv_len) {
   float sum = dv;
   const uint head_stride = pc.strides[3 * VKF_TENSOR_DO + 1], do_stride = tensor_row_stride(VKF_TENSOR_DO);
+  const uint rows_begin = key_rows_begin(k0 + row, q_len, kv_len), rows_end = key_rows_end(k0 + row, q_len, kv_len);
   for (uint h = 0; h < pc.q_heads / pc.kv_heads; ++h) {
-    for (uint q = key_rows_begin(k0 + row, q_len, kv_len); q < masked_q_end; ++q) {
+    for (uint q = rows_begin; q < min(rows_end, crossed_q_end); ++q) {
+      const float x = VKF_BUFFER_HALF(do_u4, do_base + h * head_stride + q * do_stride + col);
+      if (isinf(x) || isnan(x)) sum += x;
+    }
+    for (uint q = max(rows_begin, max(crossed_q_begin, crossed_q_end)); q < rows_end; ++q) {
       const float x = VKF_BUFFER_HALF(do_u4, do_base + h * head_stride + q * do_stride + col);
       if (isinf(x) || isnan(x)) sum += x;
     }
@@ -188,9 +194,9 @@ void add_dq(const uint q_begin, const uint q_len, const uint kv_begin, const uin
 
 // One step of a head's query loop: stage the query tile at q_begin with its LSE and delta, recompute
 // P^T, dV += P^T dO, dS^T = P^T (dP^T - delta), dK += dS^T Q. `masked` steps (query tiles that
-// cross the causal diagonal, the first of the loop, or every tile where the key tile crosses
-// kv_len) also mask P^T and dS^T; main() runs them in a loop of their own (as
-// attention_backward_dq_coopmat2.comp does, which says why). In `crossing` steps (the diagonal
+// the band's edges cut, the first of the loop and with WINDOW_LEFT the last, or every tile where
+// the key tile crosses kv_len) also mask P^T and dS^T; main() runs them in loops of their own (as
+// attention_backward_dq_coopmat2.comp does, which says why). In `crossing` steps (the band's edge
 // crosses the tile) the staging also zeroes Q's and dO's infinities and NaNs.
 // q_base, do_base: elements where the head's query 0 starts in Q and dO; lse_row0: its LSE index.
 // k_base and dq_row0 (VKF_ATOMIC_DQ only): where K's key 0 starts, and the head's query 0 in dq_sums.
@@ -281,8 +287,9 @@ void main() {
   const Sequence seq = sequence_of(batch);
   const uint q_len = seq.q_len, kv_len = seq.kv_len;
   if (kv_begin >= seq.kv_rows) return;  // past the key rows of this batch entry
-  // A tile of keys the sequence does not attend to gets zero dK and dV: no query tile is visited.
-  const uint q_loop_end = kv_begin < kv_len ? q_len : 0;
+  // Rows from q_loop_end on see none of the tile's keys. A tile of keys the sequence does not attend
+  // to gets zero dK and dV: no query tile is visited.
+  const uint q_loop_end = kv_begin < kv_len ? visible_q_end(kv_begin, BLOCK_KV, q_len, kv_len) : 0;
   const uint k_base = tensor_base(VKF_TENSOR_K, batch, kv_head, seq.kv_row0), k_stride = tensor_row_stride(VKF_TENSOR_K);
   const uint v_base = tensor_base(VKF_TENSOR_V, batch, kv_head, seq.kv_row0), v_stride = tensor_row_stride(VKF_TENSOR_V);
 
@@ -308,41 +315,65 @@ void main() {
   KEYS_X_DIM(float, gl_MatrixUseAccumulator) dk_acc = KEYS_X_DIM(float, gl_MatrixUseAccumulator)(0.0);
   KEYS_X_DIM(float, gl_MatrixUseAccumulator) dv_acc = KEYS_X_DIM(float, gl_MatrixUseAccumulator)(0.0);
 
-  // Query rows before q_first see none of this tile's keys (causal): their tiles are skipped.
-  uint q_first = 0;
-  if (CAUSAL) q_first = uint(clamp(int(kv_begin) - causal_shift(q_len, kv_len), 0, int(q_len)));
+  // Only the query tiles of [q_first, q_loop_end) hold rows that see some of this tile's keys (the
+  // band): the others are never visited. Those the mask cuts come first (the band's right edge, or
+  // all of them where the key tile crosses kv_len) and, with WINDOW_LEFT, last (its left edge), from
+  // the tile of the first row that misses key kv_begin on; the tiles between them run unmasked.
+  const uint q_first = visible_q_begin(kv_begin, q_len, kv_len) / BLOCK_Q * BLOCK_Q;
+  uint unmasked_q_end = q_loop_end;
+  if (WINDOW_LEFT) {
+    const uint rows_end = key_rows_end(kv_begin, q_len, kv_len);
+    if (rows_end < q_len) unmasked_q_end = min(unmasked_q_end, rows_end / BLOCK_Q * BLOCK_Q);
+  }
   const uint group = pc.q_heads / pc.kv_heads;
-  uint masked_q_end = 0;  // the tiles that the diagonal crosses end here, the same in every head
+  // The crossed tiles (tile_crosses_band), the same in every head: a run from q_first up to
+  // crossed_q_end and a run from crossed_q_begin (tracked with WINDOW_LEFT only) to the end.
+  uint crossed_q_end = q_first, crossed_q_begin = q_len;
   uint step = 0;
   for (uint head = kv_head * group; head < (kv_head + 1) * group; ++head) {
     const uint dq_row0 = dq_sum_row(batch, head, 0);
     const uint q_base = tensor_base(VKF_TENSOR_Q, batch, head, seq.q_row0);
     const uint do_base = tensor_base(VKF_TENSOR_DO, batch, head, seq.q_row0);
     const uint lse_row0 = lse_index(batch, head, seq, 0);
-    // The tiles that cross the mask come first.
-    uint q_begin = (q_first / BLOCK_Q) * BLOCK_Q;
-    [[dont_unroll]] for (; q_begin < q_loop_end && tile_needs_mask(q_begin, kv_begin, BLOCK_KV, q_len, kv_len);
+    uint q_begin = q_first;
+    [[dont_unroll]] for (; q_begin < q_loop_end &&
+                           tile_needs_mask(q_begin, min(BLOCK_Q, q_len - q_begin), kv_begin, BLOCK_KV, q_len, kv_len);
                          q_begin += BLOCK_Q) {
-      const bool crossing = tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, q_len, kv_len);
-      if (crossing) masked_q_end = max(masked_q_end, min(q_begin + BLOCK_Q, q_len));
+      const bool crossing = tile_crosses_band(q_begin, min(BLOCK_Q, q_len - q_begin), kv_begin, BLOCK_KV, q_len, kv_len);
+      if (crossing) {
+        if (!WINDOW_LEFT || q_begin <= crossed_q_end) {
+          crossed_q_end = max(crossed_q_end, min(q_begin + BLOCK_Q, q_len));
+        } else {
+          crossed_q_begin = min(crossed_q_begin, q_begin);
+        }
+      }
       dkdv_step(true, crossing, ++step, q_begin, q_len, kv_len, q_base, do_base, lse_row0, k_base, dq_row0, kv_begin,
                 own_row, k_frag, dk_acc, dv_acc);
     }
     // With atomic dQ, workgroups of neighbouring key tiles start at different query tiles, so that
     // their atomics do not all add to the same dQ rows at a time.
-    const uint unmasked_tiles = q_begin < q_loop_end ? (q_loop_end - q_begin + BLOCK_Q - 1) / BLOCK_Q : 0;
+    const uint unmasked_tiles = q_begin < unmasked_q_end ? (unmasked_q_end - q_begin + BLOCK_Q - 1) / BLOCK_Q : 0;
     const uint first_tile = VKF_ATOMIC_DQ != 0 && unmasked_tiles > 0 ? gl_WorkGroupID.x % unmasked_tiles : 0;
     [[dont_unroll]] for (uint t = 0; t < unmasked_tiles; ++t) {
       const uint tile = t + first_tile < unmasked_tiles ? t + first_tile : t + first_tile - unmasked_tiles;
       dkdv_step(false, false, ++step, q_begin + tile * BLOCK_Q, q_len, kv_len, q_base, do_base, lse_row0, k_base,
                 dq_row0, kv_begin, own_row, k_frag, dk_acc, dv_acc);
     }
+    if (WINDOW_LEFT) {
+      [[dont_unroll]] for (q_begin += unmasked_tiles * BLOCK_Q; q_begin < q_loop_end; q_begin += BLOCK_Q) {
+        const bool crossing =
+            tile_crosses_band(q_begin, min(BLOCK_Q, q_len - q_begin), kv_begin, BLOCK_KV, q_len, kv_len);
+        if (crossing) crossed_q_begin = min(crossed_q_begin, q_begin);
+        dkdv_step(true, crossing, ++step, q_begin, q_len, kv_len, q_base, do_base, lse_row0, k_base, dq_row0,
+                  kv_begin, own_row, k_frag, dk_acc, dv_acc);
+      }
+    }
   }
 
   // Infinities and NaNs of dO that the staging zeroed, where the keys see them (rare: the flag was
   // raised before the last step's second barrier).
   if (nonfinite_do != 0) {
-    coopMatPerElementNV(dv_acc, dv_acc, add_seen_nonfinite_do, kv_begin + own_row, masked_q_end,
+    coopMatPerElementNV(dv_acc, dv_acc, add_seen_nonfinite_do, kv_begin + own_row, crossed_q_end, crossed_q_begin,
                         tensor_base(VKF_TENSOR_DO, batch, kv_head * group, seq.q_row0), q_len, kv_len);
   }
 

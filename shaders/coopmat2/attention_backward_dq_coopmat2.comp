@@ -1,8 +1,8 @@
 // FlashAttention-2 backward, dQ, on tensor cores with GL_NV_cooperative_matrix2's per-element
 // operations and conversions, float16 tensors. One workgroup per (tile of BLOCK_Q queries, head,
 // batch); subgroup g owns queries [R g, R g + R) of the tile (R = SUBGROUP_ROWS, 16 or 32), keeps
-// their Q and dO as operands and dQ as accumulator, and K and V tiles of BLOCK_KV rows stream
-// through up to the causal diagonal:
+// their Q and dO as operands and dQ as accumulator, and the K and V tiles of BLOCK_KV rows that
+// the rows' band reaches stream through:
 //   S = Q K^T    P = exp2(scale S - LSE)    dP = dO V^T    dS = P (dP - delta)
 //   dQ += dS K   (times scale at the end)
 // Subgroup-scope matrices, as in attention_backward_dkdv_coopmat2.comp (which says why): each
@@ -50,7 +50,7 @@ shared uvec4 kv_tiles[VKF_SMEM_ROW_PAIR_U4(BLOCK_KV, TILE_STRIDE)];  // K rows [
 shared float lse_rows[VKF_SMEM_ROW_FLOATS(BLOCK_Q)];    // row_lse_log2 of the owned queries
 shared float delta_rows[VKF_SMEM_ROW_FLOATS(BLOCK_Q)];  // row_delta
 // Step (from 1) at which the staging last zeroed an inf or NaN in this row of the key tile: in
-// tiles that the diagonal crosses, K is zeroed for dQ += dS K (common/nonfinite.glsl).
+// tiles that the band's edge crosses, K is zeroed for dQ += dS K (common/nonfinite.glsl).
 shared uint key_nonfinite_step[VKF_SMEM_NONFINITE_STEPS(BLOCK_KV)];
 #include "common/nonfinite.glsl"
 #include "common/stage_rows.glsl"
@@ -83,24 +83,25 @@ float masked_ds_of_dp(const uint row, const uint col, const float dp, const floa
 }
 
 // One step of the key loop: stage the key tile at kv_begin, recompute P, dS = P (dP - delta),
-// dQ += dS K. `masked` steps (tiles that cross the causal diagonal or kv_len: the last of the loop)
-// also mask P and dS, and where the diagonal crosses them zero K's infinities and NaNs; main() runs
-// them in a loop of their own, so that the loop over the other tiles carries none of that code (on
-// the H100 that is 2-4% faster at D=64 than one loop that tests each tile: docs/tuning-log.md).
-// k_base, v_base: elements where the KV head's key 0 starts in K and V.
-void dq_step(const bool masked, const uint kv_begin, const uint step, const uint q_begin, const uint own_row,
-             const uint q_len, const uint kv_len, const uint k_base, const uint v_base,
+// dQ += dS K. `masked` steps (tiles that the band's edges or kv_len cut: the last of the loop, and
+// with WINDOW_LEFT the first) also mask P and dS, and where the band's edge crosses them zero K's
+// infinities and NaNs; main() runs them in loops of their own, so that the loop over the other
+// tiles carries none of that code (on the H100 that is 2-4% faster at D=64 than one loop that tests
+// each tile: docs/tuning-log.md). q_rows: the tile's rows below q_len. k_base, v_base: elements
+// where the KV head's key 0 starts in K and V.
+void dq_step(const bool masked, const uint kv_begin, const uint step, const uint q_begin, const uint q_rows,
+             const uint own_row, const uint q_len, const uint kv_len, const uint k_base, const uint v_base,
              const QUERIES_X_DIM(float16_t, gl_MatrixUseA) q_frag,
              const QUERIES_X_DIM(float16_t, gl_MatrixUseA) do_frag,
              inout QUERIES_X_DIM(float, gl_MatrixUseAccumulator) dq_acc) {
   // stage this step's K and V rows (read before the barrier, as in the forward), zeroing K's
-  // infinities and NaNs where the causal diagonal crosses the tile
+  // infinities and NaNs where the band's edge crosses the tile
   uvec4 k_words[KV_WORDS], v_words[KV_WORDS];
   const uint k_stride = tensor_row_stride(VKF_TENSOR_K), v_stride = tensor_row_stride(VKF_TENSOR_V);
   load_kv(k_words, v_words, (k_base + kv_begin * k_stride) / 8, k_stride / 8, (v_base + kv_begin * v_stride) / 8,
           v_stride / 8, min(BLOCK_KV, kv_len - kv_begin));
   barrier();
-  if (masked && tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, q_len, kv_len)) {
+  if (masked && tile_crosses_band(q_begin, q_rows, kv_begin, BLOCK_KV, q_len, kv_len)) {
     VKF_ZERO_NONFINITE_ROWS(k_words, KV_WORDS, key_nonfinite_step, step);
   }
   store_kv(k_words, v_words);
@@ -171,15 +172,24 @@ void main() {
   }
   for (uint i = gl_LocalInvocationIndex; i < BLOCK_KV; i += WORKGROUP_SIZE) key_nonfinite_step[i] = 0;
 
-  // Tiles from kv_end on are wholly masked: never visited. Those that cross the mask come last.
+  // Only the tiles of [kv_first, kv_end) hold keys that the rows see: the others are never visited.
+  // Those the mask cuts come last (the band's right edge, kv_len) and, with WINDOW_LEFT, first (its
+  // left edge): masked loops around the unmasked one.
+  const uint q_rows = q_end - q_begin;
   const uint kv_end = visible_kv_end(q_begin, q_end, q_len, kv_len);
-  uint kv_begin = 0, step = 1;
-  [[dont_unroll]] for (; kv_begin < kv_end && !tile_needs_mask(q_begin, kv_begin, BLOCK_KV, q_len, kv_len);
+  uint kv_begin = first_visible_kv_tile(q_begin, BLOCK_KV, q_len, kv_len), step = 1;
+  if (WINDOW_LEFT) {
+    [[dont_unroll]] for (; kv_begin < kv_end && tile_needs_mask(q_begin, q_rows, kv_begin, BLOCK_KV, q_len, kv_len);
+                         kv_begin += BLOCK_KV, ++step) {
+      dq_step(true, kv_begin, step, q_begin, q_rows, own_row, q_len, kv_len, k_base, v_base, q_frag, do_frag, dq_acc);
+    }
+  }
+  [[dont_unroll]] for (; kv_begin < kv_end && !tile_needs_mask(q_begin, q_rows, kv_begin, BLOCK_KV, q_len, kv_len);
                        kv_begin += BLOCK_KV, ++step) {
-    dq_step(false, kv_begin, step, q_begin, own_row, q_len, kv_len, k_base, v_base, q_frag, do_frag, dq_acc);
+    dq_step(false, kv_begin, step, q_begin, q_rows, own_row, q_len, kv_len, k_base, v_base, q_frag, do_frag, dq_acc);
   }
   [[dont_unroll]] for (; kv_begin < kv_end; kv_begin += BLOCK_KV, ++step) {
-    dq_step(true, kv_begin, step, q_begin, own_row, q_len, kv_len, k_base, v_base, q_frag, do_frag, dq_acc);
+    dq_step(true, kv_begin, step, q_begin, q_rows, own_row, q_len, kv_len, k_base, v_base, q_frag, do_frag, dq_acc);
   }
 
   dq_acc *= pc.scale_log2 / LOG2E;

@@ -59,7 +59,7 @@ layout(std430, set = 0, binding = VKF_FWD_BINDING_LSE) writeonly buffer lse_bloc
 const uint ROW_U4 = VKF_ROW_U4(HEAD_DIM);          // a row of float16 as uvec4 words
 const uint TILE_STRIDE = VKF_TILE_STRIDE(ROW_U4);  // padded shared row (see stage_rows.glsl)
 shared uvec4 kv_tiles[VKF_SMEM_ROW_PAIR_U4(BLOCK_KV, TILE_STRIDE)];  // K rows [0, BLOCK_KV), then V rows
-shared uint nonfinite_v;  // 1 once a tile that the diagonal crosses had an inf or NaN in V
+shared uint nonfinite_v;  // 1 once a tile that the band's edge crosses had an inf or NaN in V
 #include "common/nonfinite.glsl"
 #include "common/stage_rows.glsl"
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
@@ -67,7 +67,7 @@ VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_K
 
 #include "coopmat2/online_softmax.glsl"
 
-// Causal and kv_len masking of a tile's scores (row / col are tile-relative).
+// Band and kv_len masking of a tile's scores (row / col are tile-relative).
 float mask_element(const uint row, const uint col, const float s, const uint q_begin, const uint kv_begin,
                    const uint q_len, const uint kv_len) {
   return key_visible(q_begin + row, kv_begin + col, q_len, kv_len) ? s : NEG_INF;
@@ -111,19 +111,28 @@ void main() {
 
   const ONES_COLUMNS ones = ONES_COLUMNS(1.0);
   if (gl_LocalInvocationIndex == 0) nonfinite_v = 0;  // before the first step's barriers
-  uint masked_begin = kv_len;  // the first tile the diagonal crosses: they are the last ones
-  const uint kv_end = visible_kv_end(q_begin, q_end, q_len, kv_len);  // later tiles are wholly masked
-  [[dont_unroll]] for (uint kv_begin = 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
+  // Tiles wholly outside the rows' band are never visited. Those its edges cross (V zeroed) are a
+  // run from the first, [kv_first, crossed_end) (tracked with WINDOW_LEFT only: its left edge), and
+  // a run up to the last, from masked_begin on (its right edge).
+  const uint q_rows = q_end - q_begin;
+  const uint kv_first = first_visible_kv_tile(q_begin, BLOCK_KV, q_len, kv_len);
+  const uint kv_end = visible_kv_end(q_begin, q_end, q_len, kv_len);
+  uint crossed_end = kv_first, masked_begin = kv_len;
+  [[dont_unroll]] for (uint kv_begin = kv_first; kv_begin < kv_end; kv_begin += BLOCK_KV) {
     // stage this step's K and V rows: read them while waiting for every matrix load of the
-    // previous step, then store (zeroing V's infinities and NaNs where the tile crosses the
-    // causal diagonal)
-    const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, q_len, kv_len);
+    // previous step, then store (zeroing V's infinities and NaNs where the band's edge crosses
+    // the tile)
+    const bool masked_tile = tile_needs_mask(q_begin, q_rows, kv_begin, BLOCK_KV, q_len, kv_len);
     uvec4 k_words[KV_WORDS], v_words[KV_WORDS];
     load_kv(k_words, v_words, (k_base + kv_begin * k_stride) / 8, k_stride / 8, (v_base + kv_begin * v_stride) / 8,
             v_stride / 8, min(BLOCK_KV, kv_len - kv_begin));
     barrier();
-    if (tile_crosses_diagonal(q_begin, kv_begin, BLOCK_KV, q_len, kv_len)) {
-      masked_begin = min(masked_begin, kv_begin);
+    if (tile_crosses_band(q_begin, q_rows, kv_begin, BLOCK_KV, q_len, kv_len)) {
+      if (WINDOW_LEFT && kv_begin == crossed_end) {
+        crossed_end += BLOCK_KV;
+      } else {
+        masked_begin = min(masked_begin, kv_begin);
+      }
       bool found = false;
       VKF_ZERO_NONFINITE(v_words, KV_WORDS, found);
       if (found) atomicOr(nonfinite_v, 1u);
@@ -150,7 +159,7 @@ void main() {
   // flag was raised before the last step's second barrier; common/nonfinite.glsl). The whole
   // workgroup does it on the stored O, element by element: any per-element operation on an O-shaped
   // matrix, even after the loop, cost the H100 3.5% at D=128 (docs/tuning-log.md). inf / l is inf.
-  if (kv_end > 0 && nonfinite_v != 0) {
+  if (kv_first < kv_end && nonfinite_v != 0) {
     controlBarrier(gl_ScopeWorkgroup, gl_ScopeWorkgroup, gl_StorageSemanticsBuffer,
                    gl_SemanticsAcquireRelease | gl_SemanticsMakeAvailable | gl_SemanticsMakeVisible);
     for (uint e = gl_LocalInvocationIndex; e < BLOCK_Q * HEAD_DIM; e += WORKGROUP_SIZE) {
@@ -158,7 +167,13 @@ void main() {
       if (q_row >= q_len) continue;
       const uint at = o_base + q_row * o_stride + column;
       float o = float(o_h[at]);
-      for (uint key = masked_begin; key < row_keys_end(q_row, q_len, kv_len); ++key) {
+      // the row's keys, [keys_begin, keys_end), in either run of crossed tiles
+      const uint keys_begin = row_keys_begin(q_row, q_len, kv_len), keys_end = row_keys_end(q_row, q_len, kv_len);
+      for (uint key = keys_begin; key < min(keys_end, crossed_end); ++key) {
+        const float x = VKF_BUFFER_HALF(v_u4, v_base + key * v_stride + column);
+        if (isinf(x) || isnan(x)) o += x;
+      }
+      for (uint key = max(keys_begin, max(masked_begin, crossed_end)); key < keys_end; ++key) {
         const float x = VKF_BUFFER_HALF(v_u4, v_base + key * v_stride + column);
         if (isinf(x) || isnan(x)) o += x;
       }

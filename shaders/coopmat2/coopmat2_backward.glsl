@@ -1,10 +1,10 @@
 // Shared by the VK_NV_cooperative_matrix2 backward kernels. Both recompute P = exp2(scale S - LSE)
 // in a coopMatPerElementNV callback that reads each query's LSE (base 2, from row_lse_log2 in
-// common/backward_rows.glsl: +inf where P must be 0) from shared memory; tiles that cross the
-// causal diagonal or kv_len also mask by the element's query and key. The dQ kernel holds
-// S = Q K^T (rows are queries), the dK/dV kernel S^T = K Q^T (rows are keys).
-// Needs: pc (AttentionPush), CAUSAL, lse_data / delta_data, and common/attention_mask.glsl. q_len
-// and kv_len: the batch entry's sequence's (common/sequences.glsl).
+// common/backward_rows.glsl: +inf where P must be 0) from shared memory; tiles that the band's
+// edges or kv_len cut also mask by the element's query and key. The dQ kernel holds S = Q K^T
+// (rows are queries), the dK/dV kernel S^T = K Q^T (rows are keys).
+// Needs: pc (AttentionPush), WINDOW_LEFT / WINDOW_RIGHT, lse_data / delta_data, and
+// common/attention_mask.glsl. q_len and kv_len: the batch entry's sequence's (common/sequences.glsl).
 #ifndef VKFLASH_COOPMAT2_BACKWARD_GLSL
 #define VKFLASH_COOPMAT2_BACKWARD_GLSL
 

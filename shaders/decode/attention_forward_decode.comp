@@ -78,12 +78,12 @@ void main() {
   const uint rows = group_size * q_len;  // packed rows: head-major, then query row
   if (rows == 0) return;                 // a batch entry without queries
   const uint lane = gl_LocalInvocationIndex % T, key_group = gl_LocalInvocationIndex / T;
-  const int shift = causal_shift(q_len, seq.kv_len);
 
-  // This split's keys (the last row of a query tile that holds all q_len rows sees every key); a
-  // split past a shorter sequence's keys has none, and writes parts that weigh nothing.
-  const uint key_begin = split * pc.split_keys;
-  const uint key_end = min(key_begin + pc.split_keys, seq.kv_len);
+  // This split's keys, within those that some row sees (the band of rows 0 .. q_len - 1: the
+  // first row's first key to the last row's last); a split with none (past a shorter sequence's
+  // keys, outside the window) writes parts that weigh nothing.
+  const uint key_begin = max(split * pc.split_keys, row_keys_begin(0, q_len, seq.kv_len));
+  const uint key_end = min(split * pc.split_keys + pc.split_keys, row_keys_end(q_len - 1, q_len, seq.kv_len));
 
   // In uvec4 words: 8 float16 elements.
   const uint k_base = tensor_base(VKF_TENSOR_K, batch, kv_head, seq.kv_row0) / 8, k_stride = tensor_row_stride(VKF_TENSOR_K) / 8;
@@ -128,9 +128,9 @@ void main() {
         float dot_part = 0.0;
         [[unroll]] for (uint c = 0; c < 2 * U4_PER_THREAD; ++c) dot_part += dot(q[r][c], k_cols[c]);
         [[unroll]] for (uint m = 1; m < T; m <<= 1) dot_part += subgroupShuffleXor(dot_part, m);
-        // Masked (past the split, above the diagonal, a padding row) or a score of -inf: no effect.
+        // Masked (past the split, outside the row's band, a padding row) or a score of -inf: no effect.
         const uint key = key0 + u;
-        const bool visible = key < key_end && r < rows && (!CAUSAL || int(key) <= int(q_row[r]) + shift);
+        const bool visible = key < key_end && r < rows && key_visible(q_row[r], key, q_len, seq.kv_len);
         s[u][r] = visible ? dot_part : NEG_INF;
       }
     }

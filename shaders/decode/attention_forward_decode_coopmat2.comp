@@ -52,7 +52,7 @@ const uint QUADS = HEAD_DIM / 4;
 // BLOCK_KV.
 shared uvec4 kv_tiles[VKF_SMEM_ROW_PAIR_U4(BLOCK_KV, TILE_STRIDE)];
 shared float row_lse[VKF_SMEM_ROW_FLOATS(BLOCK_Q)];  // base 2
-shared uint nonfinite_v;  // 1 once a tile that the diagonal crosses had an inf or NaN in V
+shared uint nonfinite_v;  // 1 once a tile that the band's edge crosses had an inf or NaN in V
 #include "common/nonfinite.glsl"
 #include "common/stage_rows.glsl"
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
@@ -61,11 +61,11 @@ VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_K
 #include "coopmat2/online_softmax.glsl"
 
 // Packed row `row` is query row row % q_len (of head row / q_len of the group): it sees the keys of
-// [0, key_end) up to its diagonal. Rows past the group's are never stored.
+// its band below key_end. Rows past the group's are never stored.
 float mask_packed(const uint row, const uint col, const float s, const uint kv_begin, const uint key_end,
-                  const uint q_len, const int shift) {
+                  const uint q_len, const uint kv_len) {
   const uint key = kv_begin + col;
-  return key < key_end && (!CAUSAL || int(key) <= int(row % q_len) + shift) ? s : NEG_INF;
+  return key < key_end && key_visible(row % q_len, key, q_len, kv_len) ? s : NEG_INF;
 }
 
 float keep_lse(const uint row, const uint col, const float lse) {
@@ -80,13 +80,13 @@ void main() {
   const uint q_len = seq.q_len, kv_len = seq.kv_len;
   const uint rows = group_size * q_len;  // packed rows: head-major, then query row
   if (rows == 0) return;                 // a batch entry without queries
-  const int shift = causal_shift(q_len, kv_len);
   const uint tid = gl_LocalInvocationIndex;
 
-  // This split's keys (the group's last query row sees every key, so none is skipped as wholly
-  // masked); a split past a shorter sequence's keys has none, and writes parts that weigh nothing.
-  const uint key_begin = split * pc.split_keys;
-  const uint key_end = max(key_begin, min(key_begin + pc.split_keys, kv_len));
+  // This split's keys, from the key tile where the band of rows 0 .. q_len - 1 starts (the first
+  // row's first key) to where it ends (the last row's last); a split with none (past a shorter
+  // sequence's keys, outside the window) writes parts that weigh nothing.
+  const uint key_begin = max(split * pc.split_keys, first_visible_kv_tile(0, BLOCK_KV, q_len, kv_len));
+  const uint key_end = max(key_begin, min(split * pc.split_keys + pc.split_keys, visible_kv_end(0, q_len, q_len, kv_len)));
   const uint k_base = tensor_base(VKF_TENSOR_K, batch, kv_head, seq.kv_row0), k_stride = tensor_row_stride(VKF_TENSOR_K);
   const uint v_base = tensor_base(VKF_TENSOR_V, batch, kv_head, seq.kv_row0), v_stride = tensor_row_stride(VKF_TENSOR_V);
 
@@ -110,16 +110,16 @@ void main() {
   ROW_VECTOR(float) m_run = ROW_VECTOR(float)(NEG_HALF_FLT_MAX);
   ROW_VECTOR(float) l_run = ROW_VECTOR(float)(0.0);
   const ONES_COLUMNS ones = ONES_COLUMNS(1.0);
-  uint masked_begin = key_end;  // the first tile the diagonal crosses
+  uint masked_begin = key_end;  // the first tile the band's edge crosses
   [[dont_unroll]] for (uint kv_begin = key_begin; kv_begin < key_end; kv_begin += BLOCK_KV) {
     // Staged as in the prefill kernel; the first barrier also waits for Q's load from the tiles.
-    // Only the last split's last tile ends past its keys (split_keys is a multiple of BLOCK_KV).
-    const bool masked_tile = kv_begin + BLOCK_KV > key_end || (CAUSAL && int(kv_begin + BLOCK_KV) - 1 > shift);
+    // Tiles start at multiples of BLOCK_KV (so does split_keys); a split's last may end past its keys.
+    const bool masked_tile = kv_begin + BLOCK_KV > key_end || tile_needs_mask(0, q_len, kv_begin, BLOCK_KV, q_len, kv_len);
     uvec4 k_words[KV_WORDS], v_words[KV_WORDS];
     load_kv(k_words, v_words, (k_base + kv_begin * k_stride) / 8, k_stride / 8, (v_base + kv_begin * v_stride) / 8,
             v_stride / 8, min(BLOCK_KV, key_end - kv_begin));
     barrier();
-    if (CAUSAL && int(min(kv_begin + BLOCK_KV, key_end)) - 1 > shift) {  // the diagonal crosses it
+    if (tile_crosses_band(0, q_len, kv_begin, BLOCK_KV, q_len, kv_len)) {
       masked_begin = min(masked_begin, kv_begin);
       bool found = false;
       VKF_ZERO_NONFINITE(v_words, KV_WORDS, found);
@@ -132,7 +132,7 @@ void main() {
     coopMatLoad(k_t, kv_tiles, 0, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
     ROWS_X_KEYS(float) s = coopMatMulAdd(q_tile, k_t, ROWS_X_KEYS(float)(0.0));
     s *= pc.scale_log2;
-    if (masked_tile) coopMatPerElementNV(s, s, mask_packed, kv_begin, key_end, q_len, shift);
+    if (masked_tile) coopMatPerElementNV(s, s, mask_packed, kv_begin, key_end, q_len, kv_len);
     online_softmax_step(s, ones, o_acc, m_run, l_run);
   }
 
@@ -150,10 +150,11 @@ void main() {
     const uint head = kv_head * group_size + r / q_len, n = r % q_len;
     vec4 o = uintBitsToFloat(kv_tiles[i]);
     // Infinities and NaNs of V that the staging zeroed, where this row sees them (rare; as the
-    // prefill kernel restores them: common/nonfinite.glsl).
+    // prefill kernel restores them: common/nonfinite.glsl). The keys from the first crossed tile
+    // on may include uncrossed tiles' non-finite values, already in O: O stays non-finite.
     if (nonfinite_v != 0) {
       const uint keys_end = min(row_keys_end(n, q_len, kv_len), key_end);
-      for (uint key = masked_begin; key < keys_end; ++key) {
+      for (uint key = max(masked_begin, row_keys_begin(n, q_len, kv_len)); key < keys_end; ++key) {
         [[unroll]] for (uint c = 0; c < 4; ++c) {
           const float x = VKF_BUFFER_HALF(v_u4, v_base + key * v_stride + 4 * quad + c);
           if (isinf(x) || isnan(x)) o[c] += x;

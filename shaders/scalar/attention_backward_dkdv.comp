@@ -1,6 +1,6 @@
 // FlashAttention-2 backward, dK and dV: one workgroup per (tile of BLOCK_KV keys, kv head,
 // batch). Its K and V rows stay in shared memory while the Q / dO tiles that can see them stream
-// through: for every query head of the GQA group, every Q tile from the causal diagonal on.
+// through: for every query head of the GQA group, every Q tile whose rows see some of its keys.
 // P is recomputed from Q, K and the forward's LSE; no N x N buffer exists anywhere.
 //   P^T = exp(scale K Q^T - LSE)   dV += P^T dO
 //   dP^T = V dO^T                  dS^T = P^T * (dP^T - delta)   dK += scale dS^T Q
@@ -87,12 +87,14 @@ void main() {
       dv[k] = load_dv_state4(state_base, lane + k * THREADS_PER_ROW);
     }
   }
-  const uint key_rows = key_rows_begin(key, q_len, kv_len);  // queries [key_rows, q_len) see this key
+  // Queries [key_rows, key_rows_stop) see this key.
+  const uint key_rows = key_rows_begin(key, q_len, kv_len), key_rows_stop = key_rows_end(key, q_len, kv_len);
 
-  // Query rows before q_first see none of this tile's keys (causal): their tiles are skipped. The
-  // steps are the query tiles of each head of the group, head-major; a chunk takes its own range.
-  uint q_first = 0;
-  if (CAUSAL) q_first = uint(clamp(int(kv_begin) - causal_shift(q_len, kv_len), 0, int(q_len)));
+  // Query rows outside [q_first, q_stop) see none of this tile's keys (the band): their tiles are
+  // skipped. The steps are the query tiles of each head of the group, head-major; a chunk takes
+  // its own range.
+  const uint q_first = visible_q_begin(kv_begin, q_len, kv_len);
+  const uint q_stop = visible_q_end(kv_begin, BLOCK_KV, q_len, kv_len);
   const uint group = pc.q_heads / pc.kv_heads;
   // Steps are counted with the longest sequence's tiles (the chunks' unit); this sequence's stop
   // at its own, and a tile of keys it does not attend to (its dK and dV are zeros) has none.
@@ -105,7 +107,7 @@ void main() {
     const uint q_base = tensor_base(VKF_TENSOR_Q, batch, head, seq.q_row0), q_stride = tensor_row_stride(VKF_TENSOR_Q);
     const uint do_base = tensor_base(VKF_TENSOR_DO, batch, head, seq.q_row0), do_stride = tensor_row_stride(VKF_TENSOR_DO);
     const uint tile_begin = max(q_first / BLOCK_Q, step_begin > h * q_tiles ? step_begin - h * q_tiles : 0);
-    const uint tile_end = min(own_q_tiles, step_end - h * q_tiles);
+    const uint tile_end = min(min(own_q_tiles, (q_stop + BLOCK_Q - 1) / BLOCK_Q), step_end - h * q_tiles);
     for (uint q_begin = tile_begin * BLOCK_Q; q_begin < tile_end * BLOCK_Q; q_begin += BLOCK_Q) {
       barrier();  // the previous step's tiles are no longer read (first step: K/V rows visible)
       for (uint i = tid; i < BLOCK_Q * HEAD_VEC4; i += WORKGROUP_SIZE) {
@@ -122,7 +124,7 @@ void main() {
       barrier();
 
       // P^T and dS^T for this lane's query rows c = lane, lane + THREADS_PER_ROW, ...
-      const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, q_len, kv_len);
+      const bool masked_tile = tile_needs_mask(q_begin, BLOCK_Q, kv_begin, BLOCK_KV, q_len, kv_len);
       for (uint c = lane; c < BLOCK_Q; c += THREADS_PER_ROW) {
         float s = 0.0, dp = 0.0;
         [[dont_unroll]] for (uint d4 = 0; d4 < HEAD_VEC4; ++d4) {
@@ -140,7 +142,8 @@ void main() {
       // dV += P^T dO, dK += dS^T Q (scaled once at the end), over the queries that see the key
       // only: 0 x inf is NaN.
       const uint c_begin = masked_tile ? min(BLOCK_Q, uint(max(int(key_rows) - int(q_begin), 0))) : 0;
-      const uint c_end = min(BLOCK_Q, q_len - q_begin);
+      const uint c_end = masked_tile ? min(BLOCK_Q, uint(max(int(key_rows_stop) - int(q_begin), 0)))
+                                     : min(BLOCK_Q, q_len - q_begin);
       for (uint k = 0; k < VEC4_PER_THREAD; ++k) {
         const uint d4 = lane + k * THREADS_PER_ROW;
         if (d4 < HEAD_VEC4) {

@@ -111,10 +111,10 @@ void scores_and_gradients(uint q_begin, uint kv_begin, uint q_len, uint kv_len, 
 }
 
 // dV += P^T dO, dK += dS^T Q (scaled once at the end) over the step's queries [0, c_end); with
-// `masked`, key r takes only queries from first_query[r] on, those that see it (0 x inf is NaN:
-// common/nonfinite.glsl).
+// `masked`, key r takes only queries [first_query[r], query_stop[r]), those that see it (0 x inf
+// is NaN: common/nonfinite.glsl).
 void add_gradients(inout vec4 dk[ROWS_PER_THREAD][VEC4_PER_THREAD], inout vec4 dv[ROWS_PER_THREAD][VEC4_PER_THREAD],
-                   uint c_end, bool masked, uint first_query[ROWS_PER_THREAD]) {
+                   uint c_end, bool masked, uint first_query[ROWS_PER_THREAD], uint query_stop[ROWS_PER_THREAD]) {
   const uint key0 = group_first_key(), lane = lane_id();
   for (uint c = 0; c < c_end; ++c) {
     float p[ROWS_PER_THREAD], ds[ROWS_PER_THREAD];
@@ -127,7 +127,7 @@ void add_gradients(inout vec4 dk[ROWS_PER_THREAD][VEC4_PER_THREAD], inout vec4 d
       word_to_f32(do_tile[c * STRIDE + lane + k * THREADS_PER_ROW], dox);
       word_to_f32(q_tile[c * STRIDE + lane + k * THREADS_PER_ROW], qx);
       [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
-        if (masked && c < first_query[r]) continue;
+        if (masked && (c < first_query[r] || c >= query_stop[r])) continue;
         [[unroll]] for (uint h = 0; h < WORD_VEC4S; ++h) {
           dv[r][k * WORD_VEC4S + h] += p[r] * dox[h];
           dk[r][k * WORD_VEC4S + h] += ds[r] * qx[h];
@@ -150,12 +150,13 @@ void main() {
   stage_v(v_base, v_stride, kv_begin, kv_len, 0);
 
   // This invocation's keys: their columns of dK and dV (vec4 i at column word_vec4_column(i)),
-  // and the queries that see each, [key_rows[r], q_len).
+  // and the queries that see each, [key_rows[r], key_rows_stop[r]).
   vec4 dk[ROWS_PER_THREAD][VEC4_PER_THREAD], dv[ROWS_PER_THREAD][VEC4_PER_THREAD];
-  uint key_rows[ROWS_PER_THREAD];
+  uint key_rows[ROWS_PER_THREAD], key_rows_stop[ROWS_PER_THREAD];
   [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
     const uint key = kv_begin + key0 + r;
     key_rows[r] = key_rows_begin(key, q_len, kv_len);
+    key_rows_stop[r] = key_rows_end(key, q_len, kv_len);
     [[unroll]] for (uint i = 0; i < VEC4_PER_THREAD; ++i) dk[r][i] = dv[r][i] = vec4(0.0);
     if (CHUNKED && pc.chunk_begin > 0 && key < kv_len) {  // the sums of the earlier chunks
       // Of this key row in dk_state / dv_state ([batch, kv_heads, kv_len, D] for the longest sequence).
@@ -167,10 +168,11 @@ void main() {
     }
   }
 
-  // Query rows before q_first see none of this tile's keys (causal): their tiles are skipped. The
-  // steps are the query tiles of each head of the group, head-major; a chunk takes its own range.
-  uint q_first = 0;
-  if (CAUSAL) q_first = uint(clamp(int(kv_begin) - causal_shift(q_len, kv_len), 0, int(q_len)));
+  // Query rows outside [q_first, q_stop) see none of this tile's keys (the band): their tiles are
+  // skipped. The steps are the query tiles of each head of the group, head-major; a chunk takes
+  // its own range.
+  const uint q_first = visible_q_begin(kv_begin, q_len, kv_len);
+  const uint q_stop = visible_q_end(kv_begin, BLOCK_KV, q_len, kv_len);
   const uint group = pc.q_heads / pc.kv_heads;
   // Steps are counted with the longest sequence's tiles (the chunks' unit); this sequence's stop
   // at its own, and a tile of keys it does not attend to (its dK and dV are zeros) has none.
@@ -183,7 +185,7 @@ void main() {
     const uint q_base = tensor_base(VKF_TENSOR_Q, batch, head, seq.q_row0), q_stride = tensor_row_stride(VKF_TENSOR_Q);
     const uint do_base = tensor_base(VKF_TENSOR_DO, batch, head, seq.q_row0), do_stride = tensor_row_stride(VKF_TENSOR_DO);
     const uint tile_begin = max(q_first / BLOCK_Q, step_begin > h * q_tiles ? step_begin - h * q_tiles : 0);
-    const uint tile_end = min(own_q_tiles, step_end - h * q_tiles);
+    const uint tile_end = min(min(own_q_tiles, (q_stop + BLOCK_Q - 1) / BLOCK_Q), step_end - h * q_tiles);
     for (uint q_begin = tile_begin * BLOCK_Q; q_begin < tile_end * BLOCK_Q; q_begin += BLOCK_Q) {
       barrier();  // the previous step's tiles are no longer read (first step: K and V staged)
       stage_q(q_base, q_stride, q_begin, q_len, 0);
@@ -195,19 +197,21 @@ void main() {
       }
       barrier();
 
-      const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, q_len, kv_len);
+      const bool masked_tile = tile_needs_mask(q_begin, BLOCK_Q, kv_begin, BLOCK_KV, q_len, kv_len);
       scores_and_gradients(q_begin, kv_begin, q_len, kv_len, masked_tile);
       barrier();  // P^T and dS^T visible
 
       const uint c_end = min(BLOCK_Q, q_len - q_begin);
-      uint first_query[ROWS_PER_THREAD];
-      [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r)
+      uint first_query[ROWS_PER_THREAD], query_stop[ROWS_PER_THREAD];
+      [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
         first_query[r] = min(BLOCK_Q, uint(max(int(key_rows[r]) - int(q_begin), 0)));
-      // Two copies: tiles off the diagonal run without the per-key query limits.
+        query_stop[r] = WINDOW_LEFT ? min(BLOCK_Q, uint(max(int(key_rows_stop[r]) - int(q_begin), 0))) : BLOCK_Q;
+      }
+      // Two copies: tiles inside the band run without the per-key query limits.
       if (masked_tile) {
-        add_gradients(dk, dv, c_end, true, first_query);
+        add_gradients(dk, dv, c_end, true, first_query, query_stop);
       } else {
-        add_gradients(dk, dv, c_end, false, first_query);
+        add_gradients(dk, dv, c_end, false, first_query, query_stop);
       }
     }
   }

@@ -75,15 +75,18 @@ void main() {
 
   vec4 dq[VEC4_PER_THREAD];  // this lane's columns: vec4 d4 = lane + k * THREADS_PER_ROW
   for (uint k = 0; k < VEC4_PER_THREAD; ++k) dq[k] = vec4(0.0);
-  const uint row_keys = row_keys_end(q_row, q_len, kv_len);  // the row sees keys [0, row_keys)
+  const uint row_first_key = row_keys_begin(q_row, q_len, kv_len);  // the row sees keys [row_first_key, row_keys)
+  const uint row_keys = row_keys_end(q_row, q_len, kv_len);
   const uint state_base = dq_sum_row(batch, head, q_row) * HEAD_DIM;  // of this row in dq_state
   if (CHUNKED && pc.chunk_begin > 0 && q_row < q_len) {  // the sum of the earlier chunks
     for (uint k = 0; k < VEC4_PER_THREAD; ++k) dq[k] = load_state4(state_base, lane + k * THREADS_PER_ROW);
   }
 
+  // Tiles wholly outside the rows' band are never visited; a chunk visits its own keys only.
+  const uint kv_first = first_visible_kv_tile(q_begin, BLOCK_KV, q_len, kv_len);
   const uint kv_end = CHUNKED ? min(visible_kv_end(q_begin, q_end, q_len, kv_len), pc.chunk_end)
                               : visible_kv_end(q_begin, q_end, q_len, kv_len);
-  for (uint kv_begin = CHUNKED ? pc.chunk_begin : 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
+  for (uint kv_begin = CHUNKED ? max(pc.chunk_begin, kv_first) : kv_first; kv_begin < kv_end; kv_begin += BLOCK_KV) {
     barrier();  // the previous step's tiles are no longer read (first step: Q / dO rows visible)
     for (uint i = tid; i < BLOCK_KV * HEAD_VEC4; i += WORKGROUP_SIZE) {
       const uint r = i / HEAD_VEC4, d4 = i % HEAD_VEC4;
@@ -94,7 +97,7 @@ void main() {
     barrier();
 
     // dS for this lane's keys c = lane, lane + THREADS_PER_ROW, ...
-    const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, q_len, kv_len);
+    const bool masked_tile = tile_needs_mask(q_begin, BLOCK_Q, kv_begin, BLOCK_KV, q_len, kv_len);
     for (uint c = lane; c < BLOCK_KV; c += THREADS_PER_ROW) {
       float s = 0.0, dp = 0.0;
       [[dont_unroll]] for (uint d4 = 0; d4 < HEAD_VEC4; ++d4) {
@@ -108,11 +111,12 @@ void main() {
     barrier();
 
     // dQ += dS K (scaled once at the end), over the keys the row sees only: 0 x inf is NaN.
+    const uint c_begin = masked_tile ? min(BLOCK_KV, uint(max(int(row_first_key) - int(kv_begin), 0))) : 0;
     const uint c_end = masked_tile ? min(BLOCK_KV, uint(max(int(row_keys) - int(kv_begin), 0))) : BLOCK_KV;
     for (uint k = 0; k < VEC4_PER_THREAD; ++k) {
       const uint d4 = lane + k * THREADS_PER_ROW;
       if (d4 < HEAD_VEC4) {
-        [[dont_unroll]] for (uint c = 0; c < c_end; ++c) dq[k] += ds_tile[row * BLOCK_KV + c] * k_tile[c * KV_STRIDE + d4];
+        [[dont_unroll]] for (uint c = c_begin; c < c_end; ++c) dq[k] += ds_tile[row * BLOCK_KV + c] * k_tile[c * KV_STRIDE + d4];
       }
     }
   }

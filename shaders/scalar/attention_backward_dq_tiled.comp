@@ -103,9 +103,9 @@ void score_gradients(uint q_begin, uint kv_begin, uint q_len, uint kv_len, bool 
 }
 
 // dQ += dS K (scaled once at the end) over the tile's keys [0, c_end); with `masked`, row r takes
-// only the keys [0, visible_keys[r]) it sees (0 x inf is NaN: common/nonfinite.glsl).
+// only the keys [visible_first[r], visible_end[r]) it sees (0 x inf is NaN: common/nonfinite.glsl).
 void add_dq(inout vec4 dq[ROWS_PER_THREAD][VEC4_PER_THREAD], uint c_end, bool masked,
-            uint visible_keys[ROWS_PER_THREAD]) {
+            uint visible_first[ROWS_PER_THREAD], uint visible_end[ROWS_PER_THREAD]) {
   const uint row0 = row_group_first_row(), lane = lane_id();
   for (uint c = 0; c < c_end; ++c) {
     float ds[ROWS_PER_THREAD];
@@ -114,7 +114,7 @@ void add_dq(inout vec4 dq[ROWS_PER_THREAD][VEC4_PER_THREAD], uint c_end, bool ma
       vec4 kx[WORD_VEC4S];
       word_to_f32(k_tile[c * STRIDE + lane + k * THREADS_PER_ROW], kx);
       [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
-        if (masked && c >= visible_keys[r]) continue;
+        if (masked && (c < visible_first[r] || c >= visible_end[r])) continue;
         [[unroll]] for (uint h = 0; h < WORD_VEC4S; ++h) dq[r][k * WORD_VEC4S + h] += ds[r] * kx[h];
       }
     }
@@ -137,15 +137,16 @@ void main() {
   stage_q(q_base, q_stride, q_begin, q_len, 0);
   stage_do(do_base, do_stride, q_begin, q_len, 0);
 
-  // This invocation's rows: LSE and delta, the keys each sees [0, row_keys[r]), their columns of
-  // dQ (vec4 i at column word_vec4_column(i)).
+  // This invocation's rows: LSE and delta, the keys each sees [row_first_key[r], row_keys[r]),
+  // their columns of dQ (vec4 i at column word_vec4_column(i)).
   float lse[ROWS_PER_THREAD], delta[ROWS_PER_THREAD];
-  uint row_keys[ROWS_PER_THREAD];
+  uint row_first_key[ROWS_PER_THREAD], row_keys[ROWS_PER_THREAD];
   vec4 dq[ROWS_PER_THREAD][VEC4_PER_THREAD];
   [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
     const uint q_row = q_begin + row0 + r;
     lse[r] = row_lse_log2(lse_index(batch, head, seq, q_row), q_row, q_len);
     delta[r] = row_delta(lse_index(batch, head, seq, q_row), q_row, q_len);
+    row_first_key[r] = row_keys_begin(q_row, q_len, kv_len);
     row_keys[r] = row_keys_end(q_row, q_len, kv_len);
     [[unroll]] for (uint i = 0; i < VEC4_PER_THREAD; ++i) dq[r][i] = vec4(0.0);
     if (CHUNKED && pc.chunk_begin > 0 && q_row < q_len) {  // the sum of the earlier chunks
@@ -155,27 +156,31 @@ void main() {
     }
   }
 
+  // Tiles wholly outside the rows' band are never visited; a chunk visits its own keys only.
+  const uint kv_first = first_visible_kv_tile(q_begin, BLOCK_KV, q_len, kv_len);
   const uint kv_end = CHUNKED ? min(visible_kv_end(q_begin, q_end, q_len, kv_len), pc.chunk_end)
                               : visible_kv_end(q_begin, q_end, q_len, kv_len);
-  for (uint kv_begin = CHUNKED ? pc.chunk_begin : 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
+  for (uint kv_begin = CHUNKED ? max(pc.chunk_begin, kv_first) : kv_first; kv_begin < kv_end; kv_begin += BLOCK_KV) {
     barrier();  // the previous step's tiles are no longer read (first step: Q and dO staged)
     stage_k(k_base, k_stride, kv_begin, kv_len, 0);
     stage_v(v_base, v_stride, kv_begin, kv_len, 0);
     barrier();
 
-    const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, q_len, kv_len);
+    const bool masked_tile = tile_needs_mask(q_begin, BLOCK_Q, kv_begin, BLOCK_KV, q_len, kv_len);
     score_gradients(q_begin, kv_begin, q_len, kv_len, masked_tile, lse, delta);
     barrier();  // dS visible
 
     const uint c_end = min(BLOCK_KV, kv_len - kv_begin);
-    uint visible_keys[ROWS_PER_THREAD];
-    [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r)
-      visible_keys[r] = uint(clamp(int(row_keys[r]) - int(kv_begin), 0, int(BLOCK_KV)));
-    // Two copies: tiles off the diagonal run without the per-row key limits.
+    uint visible_first[ROWS_PER_THREAD], visible_end[ROWS_PER_THREAD];  // the row's keys of this tile
+    [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
+      visible_first[r] = WINDOW_LEFT ? uint(clamp(int(row_first_key[r]) - int(kv_begin), 0, int(BLOCK_KV))) : 0u;
+      visible_end[r] = uint(clamp(int(row_keys[r]) - int(kv_begin), 0, int(BLOCK_KV)));
+    }
+    // Two copies: tiles inside the band run without the per-row key limits.
     if (masked_tile) {
-      add_dq(dq, c_end, true, visible_keys);
+      add_dq(dq, c_end, true, visible_first, visible_end);
     } else {
-      add_dq(dq, c_end, false, visible_keys);
+      add_dq(dq, c_end, false, visible_first, visible_end);
     }
   }
 

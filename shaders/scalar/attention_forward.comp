@@ -105,7 +105,8 @@ void main() {
   vec4 acc[VEC4_PER_THREAD];  // this lane's columns of the unnormalized O row: vec4 d4 = lane + k * THREADS_PER_ROW
   for (uint k = 0; k < VEC4_PER_THREAD; ++k) acc[k] = vec4(0.0);
   const uint row_index = (batch * pc.q_heads + head) * pc.q_len + q_row;  // of the row state
-  const uint row_keys = row_keys_end(q_row, q_len, kv_len);            // the row sees keys [0, row_keys)
+  const uint row_first_key = row_keys_begin(q_row, q_len, kv_len);  // the row sees keys [row_first_key, row_keys)
+  const uint row_keys = row_keys_end(q_row, q_len, kv_len);
 
   // A later chunk resumes the online softmax where the last one stopped: its running max, each
   // lane's share of the sum and of O, as they were (nothing rounded in between: the same results
@@ -120,15 +121,16 @@ void main() {
     }
   }
 
-  // Tiles wholly above the causal diagonal are never visited; a chunk visits its own keys only.
+  // Tiles wholly outside the rows' band are never visited; a chunk visits its own keys only.
+  const uint kv_first = first_visible_kv_tile(q_begin, BLOCK_KV, q_len, kv_len);
   const uint kv_end = CHUNKED ? min(visible_kv_end(q_begin, q_end, q_len, kv_len), pc.chunk_end)
                               : visible_kv_end(q_begin, q_end, q_len, kv_len);
-  for (uint kv_begin = CHUNKED ? pc.chunk_begin : 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
+  for (uint kv_begin = CHUNKED ? max(pc.chunk_begin, kv_first) : kv_first; kv_begin < kv_end; kv_begin += BLOCK_KV) {
     load_kv_tile(false, k_base, k_stride, kv_begin, kv_len);
     barrier();  // K tile (and, on the first pass, the Q tile) visible
 
     // S = Q K^T * scale * log2(e); this lane takes keys c = lane, lane + THREADS_PER_ROW, ...
-    const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, q_len, kv_len);
+    const bool masked_tile = tile_needs_mask(q_begin, BLOCK_Q, kv_begin, BLOCK_KV, q_len, kv_len);
     float tile_max = NEG_INF;
     for (uint c = lane; c < BLOCK_KV; c += THREADS_PER_ROW) {
       float s = 0.0;
@@ -161,12 +163,13 @@ void main() {
 
     // O += P V, for this lane's columns. Keys the row cannot see are left out, not multiplied by
     // P = 0: 0 x inf would be NaN (common/nonfinite.glsl).
+    const uint c_begin = masked_tile ? min(BLOCK_KV, uint(max(int(row_first_key) - int(kv_begin), 0))) : 0;
     const uint c_end = masked_tile ? min(BLOCK_KV, uint(max(int(row_keys) - int(kv_begin), 0))) : BLOCK_KV;
     for (uint k = 0; k < VEC4_PER_THREAD; ++k) {
       const uint d4 = lane + k * THREADS_PER_ROW;
       if (d4 < HEAD_VEC4) {
         vec4 sum = vec4(0.0);
-        [[dont_unroll]] for (uint c = 0; c < c_end; ++c) sum += p_tile[row * BLOCK_KV + c] * kv_tile[c * KV_STRIDE + d4];
+        [[dont_unroll]] for (uint c = c_begin; c < c_end; ++c) sum += p_tile[row * BLOCK_KV + c] * kv_tile[c * KV_STRIDE + d4];
         acc[k] += sum;
       }
     }

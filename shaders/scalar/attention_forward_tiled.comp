@@ -108,7 +108,7 @@ uint acc_column(uint i) { return word_vec4_column(lane_id(), THREADS_PER_ROW, i)
 // keys it sees hold only finite V there). `visible_keys[r]`: with `masked`, row r's products stop
 // there (a key it cannot see may hold inf in V, and 0 x inf is NaN: common/nonfinite.glsl).
 void add_pv(inout vec4 acc[ROWS_PER_THREAD][VEC4_PER_THREAD], bool float16_products[ROWS_PER_THREAD],
-            bool masked, uint visible_keys[ROWS_PER_THREAD]) {
+            bool masked, uint visible_first[ROWS_PER_THREAD], uint visible_end[ROWS_PER_THREAD]) {
   const uint row0 = row_group_first_row(), lane = lane_id();
   bool any_float32 = false;
   [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) any_float32 = any_float32 || !float16_products[r];
@@ -124,7 +124,7 @@ void add_pv(inout vec4 acc[ROWS_PER_THREAD][VEC4_PER_THREAD], bool float16_produ
         [[unroll]] for (uint k = 0; k < WORDS_PER_THREAD; ++k) {
           const word_t v = v_tile[c * STRIDE + lane + k * THREADS_PER_ROW];
           [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
-            if (masked && c >= visible_keys[r]) continue;
+            if (masked && (c < visible_first[r] || c >= visible_end[r])) continue;
             part[r][4 * k + 0] = fma(p[r], unpackFloat2x16(v.x), part[r][4 * k + 0]);
             part[r][4 * k + 1] = fma(p[r], unpackFloat2x16(v.y), part[r][4 * k + 1]);
             part[r][4 * k + 2] = fma(p[r], unpackFloat2x16(v.z), part[r][4 * k + 2]);
@@ -152,13 +152,13 @@ void add_pv(inout vec4 acc[ROWS_PER_THREAD][VEC4_PER_THREAD], bool float16_produ
       vec4 vx[WORD_VEC4S];
       word_to_f32(v, vx);
       [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
-        if (float16_products[r] || (masked && c >= visible_keys[r])) continue;
+        if (float16_products[r] || (masked && (c < visible_first[r] || c >= visible_end[r]))) continue;
         acc[r][2 * k] += p[r] * vx[0];
         acc[r][2 * k + 1] += p[r] * vx[1];
       }
 #else
       [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
-        if (float16_products[r] || (masked && c >= visible_keys[r])) continue;
+        if (float16_products[r] || (masked && (c < visible_first[r] || c >= visible_end[r]))) continue;
         acc[r][k] += p[r] * v;
       }
 #endif
@@ -190,11 +190,12 @@ void main() {
   // in every lane of the row group), this lane's share of the running sum, its columns of O.
   float m[ROWS_PER_THREAD], l[ROWS_PER_THREAD];
   vec4 acc[ROWS_PER_THREAD][VEC4_PER_THREAD];
-  uint row_keys[ROWS_PER_THREAD];  // row r sees keys [0, row_keys[r])
+  uint row_first_key[ROWS_PER_THREAD], row_keys[ROWS_PER_THREAD];  // row r sees keys [row_first_key[r], row_keys[r])
   [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
     m[r] = NEG_INF;
     l[r] = 0.0;
     [[unroll]] for (uint i = 0; i < VEC4_PER_THREAD; ++i) acc[r][i] = vec4(0.0);
+    row_first_key[r] = row_keys_begin(q_begin + row0 + r, q_len, kv_len);
     row_keys[r] = row_keys_end(q_begin + row0 + r, q_len, kv_len);
   }
 
@@ -210,10 +211,11 @@ void main() {
     }
   }
 
-  // Tiles wholly above the causal diagonal are never visited; a chunk visits its own keys only.
+  // Tiles wholly outside the rows' band are never visited; a chunk visits its own keys only.
+  const uint kv_first = first_visible_kv_tile(q_begin, BLOCK_KV, q_len, kv_len);
   const uint kv_end = CHUNKED ? min(visible_kv_end(q_begin, q_end, q_len, kv_len), pc.chunk_end)
                               : visible_kv_end(q_begin, q_end, q_len, kv_len);
-  for (uint kv_begin = CHUNKED ? pc.chunk_begin : 0; kv_begin < kv_end; kv_begin += BLOCK_KV) {
+  for (uint kv_begin = CHUNKED ? max(pc.chunk_begin, kv_first) : kv_first; kv_begin < kv_end; kv_begin += BLOCK_KV) {
     stage_k(k_base, k_stride, kv_begin, kv_len, 0);
 #if VKF_FLOAT16_MATH
     // Workgroup scope: the default, device scope, needs vulkanMemoryModelDeviceScope where the
@@ -224,18 +226,19 @@ void main() {
 #endif
     barrier();  // K and V (and, on the first step, Q) staged
 
-    const bool masked_tile = tile_needs_mask(q_begin, kv_begin, BLOCK_KV, q_len, kv_len);
-    uint visible_keys[ROWS_PER_THREAD];  // of this tile, per row
+    const bool masked_tile = tile_needs_mask(q_begin, BLOCK_Q, kv_begin, BLOCK_KV, q_len, kv_len);
+    uint visible_first[ROWS_PER_THREAD], visible_end[ROWS_PER_THREAD];  // the row's keys of this tile
     bool pv_in_float16[ROWS_PER_THREAD];
     [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
-      visible_keys[r] = uint(clamp(int(row_keys[r]) - int(kv_begin), 0, int(BLOCK_KV)));
+      visible_first[r] = WINDOW_LEFT ? uint(clamp(int(row_first_key[r]) - int(kv_begin), 0, int(BLOCK_KV))) : 0u;
+      visible_end[r] = uint(clamp(int(row_keys[r]) - int(kv_begin), 0, int(BLOCK_KV)));
 #if VKF_FLOAT16_MATH
       // float16 sums of P V for a row only where none of the V rows it sees could overflow one
       // (inf and NaN fail the test too).
       uint v_bits = v_abs_max_bits[V_TILE_BITS];
       if (masked_tile) {
         v_bits = 0;
-        for (uint c = 0; c < visible_keys[r]; ++c) v_bits = max(v_bits, v_abs_max_bits[c]);
+        for (uint c = visible_first[r]; c < visible_end[r]; ++c) v_bits = max(v_bits, v_abs_max_bits[c]);
       }
       pv_in_float16[r] = v_bits < FLOAT16_PARTIAL_SAFE_BITS;
 #else
@@ -248,7 +251,7 @@ void main() {
     [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
       if (masked_tile) {
         [[unroll]] for (uint j = 0; j < KEYS_PER_THREAD; ++j)
-          if (lane + j * THREADS_PER_ROW >= visible_keys[r]) s[r][j] = NEG_INF;
+          if (lane + j * THREADS_PER_ROW < visible_first[r] || lane + j * THREADS_PER_ROW >= visible_end[r]) s[r][j] = NEG_INF;
       }
     }
 
@@ -276,11 +279,11 @@ void main() {
     for (uint i = tid; i < VKF_SMEM_TILED_ABS_MAX_UINTS(BLOCK_KV); i += WORKGROUP_SIZE) v_abs_max_bits[i] = 0;
 #endif
 
-    // Two copies: tiles off the diagonal run without the per-row key limits.
+    // Two copies: tiles inside the band run without the per-row key limits.
     if (masked_tile) {
-      add_pv(acc, pv_in_float16, true, visible_keys);
+      add_pv(acc, pv_in_float16, true, visible_first, visible_end);
     } else {
-      add_pv(acc, pv_in_float16, false, visible_keys);
+      add_pv(acc, pv_in_float16, false, visible_first, visible_end);
     }
     barrier();  // everyone is done with K, V and P before the next step overwrites them
   }

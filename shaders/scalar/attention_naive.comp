@@ -1,6 +1,6 @@
 // The naive baseline: three passes through an Nq x Nk scores buffer, the way attention is written
 // without FlashAttention (O(N^2) memory traffic). PASS (spec constant): 0 = S = scale Q K^T (with
-// the causal mask), 1 = softmax of each row in place, 2 = O = P V. Benchmarks compare against it;
+// the causal mask and the window), 1 = softmax of each row in place, 2 = O = P V. Benchmarks compare against it;
 // tests use it as a second GPU reference. One (batch, head) per dispatch.
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -9,7 +9,8 @@
 #include "common/shader_interface.h"
 
 layout(local_size_x = 16, local_size_y = 16) in;
-layout(constant_id = VKF_SPEC_CAUSAL) const bool CAUSAL = false;
+layout(constant_id = VKF_SPEC_WINDOW_LEFT) const bool WINDOW_LEFT = false;
+layout(constant_id = VKF_SPEC_WINDOW_RIGHT) const bool WINDOW_RIGHT = false;  // causal too
 layout(constant_id = VKF_SPEC_NAIVE_PASS) const uint PASS = 0;
 
 #include "scalar/tensor_io.glsl"
@@ -23,7 +24,11 @@ void main() {
     if (x >= kv_len || y >= q_len) return;
     float s = 0.0;
     for (uint d = 0; d < pc.head_dim; ++d) s += float(q_data[q_row_base(y) + d]) * float(k_data[kv_row_base(x) + d]);
-    scores[y * kv_len + x] = CAUSAL && int(x) > int(y) + shift ? NEG_INF : s * pc.attention.scale_log2 * LN2;
+    // The band of common/attention_mask.glsl (whose functions read an AttentionPush `pc`).
+    const int offset = int(x) - int(y) - shift;  // keys right of the diagonal
+    const bool visible = (!WINDOW_RIGHT || offset <= pc.attention.window_right) &&
+                         (!WINDOW_LEFT || -offset <= pc.attention.window_left);
+    scores[y * kv_len + x] = visible ? s * pc.attention.scale_log2 * LN2 : NEG_INF;
   } else if (PASS == 1u) {  // softmax: one invocation per row, rows numbered across the 16 x 16 workgroups
     const uint row = gl_WorkGroupID.x * 256u + gl_LocalInvocationIndex;
     if (row >= q_len) return;

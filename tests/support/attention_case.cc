@@ -19,6 +19,9 @@ std::string Describe(const AttentionParams& p) {
   return "B=" + std::to_string(s.batch) + " Hq=" + std::to_string(s.q_heads) + " Hkv=" + std::to_string(s.kv_heads) +
          " Nq=" + std::to_string(s.q_len) + " Nk=" + std::to_string(s.kv_len) + " D=" + std::to_string(s.head_dim) +
          " " + DataTypeName(p.dtype) + (p.causal ? " causal" : "") +
+         (p.window.left != -1 || p.window.right != -1
+              ? " window=" + std::to_string(p.window.left) + "," + std::to_string(p.window.right)
+              : "") +
          (p.scale ? " scale=" + std::to_string(*p.scale) : "");
 }
 

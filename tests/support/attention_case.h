@@ -10,7 +10,7 @@
 
 namespace vkflash::testing {
 
-// "B=.. Hq=.. Hkv=.. Nq=.. Nk=.. D=.. dtype [causal] [scale=..]", for test messages.
+// "B=.. Hq=.. Hkv=.. Nq=.. Nk=.. D=.. dtype [causal] [window=L,R] [scale=..]", for test messages.
 std::string Describe(const AttentionParams& params);
 
 // The params of `shape` in `dtype`, default scale.

@@ -1,5 +1,8 @@
 #include "attention_io.h"
 
+#include <climits>
+#include <cstdint>
+#include <exception>
 #include <string>
 #include <tuple>
 
@@ -30,6 +33,37 @@ Result<Buffer> UploadBuffer(Context& context, const std::vector<uint8_t>& data, 
 
 std::vector<float> ToFloats(const tools::NpyArray& array) { return tools::UnpackTensor(array.data, array.dtype); }
 
+void AddVariantOptions(CLI::App* app, VariantOptions* options) {
+  app->add_flag("--causal", options->causal, "Causal mask, bottom-right aligned (the window -1,0)");
+  app->add_option("--window", options->window,
+                  "Sliding window L,R: row i sees keys i+Nk-Nq-L ..= i+Nk-Nq+R; -1 = unbounded side");
+}
+
+Status ApplyVariantOptions(const VariantOptions& options, AttentionParams* params) {
+  params->causal = options.causal;
+  if (!options.window.empty()) {
+    // Two integers and nothing else: "L,R".
+    const std::string& text = options.window;
+    const size_t comma = text.find(',');
+    int32_t sides[2] = {0, 0};
+    bool parsed = comma != std::string::npos;
+    for (int i = 0; parsed && i < 2; ++i) {
+      const std::string part = i == 0 ? text.substr(0, comma) : text.substr(comma + 1);
+      size_t used = 0;
+      try {
+        const long value = std::stol(part, &used);
+        parsed = used == part.size() && value >= INT32_MIN && value <= INT32_MAX;
+        sides[i] = int32_t(value);
+      } catch (const std::exception&) {
+        parsed = false;
+      }
+    }
+    if (!parsed) return Bad("--window expects L,R (two integers, -1 for an unbounded side), got '" + text + "'");
+    params->window = {sides[0], sides[1]};
+  }
+  return Status::Ok();
+}
+
 void AddSequenceOptions(CLI::App* app, SequenceOptions* options) {
   app->add_option("--layout", options->layout, "Tensor layout: bhsd [B, H, N, D] or bshd [B, N, H, D]")
       ->check(CLI::IsMember({"bhsd", "bshd"}))
@@ -42,7 +76,8 @@ void AddSequenceOptions(CLI::App* app, SequenceOptions* options) {
 }
 
 Result<AttentionInputs> LoadAttentionInputs(const std::string& q_path, const std::string& k_path,
-                                            const std::string& v_path, bool causal, std::optional<float> scale,
+                                            const std::string& v_path, const VariantOptions& variants,
+                                            std::optional<float> scale,
                                             const SequenceOptions& sequences) {
   AttentionInputs in;
   AttentionParams& p = in.params;
@@ -113,7 +148,8 @@ Result<AttentionInputs> LoadAttentionInputs(const std::string& q_path, const std
                std::to_string(k.heads) + ")");
   }
   p.dtype = in.q.dtype;
-  p.causal = causal;
+  Status applied = ApplyVariantOptions(variants, &p);
+  if (!applied.ok()) return applied;
   p.scale = scale;
   p.shape = {uint32_t(batches[0].first), uint32_t(q.heads), uint32_t(k.heads), uint32_t(q.rows), uint32_t(k.rows),
              uint32_t(q.head_dim)};

@@ -29,12 +29,24 @@ struct SequenceOptions {
 // Adds the options above to a command.
 void AddSequenceOptions(CLI::App* app, SequenceOptions* options);
 
-// Reads Q, K, V (and the sequence files) and checks them against the contract: 4-D [B, H, N, D]
+// The score and mask variants of a call, by docs/design.md's CLI names: --causal, --window L,R.
+struct VariantOptions {
+  bool causal = false;
+  std::string window;  // "L,R" as given; empty: none
+};
+// Adds the options above to a command.
+void AddVariantOptions(CLI::App* app, VariantOptions* options);
+// Sets the variants of `params`; a --window that is not two integers is kInvalidArgument (the
+// values themselves are checked by ValidateAttentionParams).
+Status ApplyVariantOptions(const VariantOptions& options, AttentionParams* params);
+
+// Reads Q, K, V (and the sequence files), applies the variants and checks them against the contract: 4-D [B, H, N, D]
 // or [B, N, H, D] (3-D [total, H, D] where ragged), one dtype, equal batch counts and D, K and V
 // of one shape, Hq % Hkv == 0, a supported head dim, lengths and offsets that fit. Errors name the
 // file and problem.
 Result<AttentionInputs> LoadAttentionInputs(const std::string& q_path, const std::string& k_path,
-                                            const std::string& v_path, bool causal, std::optional<float> scale,
+                                            const std::string& v_path, const VariantOptions& variants,
+                                            std::optional<float> scale,
                                             const SequenceOptions& sequences = {});
 
 struct ForwardOutputs {

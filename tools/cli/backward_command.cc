@@ -13,7 +13,8 @@ namespace {
 
 struct BackwardOptions {
   std::string q, k, v, d_o, dq, dk, dv, device;
-  bool causal = false, nondeterministic = false;
+  bool nondeterministic = false;
+  VariantOptions variants;
   std::optional<float> scale;
   SequenceOptions sequences;
 };
@@ -26,7 +27,7 @@ int RunBackwardCommand(const BackwardOptions& options) {
   if (status.ok()) status = files.Plan("--dv", options.dv);
   if (!status.ok()) return ReportError(status);
 
-  auto inputs = LoadAttentionInputs(options.q, options.k, options.v, options.causal, options.scale, options.sequences);
+  auto inputs = LoadAttentionInputs(options.q, options.k, options.v, options.variants, options.scale, options.sequences);
   if (!inputs.ok()) return ReportError(inputs.status());
   inputs->params.deterministic = !options.nondeterministic;
   auto d_o = tools::ReadNpy(options.d_o);
@@ -59,7 +60,7 @@ Command AddBackwardCommand(CLI::App& parent) {
   app->add_option("--dq", options->dq, "dQ output, like Q")->required();
   app->add_option("--dk", options->dk, "dK output, like K")->required();
   app->add_option("--dv", options->dv, "dV output, like V")->required();
-  app->add_flag("--causal", options->causal, "Causal mask, bottom-right aligned");
+  AddVariantOptions(app, &options->variants);
   app->add_option("--scale", options->scale, "Softmax scale (default 1/sqrt(D))");
   app->add_flag("--nondeterministic", options->nondeterministic,
                 "Allow float atomics for dQ where the kernels and device have them (faster; the last bits of dQ vary "

@@ -1,6 +1,7 @@
 // `vkflash bench`: GPU time of the forward and backward passes from timestamp queries (warm-up,
 // then the median of many runs), in TFLOP/s counted as FlashAttention's benchmarks count them:
-// forward 4 * B * H * N * N * D (half when causal), backward 2.5x the forward. Beside the
+// forward 4 * D per (query row, key) pair the call computes (VisiblePairs: B * H * N * N without a
+// mask, about half of it causal, N * window with a sliding window), backward 2.5x the forward. Beside the
 // FlashAttention kernels it times the naive three-pass baseline (S, softmax, PV through an N x N
 // buffer) wherever that buffer fits the device, so the ratio shows on any GPU.
 #include <nlohmann/json.hpp>
@@ -27,7 +28,8 @@ struct BenchOptions {
   uint32_t batch = 4, heads = 16, kv_heads = 0, seq_len = 4096, head_dim = 128;
   uint32_t q_len = 0, kv_len = 0;  // 0: seq_len
   std::string dtype = "f16", mode = "both", json, device, preset, kernels;
-  bool causal = false, naive = true, nondeterministic = false;
+  VariantOptions variants;
+  bool naive = true, nondeterministic = false;
   bool read_ceiling = false;  // also time reading K and V once (the decode preset: always)
   uint32_t warmup = 3, runs = 20;
   double warmup_ms = 300;  // and keep warming up until this much GPU time has passed (clocks ramp up)
@@ -39,13 +41,16 @@ struct BenchConfig {
   bool forward = true, backward = true;
 };
 
-double ForwardFlops(const AttentionParams& p) {
-  const auto& s = p.shape;
-  const double flops = 4.0 * s.batch * s.q_heads * double(s.q_len) * s.kv_len * s.head_dim;
-  return p.causal ? flops / 2 : flops;
+double ForwardFlops(const AttentionParams& p) { return 4.0 * p.shape.head_dim * double(VisiblePairs(p)); }
+
+// The table's mask column: no, causal, or the window as wL,R (with causal: the right side 0).
+std::string MaskName(const AttentionParams& p) {
+  if (p.window.left == -1 && p.window.right == -1) return p.causal ? "causal" : "no";
+  return "w" + std::to_string(p.window.left) + "," + std::to_string(p.causal ? 0 : p.window.right);
 }
 
-std::vector<BenchConfig> Configs(const BenchOptions& o) {
+// `variants`: the window of every config (the fa preset sets causal itself).
+std::vector<BenchConfig> Configs(const BenchOptions& o, const AttentionParams& variants) {
   std::vector<BenchConfig> configs;
   const DataType dtype = o.dtype == "f32" ? DataType::kFloat32 : DataType::kFloat16;
   auto add = [&](uint32_t b, uint32_t h, uint32_t hkv, uint32_t nq, uint32_t nk, uint32_t d, bool causal) {
@@ -53,6 +58,7 @@ std::vector<BenchConfig> Configs(const BenchOptions& o) {
     c.params.shape = {b, h, hkv, nq, nk, d};
     c.params.dtype = dtype;
     c.params.causal = causal;
+    c.params.window = variants.window;
     c.params.deterministic = !o.nondeterministic;
     c.forward = o.mode != "bwd";
     c.backward = o.mode != "fwd";
@@ -68,12 +74,12 @@ std::vector<BenchConfig> Configs(const BenchOptions& o) {
         for (uint32_t b : {1u, 4u, 16u})
           for (uint32_t nq : {1u, 4u, 16u})
             for (uint32_t nk : {1024u, 16384u, 131072u}) {
-              add(b, 32, hkv, nq, nk, d, o.causal);
+              add(b, 32, hkv, nq, nk, d, variants.causal);
               configs.back().backward = false;  // decode is a forward workload
             }
   } else {
     add(o.batch, o.heads, o.kv_heads ? o.kv_heads : o.heads, o.q_len ? o.q_len : o.seq_len,
-        o.kv_len ? o.kv_len : o.seq_len, o.head_dim, o.causal);
+        o.kv_len ? o.kv_len : o.seq_len, o.head_dim, variants.causal);
   }
   return configs;
 }
@@ -231,18 +237,23 @@ int RunBench(const BenchOptions& o) {
   if (!o.json.empty()) {
     if (Status planned = files.Plan("--json", o.json); !planned.ok()) return ReportError(planned);
   }
+  AttentionParams variants;
+  if (Status applied = ApplyVariantOptions(o.variants, &variants); !applied.ok()) return ReportError(applied);
+  const auto configs = Configs(o, variants);
+  for (const BenchConfig& config : configs) {
+    if (Status valid = ValidateAttentionParams(config.params); !valid.ok()) return ReportError(valid);
+  }
   auto context = OpenContext(o.device, o.kernels);
   if (!context.ok()) return ReportError(context.status());
-  const auto configs = Configs(o);
   nlohmann::json rows = nlohmann::json::array();
   const std::string device = (*context)->device_info().name;
-  std::printf("device: %s\n%5s %4s %4s %6s %6s %4s %5s %6s %4s %-36s %10s %8s %9s %9s %6s\n", device.c_str(), "B", "H",
-              "Hkv", "Nq", "Nk", "D", "dtype", "causal", "mode", "kernel", "ms", "TFLOP/s", "KV GB/s", "read GB/s",
+  std::printf("device: %s\n%5s %4s %4s %6s %6s %4s %5s %9s %4s %-36s %10s %8s %9s %9s %6s\n", device.c_str(), "B", "H",
+              "Hkv", "Nq", "Nk", "D", "dtype", "mask", "mode", "kernel", "ms", "TFLOP/s", "KV GB/s", "read GB/s",
               "ratio");
   for (size_t i = 0; i < configs.size(); ++i) {
     const AttentionParams& p = configs[i].params;
     std::fprintf(stderr, "\r[%zu/%zu] B=%u H=%u Nq=%u Nk=%u D=%u%s ...", i + 1, configs.size(), p.shape.batch,
-                 p.shape.q_heads, p.shape.q_len, p.shape.kv_len, p.shape.head_dim, p.causal ? " causal" : "");
+                 p.shape.q_heads, p.shape.q_len, p.shape.kv_len, p.shape.head_dim, (" " + MaskName(p)).c_str());
     std::fflush(stderr);
     std::vector<Timing> timings;
     // A grid's shapes past what one binding can reach are skipped (the library refuses them too).
@@ -260,14 +271,14 @@ int RunBench(const BenchOptions& o) {
     for (const Timing& t : timings) {
       char ceiling[32] = "        -      -";
       if (t.read_gbps > 0) std::snprintf(ceiling, sizeof(ceiling), "%9.1f %6.2f", t.read_gbps, t.kv_gbps / t.read_gbps);
-      std::printf("%5u %4u %4u %6u %6u %4u %5s %6s %4s %-36s %10.3f %8.2f %9.1f %s\n", p.shape.batch, p.shape.q_heads,
+      std::printf("%5u %4u %4u %6u %6u %4u %5s %9s %4s %-36s %10.3f %8.2f %9.1f %s\n", p.shape.batch, p.shape.q_heads,
                   p.shape.kv_heads, p.shape.q_len, p.shape.kv_len, p.shape.head_dim,
-                  p.dtype == DataType::kFloat16 ? "f16" : "f32", p.causal ? "yes" : "no", t.mode.c_str(),
+                  p.dtype == DataType::kFloat16 ? "f16" : "f32", MaskName(p).c_str(), t.mode.c_str(),
                   t.kernel.c_str(), t.ms, t.tflops, t.kv_gbps, ceiling);
       std::fflush(stdout);
       rows.push_back({{"device", device}, {"B", p.shape.batch}, {"H", p.shape.q_heads}, {"Hkv", p.shape.kv_heads},
                       {"N", p.shape.q_len}, {"Nq", p.shape.q_len}, {"Nk", p.shape.kv_len}, {"D", p.shape.head_dim}, {"dtype", p.dtype == DataType::kFloat16 ? "f16" : "f32"},
-                      {"causal", p.causal}, {"mode", t.mode}, {"kernel", t.kernel}, {"ms", t.ms},
+                      {"causal", p.causal}, {"window", {p.window.left, p.window.right}}, {"mode", t.mode}, {"kernel", t.kernel}, {"ms", t.ms},
                       {"tflops", t.tflops}, {"kv_gbps", t.kv_gbps}, {"runs", t.runs}});
       if (t.read_gbps > 0) rows.back()["read_gbps"] = t.read_gbps;
     }
@@ -293,7 +304,7 @@ Command AddBenchCommand(CLI::App& parent) {
   app->add_option("--nk", o->kv_len, "Key/value length (default: --n)");
   app->add_option("--d", o->head_dim, "Head dim")->capture_default_str();
   app->add_option("--dtype", o->dtype, "f32 or f16")->check(CLI::IsMember({"f32", "f16"}))->capture_default_str();
-  app->add_flag("--causal", o->causal, "Causal mask");
+  AddVariantOptions(app, &o->variants);
   app->add_flag("--nondeterministic", o->nondeterministic, "Backward: allow float atomics for dQ (as `backward`)");
   app->add_option("--mode", o->mode, "fwd, bwd or both")->check(CLI::IsMember({"fwd", "bwd", "both"}))->capture_default_str();
   app->add_option("--preset", o->preset,

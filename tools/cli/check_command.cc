@@ -21,7 +21,7 @@ namespace {
 struct CheckOptions {
   uint32_t batch = 2, q_heads = 8, kv_heads = 2, q_len = 256, kv_len = 384, head_dim = 64;
   std::string dtype = "f32", device;
-  bool causal = false;
+  VariantOptions variants;
   std::optional<float> scale;
   uint32_t seed = 1, repeats = 5;
 };
@@ -39,7 +39,8 @@ int RunCheck(const CheckOptions& options) {
   AttentionInputs in;
   AttentionParams& p = in.params;
   p.dtype = options.dtype == "f16" ? DataType::kFloat16 : DataType::kFloat32;
-  p.causal = options.causal;
+  Status applied = ApplyVariantOptions(options.variants, &p);
+  if (!applied.ok()) return ReportError(applied);
   p.scale = options.scale;
   p.shape = {options.batch, options.q_heads, options.kv_heads, options.q_len, options.kv_len, options.head_dim};
   Status valid = ValidateAttentionParams(p);
@@ -57,9 +58,12 @@ int RunCheck(const CheckOptions& options) {
   std::printf("device: %s (%s)\nkernel: %s  Br=%u Bc=%u threads/row=%u\n", device.name.c_str(),
               DeviceTypeName(device.type), choice->kernel.c_str(), choice->block_q, choice->block_kv,
               choice->threads_per_row);
-  std::printf("shape:  B=%u Hq=%u Hkv=%u Nq=%u Nk=%u D=%u %s%s scale=%g\n", p.shape.batch, p.shape.q_heads,
+  const std::string window = p.window.left == -1 && p.window.right == -1
+                                 ? ""
+                                 : " window=" + std::to_string(p.window.left) + "," + std::to_string(p.window.right);
+  std::printf("shape:  B=%u Hq=%u Hkv=%u Nq=%u Nk=%u D=%u %s%s%s scale=%g\n", p.shape.batch, p.shape.q_heads,
               p.shape.kv_heads, p.shape.q_len, p.shape.kv_len, p.shape.head_dim, DataTypeName(p.dtype),
-              p.causal ? " causal" : "", p.effective_scale());
+              p.causal ? " causal" : "", window.c_str(), p.effective_scale());
 
   // The first run creates the pipeline; the timed runs after it measure the forward itself
   // (wall clock around submit + wait: a sanity number, not a benchmark).
@@ -101,7 +105,7 @@ Command AddCheckCommand(CLI::App& parent) {
   app->add_option("--nk", options->kv_len, "Key/value length")->capture_default_str();
   app->add_option("--d", options->head_dim, "Head dim")->capture_default_str();
   app->add_option("--dtype", options->dtype, "f32 or f16")->check(CLI::IsMember({"f32", "f16"}))->capture_default_str();
-  app->add_flag("--causal", options->causal, "Causal mask, bottom-right aligned");
+  AddVariantOptions(app, &options->variants);
   app->add_option("--scale", options->scale, "Softmax scale (default 1/sqrt(D))");
   app->add_option("--seed", options->seed, "Random seed")->capture_default_str();
   app->add_option("--repeats", options->repeats, "Timed runs after the first")->capture_default_str();

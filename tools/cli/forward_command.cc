@@ -13,7 +13,7 @@ namespace {
 
 struct ForwardOptions {
   std::string q, k, v, out, lse, device;
-  bool causal = false;
+  VariantOptions variants;
   std::optional<float> scale;
   SequenceOptions sequences;
 };
@@ -25,7 +25,7 @@ int RunForwardCommand(const ForwardOptions& options) {
   if (status.ok() && !options.lse.empty()) status = files.Plan("--lse", options.lse);
   if (!status.ok()) return ReportError(status);
 
-  auto inputs = LoadAttentionInputs(options.q, options.k, options.v, options.causal, options.scale, options.sequences);
+  auto inputs = LoadAttentionInputs(options.q, options.k, options.v, options.variants, options.scale, options.sequences);
   if (!inputs.ok()) return ReportError(inputs.status());
   auto context = OpenContext(options.device);
   if (!context.ok()) return ReportError(context.status());
@@ -49,7 +49,7 @@ Command AddForwardCommand(CLI::App& parent) {
   app->add_option("--v", options->v, "V [B, Hkv, Nk, D]")->required();
   app->add_option("--out", options->out, "O output, like Q")->required();
   app->add_option("--lse", options->lse, "LSE output [B, Hq, Nq] float32 (natural log)");
-  app->add_flag("--causal", options->causal, "Causal mask, bottom-right aligned");
+  AddVariantOptions(app, &options->variants);
   app->add_option("--scale", options->scale, "Softmax scale (default 1/sqrt(D))");
   app->add_option("--device", options->device, "Device index or name substring (default: VKFLASH_DEVICE, else the best)");
   AddSequenceOptions(app, &options->sequences);

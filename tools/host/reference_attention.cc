@@ -5,17 +5,49 @@
 #include <limits>
 
 namespace vkflash::tools {
+namespace {
+
+// Whether query row i sees key j (docs/design.md, "What is computed"), written from the contract's
+// formula and not from the engine's band code, so that the tests compare two derivations.
+class KeyVisibility {
+ public:
+  explicit KeyVisibility(const AttentionParams& params)
+      : shift_(int64_t(params.shape.kv_len) - int64_t(params.shape.q_len)),
+        left_(params.window.left),
+        right_(params.causal ? 0 : params.window.right) {}
+
+  bool operator()(uint64_t i, uint64_t j) const {
+    const int64_t diagonal = int64_t(i) + shift_;
+    if (left_ >= 0 && int64_t(j) < diagonal - left_) return false;
+    if (right_ >= 0 && int64_t(j) > diagonal + right_) return false;
+    return true;
+  }
+
+ private:
+  int64_t shift_;
+  int64_t left_, right_;
+};
+
+// The keys row i sees, in order.
+void VisibleKeys(const KeyVisibility& visible, uint64_t i, uint32_t kv_len, std::vector<uint32_t>* keys) {
+  keys->clear();
+  for (uint32_t j = 0; j < kv_len; ++j)
+    if (visible(i, j)) keys->push_back(j);
+}
+
+}  // namespace
 
 ReferenceForward ReferenceAttentionForward(const AttentionParams& params, const std::vector<float>& q,
                                            const std::vector<float>& k, const std::vector<float>& v) {
   const AttentionShape& s = params.shape;
   const uint64_t D = s.head_dim;
   const double scale = params.effective_scale();
-  const int64_t shift = int64_t(s.kv_len) - int64_t(s.q_len);  // causal: row i sees j <= i + shift
+  const KeyVisibility visibility(params);
   ReferenceForward out;
   out.o.assign(s.q_elements(), 0.0);
   out.lse.assign(s.lse_elements(), -std::numeric_limits<double>::infinity());
   std::vector<double> scores(s.kv_len);
+  std::vector<uint32_t> keys;
 
   for (uint64_t b = 0; b < s.batch; ++b) {
     for (uint64_t h = 0; h < s.q_heads; ++h) {
@@ -25,23 +57,22 @@ ReferenceForward ReferenceAttentionForward(const AttentionParams& params, const 
       for (uint64_t i = 0; i < s.q_len; ++i) {
         const uint64_t row = (b * s.q_heads + h) * s.q_len + i;
         const float* q_row = q.data() + row * D;
-        int64_t visible = int64_t(s.kv_len);
-        if (params.causal) visible = std::clamp<int64_t>(int64_t(i) + shift + 1, 0, int64_t(s.kv_len));
-        if (visible == 0) continue;  // O = 0, LSE = -inf
+        VisibleKeys(visibility, i, s.kv_len, &keys);
+        if (keys.empty()) continue;  // O = 0, LSE = -inf
 
         double max_score = -std::numeric_limits<double>::infinity();
-        for (int64_t j = 0; j < visible; ++j) {
+        for (size_t n = 0; n < keys.size(); ++n) {
           double dot = 0.0;
-          for (uint64_t d = 0; d < D; ++d) dot += double(q_row[d]) * double(k_head[j * D + d]);
-          scores[j] = dot * scale;
-          max_score = std::max(max_score, scores[j]);
+          for (uint64_t d = 0; d < D; ++d) dot += double(q_row[d]) * double(k_head[keys[n] * D + d]);
+          scores[n] = dot * scale;
+          max_score = std::max(max_score, scores[n]);
         }
         double sum = 0.0;
-        for (int64_t j = 0; j < visible; ++j) sum += (scores[j] = std::exp(scores[j] - max_score));
+        for (size_t n = 0; n < keys.size(); ++n) sum += (scores[n] = std::exp(scores[n] - max_score));
         double* o_row = out.o.data() + row * D;
-        for (int64_t j = 0; j < visible; ++j) {
-          const double p = scores[j] / sum;
-          for (uint64_t d = 0; d < D; ++d) o_row[d] += p * double(v_head[j * D + d]);
+        for (size_t n = 0; n < keys.size(); ++n) {
+          const double p = scores[n] / sum;
+          for (uint64_t d = 0; d < D; ++d) o_row[d] += p * double(v_head[keys[n] * D + d]);
         }
         out.lse[row] = max_score + std::log(sum);
       }
@@ -56,46 +87,47 @@ ReferenceBackward ReferenceAttentionBackward(const AttentionParams& params, cons
   const AttentionShape& s = params.shape;
   const uint64_t D = s.head_dim;
   const double scale = params.effective_scale();
-  const int64_t shift = int64_t(s.kv_len) - int64_t(s.q_len);
+  const KeyVisibility visibility(params);
   ReferenceBackward out;
   out.dq.assign(s.q_elements(), 0.0);
   out.dk.assign(s.kv_elements(), 0.0);
   out.dv.assign(s.kv_elements(), 0.0);
   std::vector<double> p(s.kv_len), dp(s.kv_len);
+  std::vector<uint32_t> keys;
 
   for (uint64_t b = 0; b < s.batch; ++b) {
     for (uint64_t h = 0; h < s.q_heads; ++h) {
       const uint64_t kv_offset = (b * s.kv_heads + h / (s.q_heads / s.kv_heads)) * s.kv_len * D;
       for (uint64_t i = 0; i < s.q_len; ++i) {
         const uint64_t row = ((b * s.q_heads + h) * s.q_len + i) * D;
-        int64_t visible = int64_t(s.kv_len);
-        if (params.causal) visible = std::clamp<int64_t>(int64_t(i) + shift + 1, 0, int64_t(s.kv_len));
-        if (visible == 0) continue;  // no key: O = 0 whatever Q, K, V are; zero gradients
+        VisibleKeys(visibility, i, s.kv_len, &keys);
+        if (keys.empty()) continue;  // no key: O = 0 whatever Q, K, V are; zero gradients
 
-        // P row (softmax of the scaled scores) and dP = dO V^T.
+        // P row (softmax of the scaled scores) and dP = dO V^T, over the visible keys.
         double max_score = -std::numeric_limits<double>::infinity();
-        for (int64_t j = 0; j < visible; ++j) {
+        for (size_t n = 0; n < keys.size(); ++n) {
           double dot = 0.0;
-          for (uint64_t d = 0; d < D; ++d) dot += double(q[row + d]) * double(k[kv_offset + j * D + d]);
-          p[j] = dot * scale;
-          max_score = std::max(max_score, p[j]);
+          for (uint64_t d = 0; d < D; ++d) dot += double(q[row + d]) * double(k[kv_offset + keys[n] * D + d]);
+          p[n] = dot * scale;
+          max_score = std::max(max_score, p[n]);
         }
         double sum = 0.0;
-        for (int64_t j = 0; j < visible; ++j) sum += (p[j] = std::exp(p[j] - max_score));
+        for (size_t n = 0; n < keys.size(); ++n) sum += (p[n] = std::exp(p[n] - max_score));
         double p_dot_dp = 0.0;  // rowsum(P * dP) = rowsum(dO * O)
-        for (int64_t j = 0; j < visible; ++j) {
-          p[j] /= sum;
+        for (size_t n = 0; n < keys.size(); ++n) {
+          p[n] /= sum;
           double dot = 0.0;
-          for (uint64_t d = 0; d < D; ++d) dot += double(d_o[row + d]) * double(v[kv_offset + j * D + d]);
-          dp[j] = dot;
-          p_dot_dp += p[j] * dp[j];
+          for (uint64_t d = 0; d < D; ++d) dot += double(d_o[row + d]) * double(v[kv_offset + keys[n] * D + d]);
+          dp[n] = dot;
+          p_dot_dp += p[n] * dp[n];
         }
-        for (int64_t j = 0; j < visible; ++j) {
-          const double ds = p[j] * (dp[j] - p_dot_dp);
+        for (size_t n = 0; n < keys.size(); ++n) {
+          const double ds = p[n] * (dp[n] - p_dot_dp);
+          const uint64_t key_at = kv_offset + keys[n] * D;
           for (uint64_t d = 0; d < D; ++d) {
-            out.dq[row + d] += scale * ds * double(k[kv_offset + j * D + d]);
-            out.dk[kv_offset + j * D + d] += scale * ds * double(q[row + d]);
-            out.dv[kv_offset + j * D + d] += p[j] * double(d_o[row + d]);
+            out.dq[row + d] += scale * ds * double(k[key_at + d]);
+            out.dk[key_at + d] += scale * ds * double(q[row + d]);
+            out.dv[key_at + d] += p[n] * double(d_o[row + d]);
           }
         }
       }

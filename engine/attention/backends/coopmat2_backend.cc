@@ -203,11 +203,9 @@ std::string Coopmat2Backend::WhyUnusable(const DeviceInfo& device, std::string_v
   return "";
 }
 
-double MeanVisibleKeys(uint32_t q_len, uint32_t kv_len, bool causal) {
-  if (!causal || q_len == 0) return kv_len;
-  // Bottom-right alignment: query i sees keys j <= i + kv_len - q_len.
-  if (kv_len >= q_len) return kv_len - (q_len - 1) / 2.0;  // row i sees i + kv_len - q_len + 1 keys
-  return double(kv_len) * (kv_len + 1) / (2.0 * q_len);   // the last kv_len rows see 1..kv_len keys
+double MeanVisibleKeys(uint32_t q_len, uint32_t kv_len, const KeyBand& band) {
+  if (q_len == 0) return kv_len;
+  return double(SequenceVisiblePairs(band, q_len, kv_len)) / q_len;
 }
 
 bool Coopmat2Backend::Applies(const DeviceInfo& device, const AttentionParams& params) const {
@@ -218,7 +216,7 @@ bool Coopmat2Backend::Applies(const DeviceInfo& device, const AttentionParams& p
 
 Result<KernelChoice> Coopmat2Backend::ChooseForward(const DeviceInfo& device, const AttentionParams& params,
                                                     const TileOverrides& overrides) const {
-  const double mean_keys = MeanVisibleKeys(params.shape.q_len, params.shape.kv_len, params.causal);
+  const double mean_keys = MeanVisibleKeys(params.shape.q_len, params.shape.kv_len, KeyBandOf(params));
   auto fits = [&](const WorkgroupTile& tile) {
     return mean_keys >= tile.min_mean_keys &&
            ForwardTileRuns(device, tile, params.shape.head_dim, Coopmat2ForwardBytes(params.shape.head_dim, tile));

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "attention/backends/kernel_backend.h"
+#include "attention/key_band.h"
 
 namespace vkflash::attention {
 
@@ -53,9 +54,7 @@ Result<KernelChoice> ChooseCoopmat2DecodeTile(const DeviceInfo& device, uint32_t
 // D = 64 (docs/tuning-log.md).
 bool AtomicDqPays(const DeviceInfo& device, const AttentionParams& params, const KernelChoice& dq);
 
-// Keys a query row sees, on average over the rows: kv_len, or with the causal mask (bottom-right
-// aligned, docs/design.md) kv_len - (q_len - 1) / 2 where kv_len >= q_len, else kv_len (kv_len + 1) /
-// (2 q_len).
-double MeanVisibleKeys(uint32_t q_len, uint32_t kv_len, bool causal);
+// Keys a query row sees, on average over the rows (kv_len without a band; for 0 rows too).
+double MeanVisibleKeys(uint32_t q_len, uint32_t kv_len, const KeyBand& band);
 
 }  // namespace vkflash::attention
