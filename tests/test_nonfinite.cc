@@ -11,11 +11,13 @@
 #include <tuple>
 #include <utility>
 
+#include "reference_attention.h"
 #include "support/attention_case.h"
 #include "support/validated_context.h"
 
 using namespace vkflash;
 using namespace vkflash::testing;
+using vkflash::tools::KeyVisible;
 
 namespace {
 
@@ -23,14 +25,6 @@ const float kPoisons[] = {std::numeric_limits<float>::infinity(), -std::numeric_
                           std::numeric_limits<float>::quiet_NaN()};
 
 bool SameBits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }
-
-// Whether query row i sees key j: the band of docs/design.md, bottom-right aligned (causal: j <=
-// i + Nk - Nq; a window also bounds j from the left, and from the right without causal).
-bool Sees(const AttentionParams& p, uint32_t i, uint32_t j) {
-  const int64_t offset = int64_t(j) - int64_t(i) - (int64_t(p.shape.kv_len) - p.shape.q_len);
-  const int64_t right = p.causal ? 0 : p.window.right;
-  return (right < 0 || offset <= right) && (p.window.left < 0 || -offset <= p.window.left);
-}
 
 // Causal calls, both dtypes: the report's case (N = 100), Nq < Nk with two batches, Nq > Nk;
 // several tiles of every kernel family; 8 query rows over 12 keys (the decode kernels, in float16).
@@ -91,7 +85,7 @@ TEST_CASE("a key a row cannot see has no effect on that row's O and LSE", "[nonf
           for (uint32_t bh = 0; bh < s.batch * s.q_heads; ++bh) {
             for (uint32_t i = 0; i < s.q_len; ++i) {
               const uint64_t row = uint64_t(bh) * s.q_len + i;
-              if (!Sees(p, i, key)) {  // exactly as without the poison
+              if (!KeyVisible(p, i, key)) {  // exactly as without the poison
                 for (uint32_t d = 0; d < D; ++d) REQUIRE(SameBits(run.o[row * D + d], base.o[row * D + d]));
                 REQUIRE(SameBits(run.lse[row], base.lse[row]));
                 ++checked;
@@ -142,7 +136,7 @@ TEST_CASE("a row whose scores hold NaN gets NaN in O, LSE and dQ, not the values
       // The keys the NaN row sees get NaN gradients; the others keep theirs (causal: the row sees
       // keys 0..21, so keys 22.. of the kv head are those of other rows only).
       for (uint32_t j = 0; j < s.kv_len; ++j) {
-        const bool seen = !causal || Sees(p, nan_row, j);
+        const bool seen = KeyVisible(p, nan_row, j);
         for (uint32_t d = 0; d < D; ++d) {
           if (seen) {
             REQUIRE(std::isnan(backward.dk[j * D + d]));
@@ -178,7 +172,7 @@ TEST_CASE("a row a key cannot reach has no effect on the key's gradients, whatev
           for (uint32_t kvh = 0; kvh < s.batch * s.kv_heads; ++kvh) {
             for (uint32_t j = 0; j < s.kv_len; ++j) {
               const uint64_t key = uint64_t(kvh) * s.kv_len + j;
-              if (Sees(p, row, j)) {  // the poisoned row reaches this key (its P x dO, or a NaN P): it shows
+              if (KeyVisible(p, row, j)) {  // the poisoned row reaches this key (its P x dO, or a NaN P): it shows
                 for (uint32_t d = 0; d < D; ++d)
                   if (Poisoned(column, d)) REQUIRE_FALSE(std::isfinite(run.dv[key * D + d]));
                 continue;
@@ -212,7 +206,7 @@ TEST_CASE("a row a key cannot reach has no effect on the key's gradients, whatev
         const BackwardRun run = RunBackwardWith(context, p, base.q, k, v, base.d_o);
         for (uint32_t bh = 0; bh < s.batch * s.q_heads; ++bh) {
           for (uint32_t i = 0; i < s.q_len; ++i) {
-            if (Sees(p, i, key)) continue;
+            if (KeyVisible(p, i, key)) continue;
             const uint64_t r = uint64_t(bh) * s.q_len + i;
             for (uint32_t d = 0; d < D; ++d) REQUIRE(SameBits(run.dq[r * D + d], base.dq[r * D + d]));
           }
@@ -262,7 +256,7 @@ TEST_CASE("with atomic dQ a poisoned row or key reaches only the gradients of wh
         const BackwardRun run = RunBackwardWith(context, p, q, base.k, base.v, d_o);
         check_kept_rows(run, [&](uint32_t i) { return i != row; });
         for (uint64_t kv_row = 0; kv_row < uint64_t(s.batch) * s.kv_heads * s.kv_len; ++kv_row) {
-          if (Sees(p, row, kv_row % s.kv_len)) continue;
+          if (KeyVisible(p, row, kv_row % s.kv_len)) continue;
           for (uint32_t d = 0; d < D; ++d) {
             REQUIRE(SameBits(run.dk[kv_row * D + d], base.dk[kv_row * D + d]));
             REQUIRE(SameBits(run.dv[kv_row * D + d], base.dv[kv_row * D + d]));
@@ -281,13 +275,13 @@ TEST_CASE("with atomic dQ a poisoned row or key reaches only the gradients of wh
         std::vector<float> k = base.k, v = base.v;
         SetRow(in_v ? &v : &k, s, s.kv_heads, s.kv_len, key, poison, column);
         const BackwardRun run = RunBackwardWith(context, p, base.q, k, v, base.d_o);
-        check_kept_rows(run, [&](uint32_t i) { return !Sees(p, i, key); });
+        check_kept_rows(run, [&](uint32_t i) { return !KeyVisible(p, i, key); });
         // A row that sees the key gets inf or NaN in its dQ: every column where the whole row is
         // poisoned or the tensor-core kernels multiply (contract), else at least the column's.
         const bool every_column = column == kAllColumns || choice->atomic_dq;
         for (uint32_t bh = 0; bh < s.batch * s.q_heads; ++bh)
           for (uint32_t i = 0; i < s.q_len; ++i)
-            if (Sees(p, i, key))
+            if (KeyVisible(p, i, key))
               for (uint32_t d = 0; d < D; ++d)
                 if (every_column || d == column) REQUIRE_FALSE(std::isfinite(run.dq[(uint64_t(bh) * s.q_len + i) * D + d]));
       }

@@ -1,13 +1,18 @@
 // Which keys a query row may see: a band around the bottom-right aligned diagonal (FlashAttention
 // >= 2.1; docs/design.md). With shift = kv_len - q_len, row i sees key j < kv_len iff
-//   j >= i + shift - pc.window_left    where WINDOW_LEFT (the sliding window's left side)
-//   j <= i + shift + pc.window_right   where WINDOW_RIGHT (causal: window_right = 0)
+//   j >= i + shift - window_left    where WINDOW_LEFT (the sliding window's left side)
+//   j <= i + shift + window_right   where WINDOW_RIGHT (causal: window_right = 0)
 // and a side whose constant is false is unbounded. Both sides move right with the row, so the
 // keys that a run of rows sees run from its first row's first key to its last row's last, and the
 // rows that see a run of keys likewise. Needs WINDOW_LEFT, WINDOW_RIGHT (spec constants,
-// common/attention_preamble.glsl) and pc (AttentionPush).
+// common/attention_preamble.glsl) and the AttentionPush with window_left / window_right,
+// VKF_MASK_PUSH (default pc).
 #ifndef VKFLASH_ATTENTION_MASK_GLSL
 #define VKFLASH_ATTENTION_MASK_GLSL
+
+#ifndef VKF_MASK_PUSH
+#define VKF_MASK_PUSH pc
+#endif
 
 // Offset of the diagonal: row i's band is centred on key i + diagonal_shift.
 int diagonal_shift(uint q_len, uint kv_len) { return int(kv_len) - int(q_len); }
@@ -15,31 +20,31 @@ int diagonal_shift(uint q_len, uint kv_len) { return int(kv_len) - int(q_len); }
 // The keys row q_row sees are [row_keys_begin, row_keys_end) (empty where end <= begin).
 uint row_keys_begin(uint q_row, uint q_len, uint kv_len) {
   if (!WINDOW_LEFT) return 0;
-  return uint(clamp(int(q_row) + diagonal_shift(q_len, kv_len) - pc.window_left, 0, int(kv_len)));
+  return uint(clamp(int(q_row) + diagonal_shift(q_len, kv_len) - VKF_MASK_PUSH.window_left, 0, int(kv_len)));
 }
 
 uint row_keys_end(uint q_row, uint q_len, uint kv_len) {
   if (!WINDOW_RIGHT) return kv_len;
-  return uint(clamp(int(q_row) + diagonal_shift(q_len, kv_len) + pc.window_right + 1, 0, int(kv_len)));
+  return uint(clamp(int(q_row) + diagonal_shift(q_len, kv_len) + VKF_MASK_PUSH.window_right + 1, 0, int(kv_len)));
 }
 
 bool key_visible(uint q_row, uint key, uint q_len, uint kv_len) {
   if (key >= kv_len) return false;
   const int offset = int(key) - int(q_row) - diagonal_shift(q_len, kv_len);  // keys right of the diagonal
-  return (!WINDOW_RIGHT || offset <= pc.window_right) && (!WINDOW_LEFT || -offset <= pc.window_left);
+  return (!WINDOW_RIGHT || offset <= VKF_MASK_PUSH.window_right) && (!WINDOW_LEFT || -offset <= VKF_MASK_PUSH.window_left);
 }
 
 // The query rows that see `key` are [key_rows_begin, key_rows_end) (none for a key past kv_len).
 uint key_rows_begin(uint key, uint q_len, uint kv_len) {
   if (key >= kv_len) return q_len;
   if (!WINDOW_RIGHT) return 0;
-  return uint(clamp(int(key) - diagonal_shift(q_len, kv_len) - pc.window_right, 0, int(q_len)));
+  return uint(clamp(int(key) - diagonal_shift(q_len, kv_len) - VKF_MASK_PUSH.window_right, 0, int(q_len)));
 }
 
 uint key_rows_end(uint key, uint q_len, uint kv_len) {
   if (key >= kv_len) return q_len;
   if (!WINDOW_LEFT) return q_len;
-  return uint(clamp(int(key) - diagonal_shift(q_len, kv_len) + pc.window_left + 1, 0, int(q_len)));
+  return uint(clamp(int(key) - diagonal_shift(q_len, kv_len) + VKF_MASK_PUSH.window_left + 1, 0, int(q_len)));
 }
 
 // The first key that any of the rows from q_begin on sees, rounded down to a tile of block_kv
@@ -70,8 +75,8 @@ uint visible_q_end(uint kv_begin, uint block_kv, uint q_len, uint kv_len) {
 bool tile_needs_mask(uint q_begin, uint block_q, uint kv_begin, uint block_kv, uint q_len, uint kv_len) {
   if (kv_begin + block_kv > kv_len) return true;
   const int shift = diagonal_shift(q_len, kv_len);
-  if (WINDOW_RIGHT && int(kv_begin + block_kv) - 1 > int(q_begin) + shift + pc.window_right) return true;
-  return WINDOW_LEFT && int(kv_begin) < int(q_begin + block_q) - 1 + shift - pc.window_left;
+  if (WINDOW_RIGHT && int(kv_begin + block_kv) - 1 > int(q_begin) + shift + VKF_MASK_PUSH.window_right) return true;
+  return WINDOW_LEFT && int(kv_begin) < int(q_begin + block_q) - 1 + shift - VKF_MASK_PUSH.window_left;
 }
 
 // True if the band's edge cuts the tile (rows [q_begin, q_begin + block_q) x keys [kv_begin,
@@ -79,8 +84,8 @@ bool tile_needs_mask(uint q_begin, uint block_q, uint kv_begin, uint block_kv, u
 // by kv_len alone is not: its keys past kv_len are staged as zeros, and their gradients never stored.
 bool tile_crosses_band(uint q_begin, uint block_q, uint kv_begin, uint block_kv, uint q_len, uint kv_len) {
   const int shift = diagonal_shift(q_len, kv_len);
-  if (WINDOW_RIGHT && int(min(kv_begin + block_kv, kv_len)) - 1 > int(q_begin) + shift + pc.window_right) return true;
-  return WINDOW_LEFT && int(kv_begin) < int(q_begin + block_q) - 1 + shift - pc.window_left;
+  if (WINDOW_RIGHT && int(min(kv_begin + block_kv, kv_len)) - 1 > int(q_begin) + shift + VKF_MASK_PUSH.window_right) return true;
+  return WINDOW_LEFT && int(kv_begin) < int(q_begin + block_q) - 1 + shift - VKF_MASK_PUSH.window_left;
 }
 
 #endif

@@ -74,6 +74,30 @@ float half8_at(uvec4 w, uint c) { return unpackHalf2x16(w[c >> 1])[c & 1u]; }
     }                                                                                           \
   }
 
+// The tiles of a loop that an edge of the band crosses (tile_crosses_band), where the staging
+// zeroed operands: a run that starts the loop (over key tiles: the left edge; over query tiles:
+// the right edge) and a run that ends it (the other edge), either possibly empty. A crossed tile
+// [begin, end) that starts inside the first run or where it ends extends it; any other starts the
+// second. Noting a loop's tiles again (every head of a GQA group) changes nothing.
+struct CrossedRuns {
+  uint first_end;     // the first run is [loop start, first_end)
+  uint second_begin;  // the second is [second_begin, loop end)
+};
+
+CrossedRuns no_crossed_tiles(uint loop_begin, uint loop_end) { return CrossedRuns(loop_begin, loop_end); }
+
+void note_crossed_tile(inout CrossedRuns runs, uint begin, uint end) {
+  if (begin <= runs.first_end) runs.first_end = max(runs.first_end, end);
+  else runs.second_begin = min(runs.second_begin, begin);
+}
+
+// The part of [first, end) (a row's keys, a key's rows; first at or past the loop's start) in the
+// crossed tiles, as two ranges [x, y) and [z, w), each empty where its end is not past its begin:
+// the fix-ups read exactly those pairs again.
+uvec4 crossed_part(CrossedRuns runs, uint first, uint end) {
+  return uvec4(first, min(end, runs.first_end), max(first, max(runs.second_begin, runs.first_end)), end);
+}
+
 // The float16 element `index` of a buffer of uvec4 words, as float.
 #define VKF_BUFFER_HALF(buffer_u4, index) half8_at(buffer_u4[(index) / 8], (index) % 8)
 

@@ -90,9 +90,7 @@ void main() {
   // loop starts at the tile of BLOCK_Q rows that holds it.
   const uint q_first = (visible_q_begin(kv_begin, q_len, kv_len) / BLOCK_Q) * BLOCK_Q;
   const uint group = pc.q_heads / pc.kv_heads;
-  // The query tiles that the band's edge crosses, the same in every head, are the first ones (its
-  // right edge), which end at masked_q_end, and the last ones (its left edge), from masked_q_begin.
-  uint masked_q_end = q_first, masked_q_begin = q_len;
+  CrossedRuns crossed = no_crossed_tiles(q_first, q_len);  // the same query tiles in every head
   uint step = 0;
   for (uint head = kv_head * group; head < (kv_head + 1) * group; ++head) {
     const uint q_base = tensor_base(VKF_TENSOR_Q, batch, head, seq.q_row0);
@@ -110,10 +108,7 @@ void main() {
         load_q_do(q_words, do_words, (q_base + q_begin * q_stride) / 8, q_stride / 8, (do_base + q_begin * do_stride) / 8,
                   do_stride / 8, q_valid);
         if (tile_crosses_band(q_begin, q_valid, kv_begin, BLOCK_KV, q_len, kv_len)) {
-          // A first one if every tile from q_first up to it is crossed (in later heads, it lies
-          // below masked_q_end already).
-          if (!WINDOW_LEFT || q_begin <= masked_q_end) masked_q_end = max(masked_q_end, q_begin + q_valid);
-          else masked_q_begin = min(masked_q_begin, q_begin);
+          note_crossed_tile(crossed, q_begin, q_begin + q_valid);
           VKF_ZERO_NONFINITE_ROWS(q_words, Q_DO_WORDS, query_nonfinite_step, step);
           bool found = false;
           VKF_ZERO_NONFINITE(do_words, Q_DO_WORDS, found);
@@ -177,19 +172,17 @@ void main() {
   }
 
   // Infinities and NaNs of dO that the staging zeroed, where the keys see them, read again from
-  // the buffer (rare; common/nonfinite.glsl): the key's visible rows in the crossed tiles,
-  // [rows_begin, masked_q_end) and [masked_q_begin, rows_end), in every head.
+  // the buffer (rare; common/nonfinite.glsl): the key's visible rows in the crossed tiles, in every
+  // head.
   if (nonfinite_do != 0) {
     [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) {
       for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
         const uint key = kv_begin + own_row + cm_row(coord, i), column = 16 * db + cm_col(coord, i);
-        const uint rows_begin = key_rows_begin(key, q_len, kv_len), rows_end = key_rows_end(key, q_len, kv_len);
+        const uvec4 rows = crossed_part(crossed, key_rows_begin(key, q_len, kv_len), key_rows_end(key, q_len, kv_len));
         for (uint h = 0; h < group; ++h) {
           const uint do_base = tensor_base(VKF_TENSOR_DO, batch, kv_head * group + h, seq.q_row0);
           [[unroll]] for (uint run = 0; run < 2; ++run) {
-            const uint first = run == 0 ? rows_begin : max(rows_begin, masked_q_begin);
-            const uint end = run == 0 ? min(rows_end, masked_q_end) : rows_end;
-            for (uint q = first; q < end; ++q) {
+            for (uint q = rows[2 * run]; q < rows[2 * run + 1]; ++q) {
               const float x = VKF_BUFFER_HALF(do_u4, do_base + q * do_stride + column);
               if (isinf(x) || isnan(x)) dv_acc[db][i] += x;
             }

@@ -88,9 +88,7 @@ void main() {
   // Key tiles outside [kv_first, kv_end) are wholly masked for the workgroup's rows: never visited.
   const uint kv_first = first_visible_kv_tile(q_begin, BLOCK_KV, q_len, kv_len);
   const uint kv_end = visible_kv_end(q_begin, q_end, q_len, kv_len);
-  // The tiles that the band's edge crosses are the first ones (its left edge), which end at
-  // masked_end, and the last ones (its right edge), which begin at masked_begin.
-  uint masked_end = kv_first, masked_begin = kv_len;
+  CrossedRuns crossed = no_crossed_tiles(kv_first, kv_len);
   for (uint kv_begin = kv_first; kv_begin < kv_end; kv_begin += BLOCK_KV) {
     const uint kv_valid = min(BLOCK_KV, kv_len - kv_begin);  // rows past kv_len: zeros
     // Stage K and V (V's infinities and NaNs zeroed where the band's edge crosses the tile).
@@ -100,8 +98,7 @@ void main() {
       load_kv(k_words, v_words, (k_base + kv_begin * k_stride) / 8, k_stride / 8, (v_base + kv_begin * v_stride) / 8,
               v_stride / 8, kv_valid);
       if (tile_crosses_band(q_begin, q_end - q_begin, kv_begin, BLOCK_KV, q_len, kv_len)) {
-        if (WINDOW_LEFT && kv_begin == masked_end) masked_end += BLOCK_KV;  // no uncrossed tile before it
-        else masked_begin = min(masked_begin, kv_begin);
+        note_crossed_tile(crossed, kv_begin, kv_begin + BLOCK_KV);
         bool found = false;
         VKF_ZERO_NONFINITE(v_words, KV_WORDS, found);
         if (found) atomicOr(nonfinite_v, 1u);
@@ -175,17 +172,15 @@ void main() {
 
   // Infinities and NaNs of V that the staging zeroed, where the rows see them, read again from the
   // buffer (rare: the flag was raised before the last step's barriers; common/nonfinite.glsl): the
-  // row's visible keys in the crossed tiles, [keys_begin, masked_end) and [masked_begin, keys_end).
+  // row's visible keys in the crossed tiles.
   if (kv_first < kv_end && nonfinite_v != 0) {
     [[unroll]] for (uint mb = 0; mb < M_BLOCKS; ++mb) {
       [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) {
         for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
           const uint q_row = rows_begin + 16 * mb + cm_row(coord, i), column = 16 * db + cm_col(coord, i);
-          const uint keys_begin = row_keys_begin(q_row, q_len, kv_len), keys_end = row_keys_end(q_row, q_len, kv_len);
+          const uvec4 keys = crossed_part(crossed, row_keys_begin(q_row, q_len, kv_len), row_keys_end(q_row, q_len, kv_len));
           [[unroll]] for (uint run = 0; run < 2; ++run) {
-            const uint first = run == 0 ? keys_begin : max(keys_begin, masked_begin);
-            const uint end = run == 0 ? min(keys_end, masked_end) : keys_end;
-            for (uint key = first; key < end; ++key) {
+            for (uint key = keys[2 * run]; key < keys[2 * run + 1]; ++key) {
               const float x = VKF_BUFFER_HALF(v_u4, v_base + key * v_stride + column);
               if (isinf(x) || isnan(x)) o_acc[mb * D_BLOCKS + db][i] += x;
             }

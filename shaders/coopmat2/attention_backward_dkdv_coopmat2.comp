@@ -124,22 +124,20 @@ float masked_ds_of_dpt(const uint row, const uint col, const float dpt, const fl
 }
 // dV plus the infinities and NaNs of dO (column `col`, read from the buffer) of the queries of
 // every head of the group that see the key in the tiles whose Q and dO the staging zeroed (those
-// the band's edge crosses: the run that starts each head's loop, below crossed_q_end, and with
-// WINDOW_LEFT the run that ends it, from crossed_q_begin on; common/nonfinite.glsl). dO row q of
-// the group's first head starts at element do_base.
-float add_seen_nonfinite_do(const uint row, const uint col, const float dv, const uint k0, const uint crossed_q_end,
-                            const uint crossed_q_begin, const uint do_base, const uint q_len, const uint kv_len) {
+// the band's edge crosses, the same in every head: CrossedRuns(first_end, second_begin);
+// common/nonfinite.glsl). dO row q of the group's first head starts at element do_base.
+float add_seen_nonfinite_do(const uint row, const uint col, const float dv, const uint k0, const uint first_end,
+                            const uint second_begin, const uint do_base, const uint q_len, const uint kv_len) {
   float sum = dv;
   const uint head_stride = pc.strides[3 * VKF_TENSOR_DO + 1], do_stride = tensor_row_stride(VKF_TENSOR_DO);
-  const uint rows_begin = key_rows_begin(k0 + row, q_len, kv_len), rows_end = key_rows_end(k0 + row, q_len, kv_len);
+  const uvec4 rows = crossed_part(CrossedRuns(first_end, second_begin), key_rows_begin(k0 + row, q_len, kv_len),
+                                  key_rows_end(k0 + row, q_len, kv_len));
   for (uint h = 0; h < pc.q_heads / pc.kv_heads; ++h) {
-    for (uint q = rows_begin; q < min(rows_end, crossed_q_end); ++q) {
-      const float x = VKF_BUFFER_HALF(do_u4, do_base + h * head_stride + q * do_stride + col);
-      if (isinf(x) || isnan(x)) sum += x;
-    }
-    for (uint q = max(rows_begin, max(crossed_q_begin, crossed_q_end)); q < rows_end; ++q) {
-      const float x = VKF_BUFFER_HALF(do_u4, do_base + h * head_stride + q * do_stride + col);
-      if (isinf(x) || isnan(x)) sum += x;
+    [[unroll]] for (uint run = 0; run < 2; ++run) {
+      for (uint q = rows[2 * run]; q < rows[2 * run + 1]; ++q) {
+        const float x = VKF_BUFFER_HALF(do_u4, do_base + h * head_stride + q * do_stride + col);
+        if (isinf(x) || isnan(x)) sum += x;
+      }
     }
   }
   return sum;
@@ -326,9 +324,7 @@ void main() {
     if (rows_end < q_len) unmasked_q_end = min(unmasked_q_end, rows_end / BLOCK_Q * BLOCK_Q);
   }
   const uint group = pc.q_heads / pc.kv_heads;
-  // The crossed tiles (tile_crosses_band), the same in every head: a run from q_first up to
-  // crossed_q_end and a run from crossed_q_begin (tracked with WINDOW_LEFT only) to the end.
-  uint crossed_q_end = q_first, crossed_q_begin = q_len;
+  CrossedRuns crossed = no_crossed_tiles(q_first, q_len);  // the same query tiles in every head
   uint step = 0;
   for (uint head = kv_head * group; head < (kv_head + 1) * group; ++head) {
     const uint dq_row0 = dq_sum_row(batch, head, 0);
@@ -340,13 +336,7 @@ void main() {
                            tile_needs_mask(q_begin, min(BLOCK_Q, q_len - q_begin), kv_begin, BLOCK_KV, q_len, kv_len);
                          q_begin += BLOCK_Q) {
       const bool crossing = tile_crosses_band(q_begin, min(BLOCK_Q, q_len - q_begin), kv_begin, BLOCK_KV, q_len, kv_len);
-      if (crossing) {
-        if (!WINDOW_LEFT || q_begin <= crossed_q_end) {
-          crossed_q_end = max(crossed_q_end, min(q_begin + BLOCK_Q, q_len));
-        } else {
-          crossed_q_begin = min(crossed_q_begin, q_begin);
-        }
-      }
+      if (crossing) note_crossed_tile(crossed, q_begin, min(q_begin + BLOCK_Q, q_len));
       dkdv_step(true, crossing, ++step, q_begin, q_len, kv_len, q_base, do_base, lse_row0, k_base, dq_row0, kv_begin,
                 own_row, k_frag, dk_acc, dv_acc);
     }
@@ -363,7 +353,7 @@ void main() {
       [[dont_unroll]] for (q_begin += unmasked_tiles * BLOCK_Q; q_begin < q_loop_end; q_begin += BLOCK_Q) {
         const bool crossing =
             tile_crosses_band(q_begin, min(BLOCK_Q, q_len - q_begin), kv_begin, BLOCK_KV, q_len, kv_len);
-        if (crossing) crossed_q_begin = min(crossed_q_begin, q_begin);
+        if (crossing) note_crossed_tile(crossed, q_begin, min(q_begin + BLOCK_Q, q_len));
         dkdv_step(true, crossing, ++step, q_begin, q_len, kv_len, q_base, do_base, lse_row0, k_base, dq_row0,
                   kv_begin, own_row, k_frag, dk_acc, dv_acc);
       }
@@ -373,7 +363,7 @@ void main() {
   // Infinities and NaNs of dO that the staging zeroed, where the keys see them (rare: the flag was
   // raised before the last step's second barrier).
   if (nonfinite_do != 0) {
-    coopMatPerElementNV(dv_acc, dv_acc, add_seen_nonfinite_do, kv_begin + own_row, crossed_q_end, crossed_q_begin,
+    coopMatPerElementNV(dv_acc, dv_acc, add_seen_nonfinite_do, kv_begin + own_row, crossed.first_end, crossed.second_begin,
                         tensor_base(VKF_TENSOR_DO, batch, kv_head * group, seq.q_row0), q_len, kv_len);
   }
 

@@ -111,13 +111,11 @@ void main() {
 
   const ONES_COLUMNS ones = ONES_COLUMNS(1.0);
   if (gl_LocalInvocationIndex == 0) nonfinite_v = 0;  // before the first step's barriers
-  // Tiles wholly outside the rows' band are never visited. Those its edges cross (V zeroed) are a
-  // run from the first, [kv_first, crossed_end) (tracked with WINDOW_LEFT only: its left edge), and
-  // a run up to the last, from masked_begin on (its right edge).
+  // Tiles wholly outside the rows' band are never visited.
   const uint q_rows = q_end - q_begin;
   const uint kv_first = first_visible_kv_tile(q_begin, BLOCK_KV, q_len, kv_len);
   const uint kv_end = visible_kv_end(q_begin, q_end, q_len, kv_len);
-  uint crossed_end = kv_first, masked_begin = kv_len;
+  CrossedRuns crossed = no_crossed_tiles(kv_first, kv_len);  // where V was zeroed
   [[dont_unroll]] for (uint kv_begin = kv_first; kv_begin < kv_end; kv_begin += BLOCK_KV) {
     // stage this step's K and V rows: read them while waiting for every matrix load of the
     // previous step, then store (zeroing V's infinities and NaNs where the band's edge crosses
@@ -128,11 +126,7 @@ void main() {
             v_stride / 8, min(BLOCK_KV, kv_len - kv_begin));
     barrier();
     if (tile_crosses_band(q_begin, q_rows, kv_begin, BLOCK_KV, q_len, kv_len)) {
-      if (WINDOW_LEFT && kv_begin == crossed_end) {
-        crossed_end += BLOCK_KV;
-      } else {
-        masked_begin = min(masked_begin, kv_begin);
-      }
+      note_crossed_tile(crossed, kv_begin, kv_begin + BLOCK_KV);
       bool found = false;
       VKF_ZERO_NONFINITE(v_words, KV_WORDS, found);
       if (found) atomicOr(nonfinite_v, 1u);
@@ -167,15 +161,13 @@ void main() {
       if (q_row >= q_len) continue;
       const uint at = o_base + q_row * o_stride + column;
       float o = float(o_h[at]);
-      // the row's keys, [keys_begin, keys_end), in either run of crossed tiles
-      const uint keys_begin = row_keys_begin(q_row, q_len, kv_len), keys_end = row_keys_end(q_row, q_len, kv_len);
-      for (uint key = keys_begin; key < min(keys_end, crossed_end); ++key) {
-        const float x = VKF_BUFFER_HALF(v_u4, v_base + key * v_stride + column);
-        if (isinf(x) || isnan(x)) o += x;
-      }
-      for (uint key = max(keys_begin, max(masked_begin, crossed_end)); key < keys_end; ++key) {
-        const float x = VKF_BUFFER_HALF(v_u4, v_base + key * v_stride + column);
-        if (isinf(x) || isnan(x)) o += x;
+      // the row's keys in the crossed tiles
+      const uvec4 keys = crossed_part(crossed, row_keys_begin(q_row, q_len, kv_len), row_keys_end(q_row, q_len, kv_len));
+      [[unroll]] for (uint run = 0; run < 2; ++run) {
+        for (uint key = keys[2 * run]; key < keys[2 * run + 1]; ++key) {
+          const float x = VKF_BUFFER_HALF(v_u4, v_base + key * v_stride + column);
+          if (isinf(x) || isnan(x)) o += x;
+        }
       }
       o_h[at] = float16_t(o);
     }

@@ -110,7 +110,7 @@ void main() {
   ROW_VECTOR(float) m_run = ROW_VECTOR(float)(NEG_HALF_FLT_MAX);
   ROW_VECTOR(float) l_run = ROW_VECTOR(float)(0.0);
   const ONES_COLUMNS ones = ONES_COLUMNS(1.0);
-  uint masked_begin = key_end;  // the first tile the band's edge crosses
+  CrossedRuns crossed = no_crossed_tiles(key_begin, key_end);  // where V was zeroed
   [[dont_unroll]] for (uint kv_begin = key_begin; kv_begin < key_end; kv_begin += BLOCK_KV) {
     // Staged as in the prefill kernel; the first barrier also waits for Q's load from the tiles.
     // Tiles start at multiples of BLOCK_KV (so does split_keys); a split's last may end past its keys.
@@ -120,7 +120,7 @@ void main() {
             v_stride / 8, min(BLOCK_KV, key_end - kv_begin));
     barrier();
     if (tile_crosses_band(0, q_len, kv_begin, BLOCK_KV, q_len, kv_len)) {
-      masked_begin = min(masked_begin, kv_begin);
+      note_crossed_tile(crossed, kv_begin, kv_begin + BLOCK_KV);
       bool found = false;
       VKF_ZERO_NONFINITE(v_words, KV_WORDS, found);
       if (found) atomicOr(nonfinite_v, 1u);
@@ -150,14 +150,17 @@ void main() {
     const uint head = kv_head * group_size + r / q_len, n = r % q_len;
     vec4 o = uintBitsToFloat(kv_tiles[i]);
     // Infinities and NaNs of V that the staging zeroed, where this row sees them (rare; as the
-    // prefill kernel restores them: common/nonfinite.glsl). The keys from the first crossed tile
-    // on may include uncrossed tiles' non-finite values, already in O: O stays non-finite.
+    // prefill kernel restores them: common/nonfinite.glsl): the row's keys of this split in the
+    // crossed tiles.
     if (nonfinite_v != 0) {
-      const uint keys_end = min(row_keys_end(n, q_len, kv_len), key_end);
-      for (uint key = max(masked_begin, row_keys_begin(n, q_len, kv_len)); key < keys_end; ++key) {
-        [[unroll]] for (uint c = 0; c < 4; ++c) {
-          const float x = VKF_BUFFER_HALF(v_u4, v_base + key * v_stride + 4 * quad + c);
-          if (isinf(x) || isnan(x)) o[c] += x;
+      const uvec4 keys = crossed_part(crossed, max(key_begin, row_keys_begin(n, q_len, kv_len)),
+                                      min(row_keys_end(n, q_len, kv_len), key_end));
+      [[unroll]] for (uint run = 0; run < 2; ++run) {
+        for (uint key = keys[2 * run]; key < keys[2 * run + 1]; ++key) {
+          [[unroll]] for (uint c = 0; c < 4; ++c) {
+            const float x = VKF_BUFFER_HALF(v_u4, v_base + key * v_stride + 4 * quad + c);
+            if (isinf(x) || isnan(x)) o[c] += x;
+          }
         }
       }
     }

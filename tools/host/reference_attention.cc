@@ -7,42 +7,27 @@
 namespace vkflash::tools {
 namespace {
 
-// Whether query row i sees key j (docs/design.md, "What is computed"), written from the contract's
-// formula and not from the engine's band code, so that the tests compare two derivations.
-class KeyVisibility {
- public:
-  explicit KeyVisibility(const AttentionParams& params)
-      : shift_(int64_t(params.shape.kv_len) - int64_t(params.shape.q_len)),
-        left_(params.window.left),
-        right_(params.causal ? 0 : params.window.right) {}
-
-  bool operator()(uint64_t i, uint64_t j) const {
-    const int64_t diagonal = int64_t(i) + shift_;
-    if (left_ >= 0 && int64_t(j) < diagonal - left_) return false;
-    if (right_ >= 0 && int64_t(j) > diagonal + right_) return false;
-    return true;
-  }
-
- private:
-  int64_t shift_;
-  int64_t left_, right_;
-};
-
 // The keys row i sees, in order.
-void VisibleKeys(const KeyVisibility& visible, uint64_t i, uint32_t kv_len, std::vector<uint32_t>* keys) {
+void VisibleKeys(const AttentionParams& params, uint64_t i, std::vector<uint32_t>* keys) {
   keys->clear();
-  for (uint32_t j = 0; j < kv_len; ++j)
-    if (visible(i, j)) keys->push_back(j);
+  for (uint32_t j = 0; j < params.shape.kv_len; ++j)
+    if (KeyVisible(params, i, j)) keys->push_back(j);
 }
 
 }  // namespace
+
+bool KeyVisible(const AttentionParams& params, uint64_t row, uint64_t key) {
+  const int64_t diagonal = int64_t(row) + int64_t(params.shape.kv_len) - int64_t(params.shape.q_len);
+  const int64_t left = params.window.left, right = params.causal ? 0 : params.window.right;
+  if (left >= 0 && int64_t(key) < diagonal - left) return false;
+  return right < 0 || int64_t(key) <= diagonal + right;
+}
 
 ReferenceForward ReferenceAttentionForward(const AttentionParams& params, const std::vector<float>& q,
                                            const std::vector<float>& k, const std::vector<float>& v) {
   const AttentionShape& s = params.shape;
   const uint64_t D = s.head_dim;
   const double scale = params.effective_scale();
-  const KeyVisibility visibility(params);
   ReferenceForward out;
   out.o.assign(s.q_elements(), 0.0);
   out.lse.assign(s.lse_elements(), -std::numeric_limits<double>::infinity());
@@ -57,7 +42,7 @@ ReferenceForward ReferenceAttentionForward(const AttentionParams& params, const 
       for (uint64_t i = 0; i < s.q_len; ++i) {
         const uint64_t row = (b * s.q_heads + h) * s.q_len + i;
         const float* q_row = q.data() + row * D;
-        VisibleKeys(visibility, i, s.kv_len, &keys);
+        VisibleKeys(params, i, &keys);
         if (keys.empty()) continue;  // O = 0, LSE = -inf
 
         double max_score = -std::numeric_limits<double>::infinity();
@@ -87,7 +72,6 @@ ReferenceBackward ReferenceAttentionBackward(const AttentionParams& params, cons
   const AttentionShape& s = params.shape;
   const uint64_t D = s.head_dim;
   const double scale = params.effective_scale();
-  const KeyVisibility visibility(params);
   ReferenceBackward out;
   out.dq.assign(s.q_elements(), 0.0);
   out.dk.assign(s.kv_elements(), 0.0);
@@ -100,7 +84,7 @@ ReferenceBackward ReferenceAttentionBackward(const AttentionParams& params, cons
       const uint64_t kv_offset = (b * s.kv_heads + h / (s.q_heads / s.kv_heads)) * s.kv_len * D;
       for (uint64_t i = 0; i < s.q_len; ++i) {
         const uint64_t row = ((b * s.q_heads + h) * s.q_len + i) * D;
-        VisibleKeys(visibility, i, s.kv_len, &keys);
+        VisibleKeys(params, i, &keys);
         if (keys.empty()) continue;  // no key: O = 0 whatever Q, K, V are; zero gradients
 
         // P row (softmax of the scaled scores) and dP = dO V^T, over the visible keys.

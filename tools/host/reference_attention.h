@@ -9,6 +9,11 @@
 
 namespace vkflash::tools {
 
+// Whether query row `row` sees key `key` (docs/design.md, "What is computed": causal and the
+// window, bottom-right aligned with params.shape's lengths), written from the contract's formula and
+// not from the engine's band code, so that the tests compare two derivations.
+bool KeyVisible(const AttentionParams& params, uint64_t row, uint64_t key);
+
 struct ReferenceForward {
   std::vector<double> o;    // [B, Hq, Nq, D]
   std::vector<double> lse;  // [B, Hq, Nq]; -inf for rows that see no key
