@@ -7,6 +7,7 @@
 #include <string>
 
 #include "attention/key_band.h"
+#include "common/shader_interface.h"
 
 namespace vkflash {
 
@@ -113,6 +114,14 @@ Status ValidateAttentionParams(const AttentionParams& params) {
                                                             ": a key count >= 0, or -1 for unbounded");
     }
   }
+  if (!std::isfinite(params.softcap) || params.softcap < 0.0f) {
+    return Status::Error(ErrorCode::kInvalidArgument, "softcap is " + std::to_string(params.softcap) +
+                                                          ": a finite number > 0, or 0 for none");
+  }
+  if (params.alibi != AlibiSlopes::kNone && params.alibi != AlibiSlopes::kPerHead &&
+      params.alibi != AlibiSlopes::kPerBatchHead) {
+    return Status::Error(ErrorCode::kInvalidArgument, "unknown ALiBi slopes shape");
+  }
   if (params.causal && params.window.right > 0) {
     return Status::Error(ErrorCode::kInvalidArgument,
                          "window right is " + std::to_string(params.window.right) +
@@ -120,6 +129,10 @@ Status ValidateAttentionParams(const AttentionParams& params) {
   }
   return Status::Ok();
 }
+
+static_assert(uint32_t(AlibiSlopes::kNone) == VKF_ALIBI_NONE && uint32_t(AlibiSlopes::kPerHead) == VKF_ALIBI_PER_HEAD &&
+                  uint32_t(AlibiSlopes::kPerBatchHead) == VKF_ALIBI_PER_BATCH_HEAD,
+              "AlibiSlopes is the shaders' VKF_ALIBI_* (specialization constant)");
 
 uint64_t VisiblePairs(const AttentionParams& params) {
   const attention::KeyBand band = attention::KeyBandOf(params);

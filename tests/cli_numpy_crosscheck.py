@@ -13,33 +13,56 @@ import tempfile
 import numpy as np
 
 
-def attention(q, k, v, causal, scale):
-    """O, LSE and a function for the gradients, float64, bottom-right causal alignment."""
-    hq, hkv = q.shape[1], k.shape[1]
+def attention(q, k, v, causal, scale, softcap=0.0, slopes=None, sinks=None, window=(-1, -1)):
+    """O, LSE and a function for the gradients, float64, bottom-right causal alignment. Score
+    variants in the contract's order: softcap, ALiBi (slopes [Hq] or [B, Hq]), the mask; sinks
+    ([Hq]) join each row's denominator. The gradients function also returns dsinks."""
+    b, hq, hkv = q.shape[0], q.shape[1], k.shape[1]
     k = np.repeat(k, hq // hkv, axis=1)
     v = np.repeat(v, hq // hkv, axis=1)
     nq, nk = q.shape[2], k.shape[2]
     s = scale * q @ k.transpose(0, 1, 3, 2)
+    t = None
+    if softcap > 0:
+        t = np.tanh(s / softcap)
+        s = softcap * t
+    rows, keys = np.arange(nq)[:, None] + (nk - nq), np.arange(nk)[None, :]
+    if slopes is not None:
+        s = s - np.asarray(slopes, np.float64).reshape(-1 if slopes.ndim == 2 else 1, hq, 1, 1) * np.abs(rows - keys)
+    left, right = window[0], 0 if causal else window[1]
     visible = np.ones((nq, nk), dtype=bool)
-    if causal:
-        visible = np.arange(nk)[None, :] <= np.arange(nq)[:, None] + (nk - nq)
+    if left >= 0:
+        visible &= keys >= rows - left
+    if right >= 0:
+        visible &= keys <= rows + right
     s = np.where(visible, s, -np.inf)
     m = s.max(axis=-1, keepdims=True)
+    sink = None if sinks is None else np.broadcast_to(np.asarray(sinks, np.float64).reshape(1, hq, 1, 1), m.shape)
+    if sink is not None:
+        m = np.maximum(m, sink)
     no_key = ~np.isfinite(m)
     p = np.where(no_key, 0.0, np.exp(s - np.where(no_key, 0.0, m)))
     l = p.sum(axis=-1, keepdims=True)
+    if sink is not None:
+        l = l + np.where(no_key, 0.0, np.exp(sink - np.where(no_key, 0.0, m)))
     p = p / np.where(l > 0, l, 1.0)
     o = p @ v
-    lse = np.where(no_key, -np.inf, m + np.log(np.where(l > 0, l, 1.0)))[..., 0]
+    lse = np.where(no_key, -np.inf, m + np.log(np.where(l > 0, l, 1.0)))
+    p_sink = None if sink is None else np.where(no_key, 0.0, np.exp(sink - np.where(no_key, 0.0, lse)))
+    lse = lse[..., 0]
 
     def grads(do):
         dv = p.transpose(0, 1, 3, 2) @ do
         dp = do @ v.transpose(0, 1, 3, 2)
-        ds = p * (dp - (p * dp).sum(axis=-1, keepdims=True))
+        row_dot = (p * dp).sum(axis=-1, keepdims=True)
+        ds = p * (dp - row_dot)
+        if t is not None:
+            ds = ds * (1 - t * t)
         dq = scale * ds @ k
         dk = scale * ds.transpose(0, 1, 3, 2) @ q
         fold = lambda g: g.reshape(g.shape[0], hkv, hq // hkv, *g.shape[2:]).sum(axis=2)
-        return dq, fold(dk), fold(dv)
+        dsinks = None if p_sink is None else -(p_sink * row_dot).sum(axis=(0, 2, 3))
+        return dq, fold(dk), fold(dv), dsinks
 
     return o, lse, grads
 
@@ -66,6 +89,18 @@ CASES = [  # (B, Hq, Hkv, Nq, Nk, D, dtype, causal, scale)
     (1, 8, 1, 64, 64, 96, np.float32, False, None),  # MQA
     (1, 4, 2, 150, 170, 64, np.float16, True, None),  # tensor-core tiles: several, with tails
 ]
+
+
+def report(label, checks, path):
+    """Compares each (what, file, expected, tolerance, dtype) output; prints a line each, returns the failures."""
+    failures = 0
+    for what, file, expected, tol, out_dtype in checks:
+        got = np.load(path(file))
+        err = rel_error(got, expected)
+        ok = got.dtype == out_dtype and got.shape == expected.shape and err <= tol
+        failures += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} {label}: {what} relative error {err:.2e} (tolerance {tol:.0e})")
+    return failures
 
 
 def check_sequences(vkflash, path, rng):
@@ -96,7 +131,7 @@ def check_sequences(vkflash, path, rng):
         rows, keys = slice(cq[b], cq[b + 1]), slice(ck[b], ck[b] + lens[b])
         o, lse, grads = attention(heads_first(arrays["q"][rows]), heads_first(arrays["k"][keys]),
                                   heads_first(arrays["v"][keys]), True, d ** -0.5)
-        dq, dk, dv = grads(heads_first(arrays["do"][rows]))
+        dq, dk, dv, _ = grads(heads_first(arrays["do"][rows]))
         back = lambda x: x[0].transpose(1, 0, 2)
         unused = slice(ck[b] + lens[b], ck[b + 1])
         checks = [("O", rel_error(got["o"][rows], back(o)), 2e-4), ("LSE", rel_error(got["lse"][:, rows], lse[0]), 2e-4),
@@ -108,6 +143,57 @@ def check_sequences(vkflash, path, rng):
             ok = err <= tol
             failures += not ok
             print(f"{'ok  ' if ok else 'FAIL'} varlen sequence {b}: {what} error {err:.2e} (tolerance {tol:.0e})")
+    return failures
+
+
+SCORE_CASES = [  # (B, Hq, Hkv, Nq, Nk, D, dtype, causal, window, softcap, slopes shape, sinks)
+    (2, 4, 2, 23, 41, 32, np.float32, True, (-1, -1), 5.0, "head", True),
+    (2, 4, 4, 30, 12, 64, np.float16, True, (6, -1), 0.0, "batch", True),  # Nq > Nk: rows see only the sink
+    (1, 6, 2, 17, 29, 40, np.float32, False, (4, 3), 0.7, None, False),
+    (1, 8, 2, 1, 300, 64, np.float16, False, (-1, -1), 30.0, "head", True),  # decode-shaped
+]
+
+
+def check_score_variants(vkflash, path, rng):
+    """--softcap, --alibi (slopes [Hq] and [B, Hq]) and --sinks with --dsinks against NumPy.
+    Returns the number of failed checks."""
+    failures = 0
+    for b, hq, hkv, nq, nk, d, dtype, causal, window, softcap, slopes_shape, with_sinks in SCORE_CASES:
+        q, do = (rng.standard_normal((b, hq, nq, d)).astype(dtype) for _ in range(2))
+        k, v = (rng.standard_normal((b, hkv, nk, d)).astype(dtype) for _ in range(2))
+        slopes = None if slopes_shape is None else \
+            (rng.random(hq if slopes_shape == "head" else (b, hq)) * 0.3).astype(np.float32)
+        sinks = (rng.standard_normal(hq) + np.log(nk)).astype(np.float32) if with_sinks else None
+        flags = (["--causal"] if causal else []) + (["--window", f"{window[0]},{window[1]}"] if window != (-1, -1) else [])
+        flags += ["--softcap", str(softcap)] if softcap else []
+        for name, array in (("q", q), ("k", k), ("v", v), ("do", do), ("slopes", slopes), ("sinks", sinks)):
+            if array is not None:
+                np.save(path(name + ".npy"), array)
+                if name in ("slopes", "sinks"):
+                    flags += ["--alibi" if name == "slopes" else "--sinks", path(name + ".npy")]
+        io = ["--q", path("q.npy"), "--k", path("k.npy"), "--v", path("v.npy")]
+        dsinks_out = ["--dsinks", path("dsinks.npy")] if with_sinks else []
+        for command in (["forward", *io, "--out", path("o.npy"), "--lse", path("lse.npy"), *flags],
+                        ["backward", *io, "--do", path("do.npy"), "--dq", path("dq.npy"), "--dk", path("dk.npy"),
+                         "--dv", path("dv.npy"), *dsinks_out, *flags]):
+            run = subprocess.run([vkflash, *command], capture_output=True, text=True)
+            if run.returncode != 0 or run.stderr:
+                print(f"FAIL vkflash {' '.join(command)}: exit {run.returncode}\n{run.stderr}")
+                return 1
+        o, lse, grads = attention(*(x.astype(np.float64) for x in (q, k, v)), causal, d ** -0.5, softcap, slopes, sinks,
+                                  window)
+        dq, dk, dv, dsinks = grads(do.astype(np.float64))
+        fwd_tol, bwd_tol = (2e-4, 5e-4) if dtype == np.float32 else (5e-3, 1e-2)
+        checks = [("O", "o.npy", o, fwd_tol, dtype), ("LSE", "lse.npy", lse, fwd_tol, np.float32),
+                  ("dQ", "dq.npy", dq, bwd_tol, dtype), ("dK", "dk.npy", dk, bwd_tol, dtype),
+                  ("dV", "dv.npy", dv, bwd_tol, dtype)]
+        if with_sinks:
+            checks.append(("dSinks", "dsinks.npy", dsinks, bwd_tol, np.float32))
+        label = f"B={b} Hq={hq} Hkv={hkv} Nq={nq} Nk={nk} D={d} {np.dtype(dtype).name}" + (" causal" if causal else "") + \
+                (f" window={window[0]},{window[1]}" if window != (-1, -1) else "") + \
+                (f" softcap={softcap}" if softcap else "") + (f" alibi[{slopes_shape}]" if slopes_shape else "") + \
+                (" sinks" if with_sinks else "")
+        failures += report(label, checks, path)
     return failures
 
 
@@ -139,7 +225,7 @@ def main():
 
             o, lse, grads = attention(*(x.astype(np.float64) for x in (q, k, v)), causal,
                                       scale if scale is not None else d ** -0.5)
-            dq, dk, dv = grads(do.astype(np.float64))
+            dq, dk, dv, _ = grads(do.astype(np.float64))
             fwd_tol, bwd_tol = (2e-4, 5e-4) if dtype == np.float32 else (5e-3, 1e-2)
             checks = [("O", "o.npy", o, fwd_tol, dtype), ("LSE", "lse.npy", lse, fwd_tol, np.float32),
                       ("dQ", "dq.npy", dq, bwd_tol, dtype), ("dK", "dk.npy", dk, bwd_tol, dtype),
@@ -148,14 +234,11 @@ def main():
                       ("dV --nondeterministic", "dv_nd.npy", dv, bwd_tol, dtype)]
             label = f"B={b} Hq={hq} Hkv={hkv} Nq={nq} Nk={nk} D={d} {np.dtype(dtype).name}" + \
                     (" causal" if causal else "") + (f" scale={scale}" if scale is not None else "")
-            for what, file, expected, tol, out_dtype in checks:
-                got = np.load(path(file))
-                err = rel_error(got, expected)
-                ok = got.dtype == out_dtype and got.shape == expected.shape and err <= tol
-                failures += not ok
-                print(f"{'ok  ' if ok else 'FAIL'} {label}: {what} relative error {err:.2e} (tolerance {tol:.0e})")
+            failures += report(label, checks, path)
         failures += check_sequences(vkflash, path, rng)
-    print(f"{len(CASES) * 8 + 18 - failures} passed, {failures} failed")
+        failures += check_score_variants(vkflash, path, rng)
+    checked = len(CASES) * 8 + 18 + sum(5 + case[-1] for case in SCORE_CASES)
+    print(f"{checked - failures} passed, {failures} failed")
     return 1 if failures else 0
 
 

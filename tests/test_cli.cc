@@ -261,6 +261,160 @@ TEST_CASE("CLI backward refuses bad input with exit 2 and writes no gradient fil
   RequireBadInput("backward" + inputs + " --do " + Path("do.npy") + clash, "bad_out.npy");
 }
 
+namespace {
+
+void WriteFloats(const std::string& name, std::vector<uint64_t> shape, const std::vector<float>& values,
+                 DataType dtype = DataType::kFloat32) {
+  REQUIRE(tools::WriteNpy(Path(name), tools::MakeNpy(dtype, std::move(shape), values)).ok());
+}
+
+}  // namespace
+
+TEST_CASE("CLI forward and backward with --softcap, --alibi and --sinks match the float64 reference",
+          "[cli][backward][softcap][alibi][sinks]") {
+  UseFolder("score_variants");
+  struct Case {
+    DataType dtype;
+    const char* softcap;
+    bool per_batch_slopes, sinks, causal;
+    AttentionWindow window;
+  };
+  const uint64_t b = 2, hq = 4, hkv = 2, nq = 19, nk = 33, d = 40;
+  for (const Case c : {Case{DataType::kFloat32, "5", false, true, true, {}},
+                       Case{DataType::kFloat16, "", true, true, false, {5, 2}},
+                       Case{DataType::kFloat32, "0.5", false, false, false, {}},
+                       Case{DataType::kFloat16, "30", true, false, true, {8, -1}}}) {
+    WriteTensor("q.npy", c.dtype, {b, hq, nq, d}, 1);
+    WriteTensor("k.npy", c.dtype, {b, hkv, nk, d}, 2);
+    WriteTensor("v.npy", c.dtype, {b, hkv, nk, d}, 3);
+    WriteTensor("do.npy", c.dtype, {b, hq, nq, d}, 4);
+    const std::vector<float> slopes = c.per_batch_slopes ? std::vector<float>{0.5f, 0.25f, 0.125f, 0.0625f, 0.4f, 0.2f, 0.1f, 0.05f}
+                                                         : std::vector<float>{0.3f, 0.1f, 0.03f, 0.01f};
+    const std::vector<float> sinks = {1.0f, 3.5f, -2.0f, 0.0f};
+    WriteFloats("slopes.npy", c.per_batch_slopes ? std::vector<uint64_t>{b, hq} : std::vector<uint64_t>{hq}, slopes);
+    WriteFloats("sinks.npy", {hq}, sinks);
+
+    std::string variants = " --alibi " + Path("slopes.npy");
+    if (c.sinks) variants += " --sinks " + Path("sinks.npy");
+    if (*c.softcap) variants += std::string(" --softcap ") + c.softcap;
+    if (c.causal) variants += " --causal";
+    if (c.window.left != -1 || c.window.right != -1)
+      variants += " --window " + std::to_string(c.window.left) + "," + std::to_string(c.window.right);
+    const std::string io = " --q " + Path("q.npy") + " --k " + Path("k.npy") + " --v " + Path("v.npy");
+    CliResult r = RunCli("forward" + io + " --out " + Path("o.npy") + " --lse " + Path("lse.npy") + variants);
+    INFO(variants << "\n" << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.err.empty());
+    std::remove(Path("dsinks.npy").c_str());
+    r = RunCli("backward" + io + " --do " + Path("do.npy") + " --dq " + Path("dq.npy") + " --dk " + Path("dk.npy") +
+               " --dv " + Path("dv.npy") + (c.sinks ? " --dsinks " + Path("dsinks.npy") : "") + variants);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.err.empty());
+
+    AttentionParams params;
+    params.shape = {uint32_t(b), uint32_t(hq), uint32_t(hkv), uint32_t(nq), uint32_t(nk), uint32_t(d)};
+    params.dtype = c.dtype;
+    params.causal = c.causal;
+    params.window = c.window;
+    params.softcap = *c.softcap ? std::stof(c.softcap) : 0.0f;
+    params.alibi = c.per_batch_slopes ? AlibiSlopes::kPerBatchHead : AlibiSlopes::kPerHead;
+    params.sinks = c.sinks;
+    const tools::ReferenceVariants values{slopes, c.sinks ? sinks : std::vector<float>{}};
+    const auto q = ReadFloats("q.npy"), k = ReadFloats("k.npy"), v = ReadFloats("v.npy"), d_o = ReadFloats("do.npy");
+    const auto forward = tools::ReferenceAttentionForward(params, q, k, v, values);
+    CHECK(tools::RelativeError(ReadFloats("o.npy"), forward.o) <= ForwardTolerance(c.dtype));
+    CHECK(tools::RelativeError(ReadFloats("lse.npy"), forward.lse) <= ForwardTolerance(c.dtype));
+    const auto backward = tools::ReferenceAttentionBackward(params, q, k, v, d_o, values);
+    CHECK(tools::RelativeError(ReadFloats("dq.npy"), backward.dq) <= BackwardTolerance(c.dtype));
+    CHECK(tools::RelativeError(ReadFloats("dk.npy"), backward.dk) <= BackwardTolerance(c.dtype));
+    CHECK(tools::RelativeError(ReadFloats("dv.npy"), backward.dv) <= BackwardTolerance(c.dtype));
+    if (c.sinks) {
+      auto file = tools::ReadNpy(Path("dsinks.npy"));
+      REQUIRE(file.ok());
+      CHECK(file->dtype == DataType::kFloat32);  // float32 whatever the tensors' dtype
+      CHECK(file->shape == std::vector<uint64_t>{hq});
+      CHECK(DsinksError(c.dtype, ReadFloats("dsinks.npy"), backward) <= BackwardTolerance(c.dtype));
+    }
+  }
+}
+
+TEST_CASE("CLI refuses bad score variants with exit 2, one line, and no output file", "[cli][softcap][alibi][sinks]") {
+  UseFolder("score_variants_bad");
+  WriteTensor("q.npy", DataType::kFloat32, {2, 4, 8, 16}, 1);
+  WriteTensor("k.npy", DataType::kFloat32, {2, 2, 8, 16}, 2);
+  WriteTensor("do.npy", DataType::kFloat32, {2, 4, 8, 16}, 3);
+  WriteFloats("slopes.npy", {4}, {0.5f, 0.25f, 0.125f, 0.0625f});
+  WriteFloats("slopes3.npy", {3}, {0.5f, 0.25f, 0.125f});
+  WriteFloats("slopes_b3.npy", {3, 4}, std::vector<float>(12, 0.1f));
+  WriteFloats("slopes_3d.npy", {1, 2, 4}, std::vector<float>(8, 0.1f));
+  WriteFloats("slopes_f16.npy", {4}, {0.5f, 0.25f, 0.125f, 0.0625f}, DataType::kFloat16);
+  WriteFloats("sinks.npy", {4}, {0.0f, 1.0f, 2.0f, 3.0f});
+  WriteFloats("sinks5.npy", {5}, std::vector<float>(5, 0.0f));
+  WriteFloats("sinks_2d.npy", {1, 4}, std::vector<float>(4, 0.0f));
+  WriteFloats("sinks_f16.npy", {4}, std::vector<float>(4, 0.0f), DataType::kFloat16);
+  const std::string io = " --q " + Path("q.npy") + " --k " + Path("k.npy") + " --v " + Path("k.npy");
+  const std::string out = " --out " + Path("bad_out.npy") + " --lse " + Path("bad_lse.npy");
+
+  for (const char* softcap : {"nan", "inf", "-inf", "-1", "-0.001"})
+    RequireBadInput("forward" + io + out + " --softcap " + softcap, "--softcap");
+  RequireBadInput("forward" + io + out + " --softcap x", "--softcap");
+  RequireBadInput("forward" + io + out + " --alibi " + Path("slopes3.npy"), "--alibi");
+  RequireBadInput("forward" + io + out + " --alibi " + Path("slopes_b3.npy"), "[B, Hq] (2, 4)");
+  RequireBadInput("forward" + io + out + " --alibi " + Path("slopes_3d.npy"), "slopes_3d.npy");
+  RequireBadInput("forward" + io + out + " --alibi " + Path("slopes_f16.npy"), "float32");
+  RequireBadInput("forward" + io + out + " --alibi " + Path("missing.npy"), "missing.npy");
+  RequireBadInput("forward" + io + out + " --sinks " + Path("sinks5.npy"), "--sinks");
+  RequireBadInput("forward" + io + out + " --sinks " + Path("sinks_2d.npy"), "--sinks");
+  RequireBadInput("forward" + io + out + " --sinks " + Path("sinks_f16.npy"), "float32");
+  // An output over the slopes or sinks it reads is refused, and they stay as they were.
+  const std::string sinks_before = Slurp(Path("sinks.npy"));
+  RequireBadInput("forward" + io + " --out " + Path("sinks.npy") + " --sinks " + Path("sinks.npy"), "also an input");
+  CHECK(Slurp(Path("sinks.npy")) == sinks_before);
+
+  const std::string grads = " --do " + Path("do.npy") + " --dq " + Path("bad_out.npy") + " --dk " + Path("bad_lse.npy") +
+                            " --dv " + Path("bad_dv.npy");
+  RequireBadInput("backward" + io + grads + " --dsinks " + Path("bad_dsinks.npy"), "--dsinks needs --sinks");
+  RequireBadInput("backward" + io + grads + " --dsinks " + Path("bad_dsinks.npy") + " --sinks " + Path("sinks5.npy"),
+                  "--sinks");
+  RequireBadInput("backward" + io + grads + " --softcap -3 --dsinks " + Path("bad_dsinks.npy") + " --sinks " +
+                      Path("sinks.npy"),
+                  "--softcap");
+  RequireBadInput("backward" + io + grads + " --alibi " + Path("slopes3.npy"), "--alibi");
+  RequireBadInput("backward" + io + grads + " --dsinks " + Path("sinks.npy") + " --sinks " + Path("sinks.npy"),
+                  "also an input");
+  CHECK(Slurp(Path("sinks.npy")) == sinks_before);
+  CHECK_FALSE(Exists(Path("bad_dv.npy")));
+  CHECK_FALSE(Exists(Path("bad_dsinks.npy")));
+
+  // check and bench make their own slopes and sinks; the softcap is checked there too.
+  RequireBadInput("check --b 1 --hq 2 --hkv 1 --nq 8 --nk 8 --d 16 --softcap -1", "--softcap");
+  RequireBadInput("bench --b 1 --h 2 --n 64 --d 32 --softcap nan", "--softcap");
+  RequireBadInput("bench --b 1 --h 2 --n 64 --d 32 --alibi " + Path("slopes.npy"), "");  // --alibi is a flag there
+}
+
+TEST_CASE("CLI check and bench run the score variants with made slopes and sinks", "[cli][bench][softcap][alibi][sinks]") {
+  UseFolder("score_variants_made");
+  CliResult r = RunCli("check --b 2 --hq 4 --hkv 2 --nq 40 --nk 70 --d 32 --causal --softcap 20 --alibi --sinks --repeats 1");
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("softcap=20 alibi sinks") != std::string::npos);
+  CHECK(r.out.find("PASS") != std::string::npos);
+
+  r = RunCli("bench --b 1 --h 2 --n 64 --d 32 --causal --softcap 30 --alibi --sinks --runs 3 --warmup 1 --min-time-ms 0 "
+             "--json " + Path("bench.json"));
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("[validation") == std::string::npos);
+  CHECK(r.out.find("softcap=30+alibi+sinks") != std::string::npos);
+  const std::string json = Slurp(Path("bench.json"));
+  for (const char* key : {"\"mode\": \"fwd\"", "\"mode\": \"bwd\"", "\"softcap\": 30.0", "\"alibi\": true", "\"sinks\": true"}) {
+    INFO(key);
+    CHECK(json.find(key) != std::string::npos);
+  }
+  CHECK(json.find("naive") == std::string::npos);  // the naive baseline has no score variants
+}
+
 TEST_CASE("CLI bench times forward and backward and writes JSON rows", "[cli][bench]") {
   UseFolder("bench");
   const CliResult r = RunCli("bench --b 1 --h 2 --n 64 --d 32 --causal --runs 3 --warmup 1 --json " + Path("bench.json"));

@@ -119,7 +119,8 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   VKF_ASSIGN_OR_RETURN(const CallLayout call, ResolveCallLayout(params, /*backward=*/true));
   const AttentionShape& shape = call.planning.shape;  // lengths: the longest sequence's
   const bool has_queries = shape.q_elements() > 0, has_keys = shape.kv_elements() > 0;
-  if (!has_queries && !has_keys) return Status::Ok();
+  const bool write_dsinks = params.sinks && !buffers.dsinks.empty();
+  if (!has_queries && !has_keys && !write_dsinks) return Status::Ok();
 
   const bool aligned = VectorAligned({buffers.q, buffers.k, buffers.v, buffers.d_o, buffers.dq, buffers.dk, buffers.dv}) &&
                        call.vector_strides;
@@ -155,11 +156,32 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
     inputs.insert(inputs.end(), {k, v});
     if (!has_queries && parts.table_bytes > 0) outputs.push_back(workspace);
   }
+  // The score modifiers' inputs, and the sinks' gradient (written where asked for).
+  const std::vector<NamedView> score_mods = ScoreModViews(params, buffers.alibi_slopes, buffers.sinks);
+  VKF_RETURN_IF_ERROR(CheckViews(info_, score_mods));
+  inputs.insert(inputs.end(), score_mods.begin(), score_mods.end());
+  const NamedView dsinks{"dsinks", buffers.dsinks, uint64_t(shape.q_heads) * sizeof(float)};
+  if (write_dsinks) {
+    VKF_RETURN_IF_ERROR(CheckViews(info_, {dsinks}));
+    outputs.push_back(dsinks);
+  } else if (!buffers.dsinks.empty()) {
+    return Status::Error(ErrorCode::kInvalidArgument, "buffer 'dsinks' is given but the call has no sinks (params.sinks)");
+  }
   VKF_RETURN_IF_ERROR(CheckNoOverlap(outputs, inputs));
+  const KernelChoice dsinks_kernel = DsinksChoice(info_);
+  if (write_dsinks && info_.shader_loop_budget != 0 &&
+      uint64_t(shape.batch) * ((shape.q_len + dsinks_kernel.workgroup_size - 1) / dsinks_kernel.workgroup_size) >
+          info_.shader_loop_budget / 2) {
+    return Status::Error(ErrorCode::kUnsupported, "the sinks' gradient over this many rows per head would outrun this "
+                                                  "driver's shader loop budget");
+  }
   const BufferView table = parts.table_bytes > 0 ? WorkspacePart(buffers.workspace, parts.table_offset, parts.table_bytes)
                                                  : BufferView{};
   if (!has_queries) q.view = o.view = d_o.view = dq.view = lse.view = workspace.view = buffers.k;
   if (!has_keys) k.view = v.view = dk.view = dv.view = buffers.q;
+  if (!has_queries && !has_keys) {  // only the sinks' gradient (zeros): it stands in for the rest
+    q.view = o.view = d_o.view = dq.view = lse.view = workspace.view = k.view = v.view = dk.view = dv.view = buffers.dsinks;
+  }
 
   const KernelChoice preprocess = PreprocessChoice(info_, params);
   const uint32_t groups_dq = (shape.q_len + choice.dq.block_q - 1) / choice.dq.block_q;
@@ -173,6 +195,10 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
                        Pipeline(preprocess, call.planning, /*chunked=*/false, /*zero_dq_sums=*/choice.atomic_dq));
   VKF_ASSIGN_OR_RETURN(VkPipeline dkdv_pipeline, Pipeline(choice.dkdv, call.planning, plans.dkdv.chunks > 1));
   VKF_ASSIGN_OR_RETURN(VkPipeline dq_pipeline, Pipeline(choice.dq, call.planning, plans.dq.chunks > 1));
+  VkPipeline dsinks_pipeline = VK_NULL_HANDLE;
+  if (write_dsinks) {
+    VKF_ASSIGN_OR_RETURN(dsinks_pipeline, Pipeline(dsinks_kernel, call.planning, /*chunked=*/false));
+  }
 
   std::array<BufferView, VKF_BWD_BINDING_COUNT> bindings;
   bindings[VKF_BWD_BINDING_Q] = q.view;
@@ -196,6 +222,10 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   bindings[VKF_BWD_BINDING_DK] = dk.view;
   bindings[VKF_BWD_BINDING_DV] = dv.view;
   bindings[VKF_BWD_BINDING_SEQUENCES] = table.empty() ? q.view : table;
+  // Unused score-modifier bindings still need a buffer: Q stands in (never read then).
+  bindings[VKF_BWD_BINDING_ALIBI] = params.alibi != AlibiSlopes::kNone ? buffers.alibi_slopes : q.view;
+  bindings[VKF_BWD_BINDING_SINKS] = params.sinks ? buffers.sinks : q.view;
+  bindings[VKF_BWD_BINDING_DSINKS] = write_dsinks ? buffers.dsinks : dq.view;
   if (!table.empty()) RecordSequenceTable(cmd, call, table);
   const gpu::AttentionPush push = MakeAttentionPush(call);
 
@@ -209,6 +239,10 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
     // (atomic dQ) are added to by the dK/dV kernel.
     vk::MemoryBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+  }
+  if (write_dsinks) {  // reads delta and the LSE (no rows: writes zeros); runs beside the gradient kernels
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, dsinks_pipeline);
+    vkCmdDispatch(cmd, 1, shape.q_heads, 1);
   }
   if (has_keys) {  // with no queries this writes zero dK, dV
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, dkdv_pipeline);

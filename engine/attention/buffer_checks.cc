@@ -59,6 +59,18 @@ Status CheckNoOverlap(const std::vector<NamedView>& outputs, const std::vector<N
   return Status::Ok();
 }
 
+std::vector<NamedView> ScoreModViews(const AttentionParams& params, const BufferView& alibi_slopes,
+                                     const BufferView& sinks) {
+  const uint64_t heads = params.shape.q_heads;
+  std::vector<NamedView> views;
+  if (params.alibi == AlibiSlopes::kPerHead) views.push_back({"alibi_slopes", alibi_slopes, heads * sizeof(float)});
+  if (params.alibi == AlibiSlopes::kPerBatchHead) {
+    views.push_back({"alibi_slopes", alibi_slopes, uint64_t(params.shape.batch) * heads * sizeof(float)});
+  }
+  if (params.sinks) views.push_back({"sinks", sinks, heads * sizeof(float)});
+  return views;
+}
+
 bool VectorAligned(std::initializer_list<BufferView> views) {
   for (const BufferView& view : views)
     if (view.offset % 16 != 0) return false;

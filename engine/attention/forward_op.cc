@@ -179,7 +179,11 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
     VKF_RETURN_IF_ERROR(CheckViews(info_, {workspace}));
     outputs.push_back(workspace);
   }
-  VKF_RETURN_IF_ERROR(CheckNoOverlap(outputs, {q, k, v}));
+  const std::vector<NamedView> score_mods = ScoreModViews(params, buffers.alibi_slopes, buffers.sinks);
+  VKF_RETURN_IF_ERROR(CheckViews(info_, score_mods));
+  std::vector<NamedView> inputs = {q, k, v};
+  inputs.insert(inputs.end(), score_mods.begin(), score_mods.end());
+  VKF_RETURN_IF_ERROR(CheckNoOverlap(outputs, inputs));
 
   // The decode merge dispatches one workgroup per query row.
   const uint32_t group_count_x = IsDecode(choice) ? decode_splits : (shape.q_len + choice.block_q - 1) / choice.block_q;
@@ -197,6 +201,8 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
   bindings[VKF_FWD_BINDING_V] = v.view;
   if (!buffers.lse.empty()) bindings[VKF_FWD_BINDING_LSE] = buffers.lse;
   if (instrumented) bindings[VKF_FWD_BINDING_STATS] = stats_view;
+  if (params.alibi != AlibiSlopes::kNone) bindings[VKF_FWD_BINDING_ALIBI] = buffers.alibi_slopes;
+  if (params.sinks) bindings[VKF_FWD_BINDING_SINKS] = buffers.sinks;
   if (state.o_bytes > 0) {
     bindings[VKF_FWD_BINDING_O_STATE] = WorkspacePart(buffers.workspace, state.o_offset, state.o_bytes);
     bindings[VKF_FWD_BINDING_ROW_STATE] = WorkspacePart(buffers.workspace, state.row_offset, state.row_bytes);

@@ -76,6 +76,13 @@ KernelChoice PreprocessChoice(const DeviceInfo& device, const AttentionParams& p
   return choice;
 }
 
+KernelChoice DsinksChoice(const DeviceInfo& device) {
+  KernelChoice choice;
+  choice.kernel = "backward_dsinks";
+  choice.workgroup_size = PreprocessWorkgroupSize(device);  // a power of two, as its tree sum needs
+  return choice;
+}
+
 KernelChoice DqFromSumsChoice(const DeviceInfo& device, const AttentionParams& params) {
   KernelChoice choice = PreprocessChoice(device, params);
   choice.kernel = std::string("backward_dq_from_sums_") + (params.dtype == DataType::kFloat16 ? "f16" : "f32");

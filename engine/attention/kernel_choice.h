@@ -23,6 +23,8 @@ uint32_t PreprocessWorkgroupSize(const DeviceInfo& device);
 // The backward's preprocess (delta = rowsum(dO * O)), every family's: block_q rows per workgroup of
 // PreprocessWorkgroupSize invocations, VKF_PREPROCESS_THREADS_PER_ROW per row.
 KernelChoice PreprocessChoice(const DeviceInfo& device, const AttentionParams& params);
+// The sinks' gradient (BackwardBuffers::dsinks), every family's: one workgroup per query head.
+KernelChoice DsinksChoice(const DeviceInfo& device);
 // The last kernel of a backward with atomic dQ (BackwardKernelChoice::atomic_dq): it scales the
 // float32 dQ sums and stores dQ, dispatched as the preprocess is.
 KernelChoice DqFromSumsChoice(const DeviceInfo& device, const AttentionParams& params);

@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "attention/key_band.h"
 #include "common/shader_interface.h"
@@ -27,6 +28,10 @@ inline SpecConstants MakeSpecConstants(const KernelChoice& choice, const Attenti
   const KeyBand band = KeyBandOf(params);
   spec[VKF_SPEC_WINDOW_LEFT] = band.bounded_left() ? 1u : 0u;
   spec[VKF_SPEC_WINDOW_RIGHT] = band.bounded_right() ? 1u : 0u;
+  // The score modifiers (shaders/common/score_mod.glsl); the softcap as a float's bits.
+  std::memcpy(&spec[VKF_SPEC_SOFTCAP], &params.softcap, sizeof(float));
+  spec[VKF_SPEC_ALIBI] = uint32_t(params.alibi);
+  spec[VKF_SPEC_SINKS] = params.sinks ? 1u : 0u;
   spec[VKF_SPEC_WRITE_LSE] = write_lse ? 1u : 0u;
   spec[VKF_SPEC_INSTRUMENT] = instrument ? 1u : 0u;
   spec[VKF_SPEC_CHUNKED] = chunked ? 1u : 0u;

@@ -27,6 +27,9 @@ Status NaiveOperator::Record(VkCommandBuffer cmd, const AttentionParams& params,
   if (!call.packed) {
     return Status::Error(ErrorCode::kUnsupported, "the naive baseline takes packed [B, H, N, D] tensors only");
   }
+  if (params.softcap != 0.0f || params.alibi != AlibiSlopes::kNone || params.sinks) {
+    return Status::Error(ErrorCode::kUnsupported, "the naive baseline has no softcap, ALiBi or sinks");
+  }
   const AttentionShape& shape = params.shape;
   if (shape.q_elements() == 0) return Status::Ok();
   if (shape.kv_len == 0) {

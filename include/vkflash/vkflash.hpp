@@ -112,7 +112,19 @@ struct AttentionWindow {
   int32_t right = -1;
 };
 
+// ALiBi (Press et al.): every score gets -slope * |i + Nk - Nq - j|, its distance from the
+// bottom-right aligned diagonal, with float32 slopes in Forward/BackwardBuffers::alibi_slopes:
+// kPerHead one per query head ([Hq]), kPerBatchHead one per batch entry and query head ([B, Hq];
+// with cu_seqlens, B is the number of sequences).
+enum class AlibiSlopes : uint32_t { kNone = 0, kPerHead = 1, kPerBatchHead = 2 };
+
 // Causal masking is bottom-right aligned per sequence: the window {-1, 0}.
+//
+// The score of query row i and key j is modified in this order (docs/design.md):
+//   s = scale * q_i . k_j;  s = softcap * tanh(s / softcap) (softcap > 0);  s -= slope * |i + Nk - Nq - j|
+//   (ALiBi); then keys outside the causal / window band are masked. With sinks, each row's softmax
+// denominator also holds exp(sink[h]) (a logit with no value row): O = sum_j P_j V_j with
+// P_j = exp(s_j) / (sum_k exp(s_k) + exp(sink[h])), and the LSE includes the sink.
 struct AttentionParams {
   AttentionShape shape;
   DataType dtype = DataType::kFloat32;
@@ -120,6 +132,15 @@ struct AttentionParams {
   // Sliding window; with causal its right side must be -1 or 0 (causal bounds it at 0).
   AttentionWindow window;
   std::optional<float> scale;  // softmax scale; default 1/sqrt(head_dim)
+  // Logit softcap (Gemma 2: 50): 0 is none; otherwise finite and > 0. Each distinct value is its
+  // own pipeline (a specialization constant), built once and kept in the pipeline cache.
+  float softcap = 0.0f;
+  AlibiSlopes alibi = AlibiSlopes::kNone;
+  // Attention sinks (gpt-oss): a learned float32 logit per query head in
+  // Forward/BackwardBuffers::sinks ([Hq], not scaled, not softcapped) that joins every row's
+  // softmax denominator. A row that sees no key then gets O = 0 and LSE = sink (to float32
+  // rounding). A sink of -inf weighs nothing: the call computes what it would without sinks.
+  bool sinks = false;
   // Backward only. true: bit-identical gradients run after run (no float atomics). false allows
   // dQ to be summed with float atomics where the kernel family has such a kernel (today the
   // VK_NV_cooperative_matrix2 one), the device VK_EXT_shader_atomic_float's
@@ -210,10 +231,13 @@ class Buffer {
 // is written and read by the call that uses it: calls recorded with the same workspace need a
 // compute-to-compute barrier between them (or one workspace each), like any two writers of one
 // buffer.
+// alibi_slopes (float32 [Hq] or [B, Hq], AttentionParams::alibi) and sinks (float32 [Hq],
+// AttentionParams::sinks) are read only by calls that use them.
 struct ForwardBuffers {
   BufferView q, k, v, o;
   BufferView lse;
   BufferView workspace;
+  BufferView alibi_slopes, sinks;
 };
 
 // The buffers of one backward call. o and lse are the forward's outputs for the same params
@@ -223,10 +247,16 @@ struct ForwardBuffers {
 // loops between chunks, and with atomic dQ (AttentionParams::deterministic) dQ's float32 sums);
 // RecordBackward needs one, Backward() allocates one when it is left empty. Two calls that share
 // a workspace need a compute-to-compute barrier between them (or one workspace each).
+// alibi_slopes and sinks as for the forward. dsinks (float32 [Hq]; optional, with params.sinks):
+// the gradient of sum(O * dO) with respect to the sinks, -sum over batch and rows of
+// P_sink * rowsum(dO * O), summed in a fixed order (deterministic); not written when empty. A
+// dsinks view on a call without sinks is an error (kInvalidArgument).
 struct BackwardBuffers {
   BufferView q, k, v, o, lse, d_o;
   BufferView dq, dk, dv;
   BufferView workspace;
+  BufferView alibi_slopes, sinks;
+  BufferView dsinks;
 };
 
 // ---------------------------------------------------------------------------------------------

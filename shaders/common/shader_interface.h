@@ -38,7 +38,18 @@ using uint = std::uint32_t;
 // to (calls with deterministic = false).
 #define VKF_SPEC_ZERO_DQ_SUMS 16
 #define VKF_SPEC_WINDOW_LEFT 17
-#define VKF_SPEC_COUNT 18
+// Score modifiers (common/score_mod.glsl): the logit softcap (a float, natural units; 0: none),
+// ALiBi's slopes (VKF_ALIBI_*) and whether each row's softmax holds its head's sink logit.
+#define VKF_SPEC_SOFTCAP 18
+#define VKF_SPEC_ALIBI 19
+#define VKF_SPEC_SINKS 20
+#define VKF_SPEC_COUNT 21
+
+// ALiBi's slopes (float32): none, one per query head [Hq], or one per batch entry and query head
+// [B, Hq]. The values of vkflash::AlibiSlopes.
+#define VKF_ALIBI_NONE 0
+#define VKF_ALIBI_PER_HEAD 1
+#define VKF_ALIBI_PER_BATCH_HEAD 2
 
 // Forward pass storage-buffer bindings (set 0).
 #define VKF_FWD_BINDING_Q 0
@@ -53,7 +64,9 @@ using uint = std::uint32_t;
 #define VKF_FWD_BINDING_O_STATE 6
 #define VKF_FWD_BINDING_ROW_STATE 7
 #define VKF_FWD_BINDING_SEQUENCES 8  // the sequence table (AttentionPush.sequence_table)
-#define VKF_FWD_BINDING_COUNT 9
+#define VKF_FWD_BINDING_ALIBI 9       // ALiBi's slopes (VKF_SPEC_ALIBI)
+#define VKF_FWD_BINDING_SINKS 10      // the sink logits, float32 [Hq] (VKF_SPEC_SINKS)
+#define VKF_FWD_BINDING_COUNT 11
 
 // Instrumentation: floats per (query row, key tile), in this order.
 #define VKF_STATS_RUNNING_MAX 0   // m after the tile (natural log units)
@@ -94,7 +107,10 @@ using uint = std::uint32_t;
 #define VKF_BWD_BINDING_DK_STATE 11
 #define VKF_BWD_BINDING_DV_STATE 12
 #define VKF_BWD_BINDING_SEQUENCES 13  // the sequence table (AttentionPush.sequence_table)
-#define VKF_BWD_BINDING_COUNT 14
+#define VKF_BWD_BINDING_ALIBI 14      // ALiBi's slopes (VKF_SPEC_ALIBI)
+#define VKF_BWD_BINDING_SINKS 15      // the sink logits, float32 [Hq]
+#define VKF_BWD_BINDING_DSINKS 16     // their gradient, float32 [Hq] (the dsinks kernel)
+#define VKF_BWD_BINDING_COUNT 17
 
 // The cooperative-matrix layout probe (shaders/coopmat/coopmat_layout_probe.comp): for every lane l and
 // accumulator element i, the value 16 * row + column lands at float l * VKF_PROBE_STRIDE + i;

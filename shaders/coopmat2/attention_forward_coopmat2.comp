@@ -45,6 +45,9 @@ layout(constant_id = VKF_SPEC_CM2_STAT_COLUMNS) const uint STAT_COLUMNS = 32;
 #define NEG_HALF_FLT_MAX uintBitsToFloat(0xfeffffffu)
 
 #include "common/attention_mask.glsl"
+#define VKF_SCORE_MOD_BINDING_ALIBI VKF_FWD_BINDING_ALIBI
+#define VKF_SCORE_MOD_BINDING_SINKS VKF_FWD_BINDING_SINKS
+#include "common/score_mod.glsl"
 #define VKF_SEQUENCES_BINDING VKF_FWD_BINDING_SEQUENCES
 #include "common/sequences.glsl"  // strides are multiples of 8 elements here (the engine checks)
 
@@ -71,6 +74,12 @@ VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_K
 float mask_element(const uint row, const uint col, const float s, const uint q_begin, const uint kv_begin,
                    const uint q_len, const uint kv_len) {
   return key_visible(q_begin + row, kv_begin + col, q_len, kv_len) ? s : NEG_INF;
+}
+
+// The softcap and ALiBi of a tile's scores (row / col are tile-relative).
+float modify_score(const uint row, const uint col, const float s, const uint q_begin, const uint kv_begin,
+                   const uint q_len, const uint kv_len, const float slope_log2) {
+  return score_mod(s, slope_log2, q_begin + row, kv_begin + col, q_len, kv_len);
 }
 
 // Column 0 of the LSE matrix holds each row's LSE; rows past q_len are not stored.
@@ -106,8 +115,11 @@ void main() {
   coopMatLoadTensorNV(q_tile, q_h, q_base, sliceTensorLayoutNV(q_layout, q_begin, BLOCK_Q, 0, HEAD_DIM));
 
   ROWS_X_DIM(float) o_acc = ROWS_X_DIM(float)(0.0);
-  ROW_VECTOR(float) m_run = ROW_VECTOR(float)(NEG_HALF_FLT_MAX);  // every column holds the row's value
-  ROW_VECTOR(float) l_run = ROW_VECTOR(float)(0.0);
+  float m_start, l_start;  // from the sink, if any
+  softmax_start(head, NEG_HALF_FLT_MAX, m_start, l_start);
+  ROW_VECTOR(float) m_run = ROW_VECTOR(float)(m_start);  // every column holds the row's value
+  ROW_VECTOR(float) l_run = ROW_VECTOR(float)(l_start);
+  const float slope_log2 = alibi_slope_log2(batch, head);
 
   const ONES_COLUMNS ones = ONES_COLUMNS(1.0);
   if (gl_LocalInvocationIndex == 0) nonfinite_v = 0;  // before the first step's barriers
@@ -139,6 +151,7 @@ void main() {
     coopMatLoad(k_t, kv_tiles, 0, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
     ROWS_X_KEYS(float) s = coopMatMulAdd(q_tile, k_t, ROWS_X_KEYS(float)(0.0));
     s *= pc.scale_log2;
+    if (scores_modified()) coopMatPerElementNV(s, s, modify_score, q_begin, kv_begin, q_len, kv_len, slope_log2);
     if (masked_tile) coopMatPerElementNV(s, s, mask_element, q_begin, kv_begin, q_len, kv_len);
 
     online_softmax_step(s, ones, o_acc, m_run, l_run);

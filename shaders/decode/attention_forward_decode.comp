@@ -26,6 +26,9 @@
 #include "common/constants.glsl"
 #include "common/nonfinite.glsl"
 #include "common/attention_mask.glsl"
+#define VKF_SCORE_MOD_BINDING_ALIBI VKF_FWD_BINDING_ALIBI
+#define VKF_SCORE_MOD_BINDING_SINKS VKF_FWD_BINDING_SINKS
+#include "common/score_mod.glsl"
 #define VKF_SEQUENCES_BINDING VKF_FWD_BINDING_SEQUENCES
 #include "common/sequences.glsl"  // strides are multiples of 8 elements here (the engine checks)
 layout(constant_id = VKF_SPEC_WRITE_LSE) const bool WRITE_LSE = true;
@@ -97,9 +100,17 @@ void main() {
   // Packed row r is query row r % q_len of head kv_head * group_size + r / q_len.
   vec4 q[ROWS][2 * U4_PER_THREAD];
   uint q_row[ROWS];
+  float slope_log2[ROWS], start_max[ROWS], start_sum[ROWS];
   for (uint r = 0; r < ROWS; ++r) {
     q_row[r] = r < rows ? r % q_len : 0;
     const uint head = kv_head * group_size + min(r, rows - 1) / q_len;
+    slope_log2[r] = alibi_slope_log2(batch, head);
+    // The row's softmax starts from its head's sink in one key group of one part only.
+    softmax_start(head, NEG_INF, start_max[r], start_sum[r]);
+    if (split != 0 || key_group != 0) {
+      start_max[r] = NEG_INF;
+      start_sum[r] = 0.0;
+    }
     const uint base = (tensor_base(VKF_TENSOR_Q, batch, head, seq.q_row0) + q_row[r] * tensor_row_stride(VKF_TENSOR_Q)) / 8;
     for (uint c = 0; c < U4_PER_THREAD; ++c) {
       vec4 lo = vec4(0.0), hi = vec4(0.0);
@@ -112,8 +123,8 @@ void main() {
   float row_max[ROWS], row_sum[ROWS];
   vec4 o[ROWS][2 * U4_PER_THREAD];
   for (uint r = 0; r < ROWS; ++r) {
-    row_max[r] = NEG_INF;
-    row_sum[r] = 0.0;
+    row_max[r] = start_max[r];
+    row_sum[r] = start_sum[r];
     for (uint c = 0; c < 2 * U4_PER_THREAD; ++c) o[r][c] = vec4(0.0);
   }
 
@@ -131,6 +142,7 @@ void main() {
         // Masked (past the split, outside the row's band, a padding row) or a score of -inf: no effect.
         const uint key = key0 + u;
         const bool visible = key < key_end && r < rows && key_visible(q_row[r], key, q_len, seq.kv_len);
+        if (scores_modified()) dot_part = score_mod(dot_part, slope_log2[r], q_row[r], key, q_len, seq.kv_len);
         s[u][r] = visible ? dot_part : NEG_INF;
       }
     }

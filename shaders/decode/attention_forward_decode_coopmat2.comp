@@ -33,6 +33,9 @@ layout(constant_id = VKF_SPEC_CM2_STAT_COLUMNS) const uint STAT_COLUMNS = 32;
 // The running max starts finite so that m_old - m_new never becomes -inf - -inf (NaN).
 #define NEG_HALF_FLT_MAX uintBitsToFloat(0xfeffffffu)
 #include "common/attention_mask.glsl"
+#define VKF_SCORE_MOD_BINDING_ALIBI VKF_FWD_BINDING_ALIBI
+#define VKF_SCORE_MOD_BINDING_SINKS VKF_FWD_BINDING_SINKS
+#include "common/score_mod.glsl"
 #define VKF_SEQUENCES_BINDING VKF_FWD_BINDING_SEQUENCES
 #include "common/sequences.glsl"  // strides are multiples of 8 elements here (the engine checks)
 
@@ -66,6 +69,28 @@ float mask_packed(const uint row, const uint col, const float s, const uint kv_b
                   const uint q_len, const uint kv_len) {
   const uint key = kv_begin + col;
   return key < key_end && key_visible(row % q_len, key, q_len, kv_len) ? s : NEG_INF;
+}
+
+// The query head of packed row `row` (rows past the last packed row: the last one's).
+uint packed_head(const uint row, const uint rows, const uint q_len) {
+  return gl_WorkGroupID.y * (pc.q_heads / pc.kv_heads) + min(row, rows - 1) / q_len;
+}
+// The softcap and ALiBi of a packed row's scores.
+float modify_packed(const uint row, const uint col, const float s, const uint kv_begin, const uint rows,
+                    const uint q_len, const uint kv_len) {
+  return score_mod(s, alibi_slope_log2(gl_WorkGroupID.z, packed_head(row, rows, q_len)), row % q_len, kv_begin + col,
+                   q_len, kv_len);
+}
+// Where a packed row's softmax starts: its head's sink (the running max, then the sum).
+float sink_max(const uint row, const uint col, const float m, const uint rows, const uint q_len) {
+  float m0, l0;
+  softmax_start(packed_head(row, rows, q_len), NEG_HALF_FLT_MAX, m0, l0);
+  return m0;
+}
+float sink_sum(const uint row, const uint col, const float l, const uint rows, const uint q_len) {
+  float m0, l0;
+  softmax_start(packed_head(row, rows, q_len), NEG_HALF_FLT_MAX, m0, l0);
+  return l0;
 }
 
 float keep_lse(const uint row, const uint col, const float lse) {
@@ -109,6 +134,10 @@ void main() {
   ROWS_X_DIM(float) o_acc = ROWS_X_DIM(float)(0.0);
   ROW_VECTOR(float) m_run = ROW_VECTOR(float)(NEG_HALF_FLT_MAX);
   ROW_VECTOR(float) l_run = ROW_VECTOR(float)(0.0);
+  if (SINKS && split == 0) {  // the sinks join one part only
+    coopMatPerElementNV(m_run, m_run, sink_max, rows, q_len);
+    coopMatPerElementNV(l_run, l_run, sink_sum, rows, q_len);
+  }
   const ONES_COLUMNS ones = ONES_COLUMNS(1.0);
   CrossedRuns crossed = no_crossed_tiles(key_begin, key_end);  // where V was zeroed
   [[dont_unroll]] for (uint kv_begin = key_begin; kv_begin < key_end; kv_begin += BLOCK_KV) {
@@ -132,6 +161,7 @@ void main() {
     coopMatLoad(k_t, kv_tiles, 0, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
     ROWS_X_KEYS(float) s = coopMatMulAdd(q_tile, k_t, ROWS_X_KEYS(float)(0.0));
     s *= pc.scale_log2;
+    if (scores_modified()) coopMatPerElementNV(s, s, modify_packed, kv_begin, rows, q_len, kv_len);
     if (masked_tile) coopMatPerElementNV(s, s, mask_packed, kv_begin, key_end, q_len, kv_len);
     online_softmax_step(s, ones, o_acc, m_run, l_run);
   }

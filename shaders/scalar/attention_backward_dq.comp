@@ -20,6 +20,8 @@ const uint VEC4_PER_THREAD = (HEAD_VEC4 + THREADS_PER_ROW - 1) / THREADS_PER_ROW
 
 #include "scalar/tensor_io.glsl"
 #include "common/attention_mask.glsl"
+#define VKF_SCORE_MOD_BINDING_ALIBI VKF_BWD_BINDING_ALIBI
+#include "common/score_mod.glsl"
 #define VKF_SEQUENCES_BINDING VKF_BWD_BINDING_SEQUENCES
 #include "common/sequences.glsl"
 
@@ -72,6 +74,7 @@ void main() {
   }
   const float lse = row_lse_log2(lse_index(batch, head, seq, q_row), q_row, q_len);
   const float delta = row_delta(lse_index(batch, head, seq, q_row), q_row, q_len);
+  const float slope_log2 = alibi_slope_log2(batch, head);
 
   vec4 dq[VEC4_PER_THREAD];  // this lane's columns: vec4 d4 = lane + k * THREADS_PER_ROW
   for (uint k = 0; k < VEC4_PER_THREAD; ++k) dq[k] = vec4(0.0);
@@ -106,7 +109,10 @@ void main() {
       }
       // A masked pair's dS is 0 whatever dP is (an inf in V would make P (dP - delta) NaN).
       const bool visible = !masked_tile || key_visible(q_row, kv_begin + c, q_len, kv_len);
-      ds_tile[row * BLOCK_KV + c] = visible ? exp2(s * pc.scale_log2 - lse) * (dp - delta) : 0.0;
+      const float t = s * pc.scale_log2;
+      ds_tile[row * BLOCK_KV + c] =
+          visible ? pair_p(t, lse, slope_log2, q_row, kv_begin + c, q_len, kv_len) * (dp - delta) * score_mod_derivative(t)
+                  : 0.0;
     }
     barrier();
 

@@ -31,6 +31,9 @@ layout(constant_id = VKF_SPEC_CHUNKED) const bool CHUNKED = false;  // false: on
 #include "scalar/register_tile.glsl"
 #include "scalar/row_reduce.glsl"
 #include "common/attention_mask.glsl"
+#define VKF_SCORE_MOD_BINDING_ALIBI VKF_FWD_BINDING_ALIBI
+#define VKF_SCORE_MOD_BINDING_SINKS VKF_FWD_BINDING_SINKS
+#include "common/score_mod.glsl"
 #define VKF_SEQUENCES_BINDING VKF_FWD_BINDING_SEQUENCES
 #include "common/sequences.glsl"
 
@@ -191,9 +194,12 @@ void main() {
   float m[ROWS_PER_THREAD], l[ROWS_PER_THREAD];
   vec4 acc[ROWS_PER_THREAD][VEC4_PER_THREAD];
   uint row_first_key[ROWS_PER_THREAD], row_keys[ROWS_PER_THREAD];  // row r sees keys [row_first_key[r], row_keys[r])
+  float sink_m, sink_l;  // where each row's softmax starts: from the sink, if any (lane 0's share holds it)
+  softmax_start(head, NEG_INF, sink_m, sink_l);
+  const float slope_log2 = alibi_slope_log2(batch, head);
   [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
-    m[r] = NEG_INF;
-    l[r] = 0.0;
+    m[r] = sink_m;
+    l[r] = lane == 0 ? sink_l : 0.0;
     [[unroll]] for (uint i = 0; i < VEC4_PER_THREAD; ++i) acc[r][i] = vec4(0.0);
     row_first_key[r] = row_keys_begin(q_begin + row0 + r, q_len, kv_len);
     row_keys[r] = row_keys_end(q_begin + row0 + r, q_len, kv_len);
@@ -249,6 +255,10 @@ void main() {
     float s[ROWS_PER_THREAD][KEYS_PER_THREAD];
     scores(s);
     [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
+      if (scores_modified()) {
+        [[unroll]] for (uint j = 0; j < KEYS_PER_THREAD; ++j)
+          s[r][j] = score_mod(s[r][j], slope_log2, q_begin + row0 + r, kv_begin + lane + j * THREADS_PER_ROW, q_len, kv_len);
+      }
       if (masked_tile) {
         [[unroll]] for (uint j = 0; j < KEYS_PER_THREAD; ++j)
           if (lane + j * THREADS_PER_ROW < visible_first[r] || lane + j * THREADS_PER_ROW >= visible_end[r]) s[r][j] = NEG_INF;

@@ -2,7 +2,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 
@@ -22,7 +25,10 @@ std::string Describe(const AttentionParams& p) {
          (p.window.left != -1 || p.window.right != -1
               ? " window=" + std::to_string(p.window.left) + "," + std::to_string(p.window.right)
               : "") +
-         (p.scale ? " scale=" + std::to_string(*p.scale) : "");
+         (p.scale ? " scale=" + std::to_string(*p.scale) : "") +
+         (p.softcap != 0.0f ? " softcap=" + std::to_string(p.softcap) : "") +
+         (p.alibi == AlibiSlopes::kPerHead ? " alibi[Hq]" : p.alibi == AlibiSlopes::kPerBatchHead ? " alibi[B,Hq]" : "") +
+         (p.sinks ? " sinks" : "");
 }
 
 AttentionParams MakeParams(const AttentionShape& shape, DataType dtype, bool causal) {
@@ -73,31 +79,55 @@ Buffer UploadedBuffer(Context& context, const std::vector<uint8_t>& bytes) {
   return std::move(buffer).value();
 }
 
-ForwardRun RunForwardCase(Context& context, const AttentionParams& params, uint32_t seed) {
+Buffer UploadedFloats(Context& context, const std::vector<float>& values) {
+  std::vector<uint8_t> bytes(values.size() * sizeof(float));
+  if (!bytes.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
+  return UploadedBuffer(context, bytes);
+}
+
+ForwardRun RunForwardCase(Context& context, const AttentionParams& params, uint32_t seed, const ScoreValues& values) {
   const AttentionShape& s = params.shape;
   return RunForwardWith(context, params, RandomValues(s.q_elements(), params.dtype, seed),
                         RandomValues(s.kv_elements(), params.dtype, seed + 1000),
-                        RandomValues(s.kv_elements(), params.dtype, seed + 2000));
+                        RandomValues(s.kv_elements(), params.dtype, seed + 2000), values);
 }
 
-void CheckForwardAgainstReference(Context& context, const AttentionParams& params, uint32_t seed) {
+bool IsSinkLse(float lse, float sink) {
+  return lse == sink || std::fabs(lse - sink) <= 4 * std::numeric_limits<float>::epsilon() * std::max(1.0f, std::fabs(sink));
+}
+
+bool RowSeesNoKey(const AttentionParams& params, uint32_t row) {
+  for (uint32_t key = 0; key < params.shape.kv_len; ++key)
+    if (tools::KeyVisible(params, row, key)) return false;
+  return true;
+}
+
+void CheckForwardAgainstReference(Context& context, const AttentionParams& params, uint32_t seed,
+                                  const ScoreValues& values) {
   INFO(Describe(params));
-  const ForwardRun run = RunForwardCase(context, params, seed);
+  const ForwardRun run = RunForwardCase(context, params, seed, values);
   CHECK(run.o_error <= ForwardTolerance(params.dtype));
   CHECK(run.lse_error <= ForwardTolerance(params.dtype));
-  // Rows that see no key: exactly zero output, LSE = -inf, never NaN.
+  // Rows that see no key: exactly zero output, LSE = -inf (with sinks: the sink), never NaN.
+  const AttentionShape& s = params.shape;
+  std::vector<char> no_key(s.q_len);
+  for (uint32_t i = 0; i < s.q_len; ++i) no_key[i] = RowSeesNoKey(params, i);
   for (size_t row = 0; row < run.ref_lse.size(); ++row) {
-    if (std::isinf(run.ref_lse[row])) {
+    if (!no_key[row % s.q_len]) continue;
+    INFO("row " << row % s.q_len << " of head " << row / s.q_len % s.q_heads);
+    if (params.sinks) {
+      REQUIRE(IsSinkLse(run.lse[row], values.sinks[row / s.q_len % s.q_heads]));
+    } else {
       REQUIRE(std::isinf(run.lse[row]));
       REQUIRE(run.lse[row] < 0);
-      for (uint32_t d = 0; d < params.shape.head_dim; ++d) REQUIRE(run.o[row * params.shape.head_dim + d] == 0.0f);
     }
+    for (uint32_t d = 0; d < s.head_dim; ++d) REQUIRE(run.o[row * s.head_dim + d] == 0.0f);
   }
   RequireNoValidationMessages();
 }
 
 ForwardRun RunForwardWith(Context& context, const AttentionParams& params, std::vector<float> q_values,
-                          std::vector<float> k_values, std::vector<float> v_values) {
+                          std::vector<float> k_values, std::vector<float> v_values, const ScoreValues& values) {
   const AttentionShape& s = params.shape;
   ForwardRun run;
   run.q = std::move(q_values);
@@ -110,8 +140,12 @@ ForwardRun RunForwardWith(Context& context, const AttentionParams& params, std::
   Buffer v = UploadedBuffer(context, tools::PackTensor(run.v, params.dtype));
   Buffer o = UploadedBuffer(context, std::vector<uint8_t>(o_bytes, 0xff));      // NaN in both dtypes
   Buffer lse = UploadedBuffer(context, std::vector<uint8_t>(lse_bytes, 0xff));  // NaN
+  Buffer slopes = UploadedFloats(context, values.alibi_slopes), sinks = UploadedFloats(context, values.sinks);
 
-  const Status status = context.Forward(params, {q.view(), k.view(), v.view(), o.view(), lse.view()});
+  ForwardBuffers buffers{q.view(), k.view(), v.view(), o.view(), lse.view()};
+  if (params.alibi != AlibiSlopes::kNone) buffers.alibi_slopes = slopes.view();
+  if (params.sinks) buffers.sinks = sinks.view();
+  const Status status = context.Forward(params, buffers);
   INFO(status.ToString());
   REQUIRE(status.ok());
   std::vector<uint8_t> o_out(o_bytes);
@@ -120,7 +154,7 @@ ForwardRun RunForwardWith(Context& context, const AttentionParams& params, std::
   REQUIRE(context.Download(lse.view(), run.lse.data(), lse_bytes).ok());
   run.o = tools::UnpackTensor(o_out, params.dtype);
 
-  const auto reference = tools::ReferenceAttentionForward(params, run.q, run.k, run.v);
+  const auto reference = tools::ReferenceAttentionForward(params, run.q, run.k, run.v, values);
   run.ref_o = reference.o;
   run.ref_lse = reference.lse;
   run.o_error = tools::RelativeError(run.o, run.ref_o);
@@ -132,16 +166,17 @@ ForwardRun RunForwardWith(Context& context, const AttentionParams& params, std::
 
 namespace vkflash::testing {
 
-BackwardRun RunBackwardCase(Context& context, const AttentionParams& params, uint32_t seed) {
+BackwardRun RunBackwardCase(Context& context, const AttentionParams& params, uint32_t seed, const ScoreValues& values) {
   const AttentionShape& s = params.shape;
   return RunBackwardWith(context, params, RandomValues(s.q_elements(), params.dtype, seed),
                          RandomValues(s.kv_elements(), params.dtype, seed + 1000),
                          RandomValues(s.kv_elements(), params.dtype, seed + 2000),
-                         RandomValues(s.q_elements(), params.dtype, seed + 3000));
+                         RandomValues(s.q_elements(), params.dtype, seed + 3000), values);
 }
 
 BackwardRun RunBackwardWith(Context& context, const AttentionParams& params, std::vector<float> q_values,
-                            std::vector<float> k_values, std::vector<float> v_values, std::vector<float> do_values) {
+                            std::vector<float> k_values, std::vector<float> v_values, std::vector<float> do_values,
+                            const ScoreValues& values) {
   const AttentionShape& s = params.shape;
   const DataType dtype = params.dtype;
   BackwardRun run;
@@ -160,11 +195,19 @@ BackwardRun RunBackwardWith(Context& context, const AttentionParams& params, std
   Buffer dq = UploadedBuffer(context, std::vector<uint8_t>(q_bytes, 0xff));
   Buffer dk = UploadedBuffer(context, std::vector<uint8_t>(kv_bytes, 0xff));
   Buffer dv = UploadedBuffer(context, std::vector<uint8_t>(kv_bytes, 0xff));
+  Buffer slopes = UploadedFloats(context, values.alibi_slopes), sinks = UploadedFloats(context, values.sinks);
+  Buffer dsinks = UploadedBuffer(context, std::vector<uint8_t>(s.q_heads * sizeof(float), 0xff));
+  const BufferView slopes_view = params.alibi != AlibiSlopes::kNone ? slopes.view() : BufferView{};
+  const BufferView sinks_view = params.sinks ? sinks.view() : BufferView{};
 
-  Status status = context.Forward(params, {q.view(), k.view(), v.view(), o.view(), lse.view()});
+  Status status =
+      context.Forward(params, {q.view(), k.view(), v.view(), o.view(), lse.view(), {}, slopes_view, sinks_view});
   INFO(status.ToString());
   REQUIRE(status.ok());
   BackwardBuffers buffers;
+  buffers.alibi_slopes = slopes_view;
+  buffers.sinks = sinks_view;
+  if (params.sinks) buffers.dsinks = dsinks.view();
   buffers.q = q.view();
   buffers.k = k.view();
   buffers.v = v.view();
@@ -189,15 +232,32 @@ BackwardRun RunBackwardWith(Context& context, const AttentionParams& params, std
   run.dk = tools::UnpackTensor(bytes, dtype);
   REQUIRE(context.Download(dv.view(), bytes.data(), kv_bytes).ok());
   run.dv = tools::UnpackTensor(bytes, dtype);
+  if (params.sinks) {
+    run.dsinks.resize(s.q_heads);
+    REQUIRE(context.Download(dsinks.view(), run.dsinks.data(), s.q_heads * sizeof(float)).ok());
+  }
 
-  const auto reference = tools::ReferenceAttentionBackward(params, run.q, run.k, run.v, run.d_o);
+  const auto reference = tools::ReferenceAttentionBackward(params, run.q, run.k, run.v, run.d_o, values);
   run.ref_dq = reference.dq;
   run.ref_dk = reference.dk;
   run.ref_dv = reference.dv;
+  run.ref_dsinks = reference.dsinks;
   run.dq_error = tools::RelativeError(run.dq, run.ref_dq);
   run.dk_error = tools::RelativeError(run.dk, run.ref_dk);
   run.dv_error = tools::RelativeError(run.dv, run.ref_dv);
+  run.dsinks_error = DsinksError(dtype, run.dsinks, reference);
   return run;
+}
+
+double DsinksError(DataType dtype, const std::vector<float>& got, const tools::ReferenceBackward& ref) {
+  const double error = tools::RelativeError(got, ref.dsinks);  // also: NaN, inf or a wrong size give inf
+  if (dtype == DataType::kFloat32 || !std::isfinite(error)) return error;
+  double diff = 0.0, terms = 0.0;
+  for (size_t h = 0; h < ref.dsinks.size(); ++h) {
+    diff += (got[h] - ref.dsinks[h]) * (got[h] - ref.dsinks[h]);
+    terms += ref.dsinks_terms[h] * ref.dsinks_terms[h];
+  }
+  return terms > 0.0 ? std::sqrt(diff / terms) : std::sqrt(diff);
 }
 
 bool ExpectAtomicDq(const Context& context, AttentionParams params) {

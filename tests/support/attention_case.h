@@ -8,9 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "reference_attention.h"
+
 namespace vkflash::testing {
 
-// "B=.. Hq=.. Hkv=.. Nq=.. Nk=.. D=.. dtype [causal] [window=L,R] [scale=..]", for test messages.
+// "B=.. Hq=.. Hkv=.. Nq=.. Nk=.. D=.. dtype [causal] [window=L,R] [scale=..] [softcap=..] [alibi..]
+// [sinks]", for test messages.
 std::string Describe(const AttentionParams& params);
 
 // The params of `shape` in `dtype`, default scale.
@@ -38,21 +41,44 @@ inline double BackwardTolerance(DataType dtype) { return dtype == DataType::kFlo
 struct BackwardRun {
   std::vector<float> q, k, v, d_o;   // inputs as the GPU saw them
   std::vector<float> dq, dk, dv;     // GPU gradients
-  std::vector<double> ref_dq, ref_dk, ref_dv;
+  std::vector<float> dsinks;         // with params.sinks
+  std::vector<double> ref_dq, ref_dk, ref_dv, ref_dsinks;
   double dq_error = 0, dk_error = 0, dv_error = 0;
+  // ||dsinks - ref|| over ||ref|| (float32), over the norm of its terms' sums (float16:
+  // DsinksError).
+  double dsinks_error = 0;
   uint64_t peak_extra_bytes = 0;     // most device memory vkflash allocated during Backward()
 };
 
+// dsinks' error: float32 ||got - ref|| / ||ref||; float16 ||got - ref|| / ||ref.dsinks_terms||.
+// dsinks sums P_sink * rowsum(dO * O) over rows whose signs differ, so a small dsinks is the
+// difference of large terms; O rounded to float16 (2^-11 of each element) moves each term by about
+// that much of its size, which can be more than 1e-2 of the sum. float32's rounding cannot.
+double DsinksError(DataType dtype, const std::vector<float>& got, const tools::ReferenceBackward& ref);
+
+// The score variants' values (ALiBi slopes, sinks) go to the device and to the reference alike;
+// they must match params.alibi and params.sinks.
+using ScoreValues = tools::ReferenceVariants;
+
 // Forward (for O and LSE) then backward with random inputs and dO from `seed`; gradient
-// buffers are filled with NaN first. REQUIREs success.
-BackwardRun RunBackwardCase(Context& context, const AttentionParams& params, uint32_t seed);
+// buffers (and dsinks, with params.sinks) are filled with NaN first. REQUIREs success.
+BackwardRun RunBackwardCase(Context& context, const AttentionParams& params, uint32_t seed,
+                            const ScoreValues& values = {});
 // ...with these inputs (values the storage dtype holds exactly).
 BackwardRun RunBackwardWith(Context& context, const AttentionParams& params, std::vector<float> q, std::vector<float> k,
-                            std::vector<float> v, std::vector<float> d_o);
+                            std::vector<float> v, std::vector<float> d_o, const ScoreValues& values = {});
+
+// Whether a row's LSE is `sink`, as the contract gives a row that sees no key with sinks: within
+// a few float32 roundings (kernels that work in base 2 go through sink * log2(e) and back).
+bool IsSinkLse(float lse, float sink);
+
+// Whether query row `row` (of Nq) sees no key (docs/design.md: causal and the window).
+bool RowSeesNoKey(const AttentionParams& params, uint32_t row);
 
 // RunForwardCase, then O and LSE within ForwardTolerance of the reference; rows that see no key
-// exactly O = 0 and LSE = -inf; no validation message.
-void CheckForwardAgainstReference(Context& context, const AttentionParams& params, uint32_t seed);
+// exactly O = 0 and LSE = -inf (with sinks: their head's sink); no validation message.
+void CheckForwardAgainstReference(Context& context, const AttentionParams& params, uint32_t seed,
+                                  const ScoreValues& values = {});
 
 // Where `context` has the decode kernels and they take this call, it runs them: the register
 // kernel up to 8 packed rows (query heads per KV head x query rows); the tensor-core one up to 64
@@ -69,11 +95,15 @@ bool ExpectAtomicDq(const Context& context, AttentionParams params);
 // A device buffer holding `bytes` (4 bytes when empty). REQUIREs success.
 Buffer UploadedBuffer(Context& context, const std::vector<uint8_t>& bytes);
 
+// A device buffer holding float32 `values` (4 bytes when empty).
+Buffer UploadedFloats(Context& context, const std::vector<float>& values);
+
 // Runs a forward on `context` with random inputs from `seed`; O and LSE buffers are filled with
 // NaN before the run, so anything the kernel fails to write shows up. REQUIREs success.
-ForwardRun RunForwardCase(Context& context, const AttentionParams& params, uint32_t seed);
+ForwardRun RunForwardCase(Context& context, const AttentionParams& params, uint32_t seed,
+                          const ScoreValues& values = {});
 // ...with these inputs (values the storage dtype holds exactly).
 ForwardRun RunForwardWith(Context& context, const AttentionParams& params, std::vector<float> q, std::vector<float> k,
-                          std::vector<float> v);
+                          std::vector<float> v, const ScoreValues& values = {});
 
 }  // namespace vkflash::testing

@@ -1,8 +1,12 @@
 #include "attention_io.h"
 
 #include <climits>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <exception>
+#include <random>
 #include <string>
 #include <tuple>
 
@@ -19,6 +23,52 @@ std::string ShapeText(const std::vector<uint64_t>& shape) {
 
 Status Bad(const std::string& message) { return Status::Error(ErrorCode::kInvalidArgument, message); }
 
+std::string FloatText(float value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", value);
+  return text;
+}
+
+std::vector<uint8_t> FloatBytes(const std::vector<float>& values) {
+  std::vector<uint8_t> bytes(values.size() * sizeof(float));
+  if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+// Device buffers for the slopes and sinks `in` holds (none where unused), kept in `held`.
+Status UploadVariantValues(Context& context, const AttentionInputs& in, std::vector<Buffer>* held,
+                           BufferView* alibi_slopes, BufferView* sinks) {
+  for (const auto& [values, view] : {std::pair{&in.alibi_slopes, alibi_slopes}, std::pair{&in.sinks, sinks}}) {
+    if (values->empty()) continue;
+    auto buffer = UploadBuffer(context, FloatBytes(*values), values->size() * sizeof(float));
+    if (!buffer.ok()) return buffer.status();
+    held->push_back(std::move(buffer).value());
+    *view = held->back().view();
+  }
+  return Status::Ok();
+}
+
+// A float32 .npy of one of `shapes` (the first that matches is returned as its index), or a
+// message that names the file, what it holds and what the call needs.
+Result<size_t> ReadFloat32Of(const std::string& option, const std::string& path,
+                             const std::vector<std::pair<std::vector<uint64_t>, std::string>>& shapes,
+                             std::vector<float>* values) {
+  auto array = tools::ReadNpy(path);
+  if (!array.ok()) return array.status();
+  std::string expected;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    expected += (i ? " or " : "") + shapes[i].second + " " + ShapeText(shapes[i].first);
+    if (array->shape == shapes[i].first) {
+      if (array->dtype != DataType::kFloat32) {
+        return Bad(option + " '" + path + "' is " + DataTypeName(array->dtype) + "; it must be float32");
+      }
+      *values = ToFloats(*array);
+      return i;
+    }
+  }
+  return Bad(option + " '" + path + "' has shape " + ShapeText(array->shape) + "; this call needs float32 " + expected);
+}
+
 }  // namespace
 
 Result<Buffer> UploadBuffer(Context& context, const std::vector<uint8_t>& data, uint64_t bytes) {
@@ -33,14 +83,28 @@ Result<Buffer> UploadBuffer(Context& context, const std::vector<uint8_t>& data, 
 
 std::vector<float> ToFloats(const tools::NpyArray& array) { return tools::UnpackTensor(array.data, array.dtype); }
 
-void AddVariantOptions(CLI::App* app, VariantOptions* options) {
+void AddVariantOptions(CLI::App* app, VariantOptions* options, VariantValues values) {
   app->add_flag("--causal", options->causal, "Causal mask, bottom-right aligned (the window -1,0)");
   app->add_option("--window", options->window,
                   "Sliding window L,R: row i sees keys i+Nk-Nq-L ..= i+Nk-Nq+R; -1 = unbounded side");
+  app->add_option("--softcap", options->softcap, "Logit softcap C > 0: s = C*tanh(s/C) before the softmax; 0 = none");
+  if (values == VariantValues::kFiles) {
+    app->add_option("--alibi", options->alibi,
+                    "ALiBi slopes, float32 [Hq] or [B, Hq] (.npy): s -= slope*|i+Nk-Nq-j|, after the softcap");
+    app->add_option("--sinks", options->sinks,
+                    "Attention sinks, float32 [Hq] (.npy): a logit per query head in each row's softmax denominator");
+  } else {
+    app->add_flag("--alibi", options->made_alibi, "ALiBi with the geometric slopes 2^(-8(h+1)/Hq)");
+    app->add_flag("--sinks", options->made_sinks, "Attention sinks, random Normal(0, 1) per query head");
+  }
 }
 
 Status ApplyVariantOptions(const VariantOptions& options, AttentionParams* params) {
   params->causal = options.causal;
+  if (!std::isfinite(options.softcap) || options.softcap < 0.0f) {
+    return Bad("--softcap must be a finite number > 0 (0 for none), got " + FloatText(options.softcap));
+  }
+  params->softcap = options.softcap;
   if (!options.window.empty()) {
     // Two integers and nothing else: "L,R".
     const std::string& text = options.window;
@@ -62,6 +126,58 @@ Status ApplyVariantOptions(const VariantOptions& options, AttentionParams* param
     params->window = {sides[0], sides[1]};
   }
   return Status::Ok();
+}
+
+Status LoadVariantValues(const VariantOptions& options, AttentionInputs* in) {
+  AttentionParams& p = in->params;
+  const uint64_t batch = p.shape.batch, heads = p.shape.q_heads;
+  if (!options.alibi.empty()) {
+    auto shape = ReadFloat32Of("--alibi", options.alibi, {{{heads}, "[Hq]"}, {{batch, heads}, "[B, Hq]"}},
+                               &in->alibi_slopes);
+    if (!shape.ok()) return shape.status();
+    p.alibi = *shape == 0 ? AlibiSlopes::kPerHead : AlibiSlopes::kPerBatchHead;
+  }
+  if (!options.sinks.empty()) {
+    auto shape = ReadFloat32Of("--sinks", options.sinks, {{{heads}, "[Hq]"}}, &in->sinks);
+    if (!shape.ok()) return shape.status();
+    p.sinks = true;
+  }
+  return Status::Ok();
+}
+
+std::vector<float> GeometricAlibiSlopes(uint32_t heads) {
+  std::vector<float> slopes(heads);
+  for (uint32_t h = 0; h < heads; ++h) slopes[h] = float(std::exp2(-8.0 * (h + 1) / heads));
+  return slopes;
+}
+
+std::vector<float> RandomSinks(uint32_t heads, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> sinks(heads);
+  for (float& x : sinks) x = normal(rng);
+  return sinks;
+}
+
+void MakeVariantValues(const VariantOptions& options, uint32_t seed, AttentionInputs* in) {
+  if (options.made_alibi) {
+    in->params.alibi = AlibiSlopes::kPerHead;
+    in->alibi_slopes = GeometricAlibiSlopes(in->params.shape.q_heads);
+  }
+  if (options.made_sinks) {
+    in->params.sinks = true;
+    in->sinks = RandomSinks(in->params.shape.q_heads, seed);
+  }
+}
+
+std::string ScoreVariantsText(const AttentionParams& params, char separator) {
+  std::string text;
+  auto add = [&](const std::string& part) { text += (text.empty() ? "" : std::string(1, separator)) + part; };
+  if (params.softcap > 0.0f) add("softcap=" + FloatText(params.softcap));
+  if (params.alibi == AlibiSlopes::kPerHead) add("alibi");
+  if (params.alibi == AlibiSlopes::kPerBatchHead) add("alibi[B,Hq]");
+  if (params.sinks) add("sinks");
+  return text;
 }
 
 void AddSequenceOptions(CLI::App* app, SequenceOptions* options) {
@@ -158,6 +274,8 @@ Result<AttentionInputs> LoadAttentionInputs(const std::string& q_path, const std
   const TensorLayout k_layout = ragged_k || bshd ? TensorLayout::kBshd : TensorLayout::kBhsd;
   p.q_strides = p.o_strides = p.d_o_strides = PackedStrides(q_layout, p.shape.q_heads, p.shape.q_len, p.shape.head_dim);
   p.k_strides = p.v_strides = PackedStrides(k_layout, p.shape.kv_heads, p.shape.kv_len, p.shape.head_dim);
+  Status loaded = LoadVariantValues(variants, &in);
+  if (!loaded.ok()) return loaded;
   Status valid = ValidateAttentionParams(p);
   if (!valid.ok()) return valid;
   return in;
@@ -195,7 +313,9 @@ Result<ForwardOutputs> RunForward(Context& context, const AttentionInputs& in) {
   if (!lse.ok()) return lse.status();
 
   ForwardBuffers buffers{q->view(), k->view(), v->view(), o->view(), lse->view()};
-  Status run = context.Forward(in.params, buffers);
+  std::vector<Buffer> held;
+  Status run = UploadVariantValues(context, in, &held, &buffers.alibi_slopes, &buffers.sinks);
+  if (run.ok()) run = context.Forward(in.params, buffers);
   if (!run.ok()) return run;
   Status got = context.Download(o->view(), out.o.data.data(), out.o.data.size());
   if (got.ok()) got = context.Download(lse->view(), out.lse.data.data(), out.lse.data.size());
@@ -203,12 +323,15 @@ Result<ForwardOutputs> RunForward(Context& context, const AttentionInputs& in) {
   return out;
 }
 
-Result<BackwardOutputs> RunBackward(Context& context, const AttentionInputs& in, const tools::NpyArray& d_o) {
+Result<BackwardOutputs> RunBackward(Context& context, const AttentionInputs& in, const tools::NpyArray& d_o,
+                                    bool dsinks) {
   const AttentionShape& shape = in.params.shape;
+  dsinks = dsinks && in.params.sinks;
   BackwardOutputs out;
   out.dq = {in.q.dtype, in.q.shape, std::vector<uint8_t>(in.q.data.size(), 0)};
   out.dk = {in.k.dtype, in.k.shape, std::vector<uint8_t>(in.k.data.size(), 0)};
   out.dv = {in.v.dtype, in.v.shape, std::vector<uint8_t>(in.v.data.size(), 0)};
+  if (dsinks) out.dsinks = {DataType::kFloat32, {shape.q_heads}, std::vector<uint8_t>(shape.q_heads * sizeof(float), 0)};
   if ((in.q.data.empty() && in.k.data.empty()) || shape.batch == 0) return out;
 
   // Every tensor gets a buffer (4 bytes when empty): the operator binds stand-ins for empty sides.
@@ -233,13 +356,16 @@ Result<BackwardOutputs> RunBackward(Context& context, const AttentionInputs& in,
       {&b.dq, upload(out.dq.data, in.q.data.size())},
       {&b.dk, upload(out.dk.data, in.k.data.size())},
       {&b.dv, upload(out.dv.data, in.v.data.size())},
+      {&b.dsinks, dsinks ? upload(out.dsinks.data, out.dsinks.data.size()) : Result<BufferView>(BufferView{})},
   };
   for (const auto& [slot, view] : views) {
     if (!view.ok()) return view.status();
     *slot = *view;
   }
+  Status variants = UploadVariantValues(context, in, &held, &b.alibi_slopes, &b.sinks);
+  if (!variants.ok()) return variants;
   if (!in.q.data.empty()) {
-    Status forward = context.Forward(in.params, {b.q, b.k, b.v, b.o, b.lse});
+    Status forward = context.Forward(in.params, {b.q, b.k, b.v, b.o, b.lse, {}, b.alibi_slopes, b.sinks});
     if (!forward.ok()) return forward;
   }
   Status backward = context.Backward(in.params, b);
@@ -247,6 +373,7 @@ Result<BackwardOutputs> RunBackward(Context& context, const AttentionInputs& in,
   Status got = context.Download(b.dq, out.dq.data.data(), out.dq.data.size());
   if (got.ok()) got = context.Download(b.dk, out.dk.data.data(), out.dk.data.size());
   if (got.ok()) got = context.Download(b.dv, out.dv.data.data(), out.dv.data.size());
+  if (got.ok() && dsinks) got = context.Download(b.dsinks, out.dsinks.data.data(), out.dsinks.data.size());
   if (!got.ok()) return got;
   return out;
 }

@@ -17,6 +17,9 @@ namespace vkflash::cli {
 struct AttentionInputs {
   tools::NpyArray q, k, v;
   AttentionParams params;
+  // The score variants' values, float32: ALiBi slopes ([Hq] or [B, Hq], as params.alibi says)
+  // and sinks ([Hq], with params.sinks); empty where unused.
+  std::vector<float> alibi_slopes, sinks;
 };
 
 // How the .npy tensors hold their sequences (docs/design.md): --layout bhsd|bshd, --seqlens-k
@@ -29,18 +32,38 @@ struct SequenceOptions {
 // Adds the options above to a command.
 void AddSequenceOptions(CLI::App* app, SequenceOptions* options);
 
-// The score and mask variants of a call, by docs/design.md's CLI names: --causal, --window L,R.
+// The score and mask variants of a call, by docs/design.md's CLI names: --causal, --window L,R,
+// --softcap C, --alibi, --sinks. forward and backward read the slopes and sinks from .npy files
+// (VariantValues::kFiles); check and bench, whose shapes are their own, make them
+// (VariantValues::kMade: --alibi and --sinks are flags).
 struct VariantOptions {
   bool causal = false;
   std::string window;  // "L,R" as given; empty: none
+  float softcap = 0.0f;
+  std::string alibi, sinks;  // kFiles: .npy paths; empty: none
+  bool made_alibi = false, made_sinks = false;  // kMade
 };
+enum class VariantValues { kFiles, kMade };
 // Adds the options above to a command.
-void AddVariantOptions(CLI::App* app, VariantOptions* options);
-// Sets the variants of `params`; a --window that is not two integers is kInvalidArgument (the
-// values themselves are checked by ValidateAttentionParams).
+void AddVariantOptions(CLI::App* app, VariantOptions* options, VariantValues values = VariantValues::kFiles);
+// Sets the variants of `params` that need no shape (causal, window, softcap); a --window that is
+// not two integers or a --softcap that is negative or not finite is kInvalidArgument (the window's
+// values are checked by ValidateAttentionParams).
 Status ApplyVariantOptions(const VariantOptions& options, AttentionParams* params);
+// Reads the --alibi and --sinks files for a call of `inputs->params.shape` (float32; slopes [Hq]
+// or [B, Hq], sinks [Hq]) into `inputs`, and sets params.alibi and params.sinks.
+Status LoadVariantValues(const VariantOptions& options, AttentionInputs* inputs);
+// The values check and bench make (--alibi, --sinks as flags): ALiBi's geometric slopes
+// 2^(-8 (h + 1) / Hq) per query head, and Normal(0, 1) sinks from `seed`.
+std::vector<float> GeometricAlibiSlopes(uint32_t heads);
+std::vector<float> RandomSinks(uint32_t heads, uint32_t seed);
+// Those values for the flags given, for `inputs->params.shape`; sets params.alibi and params.sinks.
+void MakeVariantValues(const VariantOptions& options, uint32_t seed, AttentionInputs* inputs);
+// The score variants a call has, e.g. "softcap=50 alibi sinks" ("alibi[B,Hq]" for per-batch
+// slopes), `separator` between them; "" for none.
+std::string ScoreVariantsText(const AttentionParams& params, char separator = ' ');
 
-// Reads Q, K, V (and the sequence files), applies the variants and checks them against the contract: 4-D [B, H, N, D]
+// Reads Q, K, V (and the sequence and variant files), applies the variants and checks them against the contract: 4-D [B, H, N, D]
 // or [B, N, H, D] (3-D [total, H, D] where ragged), one dtype, equal batch counts and D, K and V
 // of one shape, Hq % Hkv == 0, a supported head dim, lengths and offsets that fit. Errors name the
 // file and problem.
@@ -59,10 +82,13 @@ Result<ForwardOutputs> RunForward(Context& context, const AttentionInputs& input
 
 struct BackwardOutputs {
   tools::NpyArray dq, dk, dv;  // dtype of the inputs; shapes of Q, K, V
+  tools::NpyArray dsinks;      // float32 [Hq], where asked for
 };
 
-// Runs the forward (for O and LSE) and the backward with `d_o` (shape and dtype of Q).
-Result<BackwardOutputs> RunBackward(Context& context, const AttentionInputs& inputs, const tools::NpyArray& d_o);
+// Runs the forward (for O and LSE) and the backward with `d_o` (shape and dtype of Q); with
+// `dsinks` (and params.sinks) also the sinks' gradient.
+Result<BackwardOutputs> RunBackward(Context& context, const AttentionInputs& inputs, const tools::NpyArray& d_o,
+                                    bool dsinks = false);
 
 // The context for a command: `device` ("" = VKFLASH_DEVICE or the best device).
 // kernels: ContextOptions::kernels (empty: VKFLASH_KERNELS, else auto).

@@ -1,4 +1,5 @@
-// `vkflash backward`: dQ, dK, dV from Q, K, V and dO .npy files (runs the forward for O and LSE).
+// `vkflash backward`: dQ, dK, dV (and dSinks) from Q, K, V and dO .npy files (runs the forward for
+// O and LSE).
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,7 +13,7 @@ namespace vkflash::cli {
 namespace {
 
 struct BackwardOptions {
-  std::string q, k, v, d_o, dq, dk, dv, device;
+  std::string q, k, v, d_o, dq, dk, dv, dsinks, device;
   bool nondeterministic = false;
   VariantOptions variants;
   std::optional<float> scale;
@@ -20,11 +21,17 @@ struct BackwardOptions {
 };
 
 int RunBackwardCommand(const BackwardOptions& options) {
+  if (!options.dsinks.empty() && options.variants.sinks.empty()) {
+    return ReportBadInput("--dsinks needs --sinks: it is the sinks' gradient");
+  }
   OutputFiles files;
-  for (const std::string& input : {options.q, options.k, options.v, options.d_o}) files.AddInput(input);
+  for (const std::string& input :
+       {options.q, options.k, options.v, options.d_o, options.variants.alibi, options.variants.sinks})
+    if (!input.empty()) files.AddInput(input);
   Status status = files.Plan("--dq", options.dq);
   if (status.ok()) status = files.Plan("--dk", options.dk);
   if (status.ok()) status = files.Plan("--dv", options.dv);
+  if (status.ok() && !options.dsinks.empty()) status = files.Plan("--dsinks", options.dsinks);
   if (!status.ok()) return ReportError(status);
 
   auto inputs = LoadAttentionInputs(options.q, options.k, options.v, options.variants, options.scale, options.sequences);
@@ -37,12 +44,13 @@ int RunBackwardCommand(const BackwardOptions& options) {
   }
   auto context = OpenContext(options.device);
   if (!context.ok()) return ReportError(context.status());
-  auto grads = RunBackward(**context, *inputs, *d_o);
+  auto grads = RunBackward(**context, *inputs, *d_o, !options.dsinks.empty());
   if (!grads.ok()) return ReportError(grads.status());
 
   status = files.Stage(options.dq, grads->dq);
   if (status.ok()) status = files.Stage(options.dk, grads->dk);
   if (status.ok()) status = files.Stage(options.dv, grads->dv);
+  if (status.ok() && !options.dsinks.empty()) status = files.Stage(options.dsinks, grads->dsinks);
   if (status.ok()) status = files.Commit();
   if (!status.ok()) return ReportError(status);
   return kExitOk;
@@ -61,6 +69,7 @@ Command AddBackwardCommand(CLI::App& parent) {
   app->add_option("--dk", options->dk, "dK output, like K")->required();
   app->add_option("--dv", options->dv, "dV output, like V")->required();
   AddVariantOptions(app, &options->variants);
+  app->add_option("--dsinks", options->dsinks, "dSinks output, float32 [Hq]: the gradient of the sinks (needs --sinks)");
   app->add_option("--scale", options->scale, "Softmax scale (default 1/sqrt(D))");
   app->add_flag("--nondeterministic", options->nondeterministic,
                 "Allow float atomics for dQ where the kernels and device have them (faster; the last bits of dQ vary "

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
@@ -49,7 +50,13 @@ std::string MaskName(const AttentionParams& p) {
   return "w" + std::to_string(p.window.left) + "," + std::to_string(p.causal ? 0 : p.window.right);
 }
 
-// `variants`: the window of every config (the fa preset sets causal itself).
+// The table's score column: the score variants joined by '+', or "-".
+std::string ScoreName(const AttentionParams& p) {
+  const std::string text = ScoreVariantsText(p, '+');
+  return text.empty() ? "-" : text;
+}
+
+// `variants`: the window and score variants of every config (the fa preset sets causal itself).
 std::vector<BenchConfig> Configs(const BenchOptions& o, const AttentionParams& variants) {
   std::vector<BenchConfig> configs;
   const DataType dtype = o.dtype == "f32" ? DataType::kFloat32 : DataType::kFloat16;
@@ -59,6 +66,9 @@ std::vector<BenchConfig> Configs(const BenchOptions& o, const AttentionParams& v
     c.params.dtype = dtype;
     c.params.causal = causal;
     c.params.window = variants.window;
+    c.params.softcap = variants.softcap;
+    c.params.alibi = variants.alibi;
+    c.params.sinks = variants.sinks;
     c.params.deterministic = !o.nondeterministic;
     c.forward = o.mode != "bwd";
     c.backward = o.mode != "fwd";
@@ -161,6 +171,25 @@ Status RunConfig(Context& context, const BenchConfig& c, const BenchOptions& o, 
     *view = *made;
   }
   f.lse = b.lse;
+  // The score variants' values: ALiBi's geometric slopes, Normal(0, 1) sinks; dSinks with the gradients.
+  auto make_floats = [&](const std::vector<float>& values) -> Result<BufferView> {
+    std::vector<uint8_t> bytes(values.size() * sizeof(float));
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    auto buffer = UploadBuffer(context, bytes, bytes.size());
+    if (!buffer.ok()) return buffer.status();
+    held.push_back(std::move(buffer).value());
+    return held.back().view();
+  };
+  for (auto [view, values, used] : {std::tuple{&b.alibi_slopes, GeometricAlibiSlopes(s.q_heads), p.alibi != AlibiSlopes::kNone},
+                                    {&b.sinks, RandomSinks(s.q_heads, 1), p.sinks},
+                                    {&b.dsinks, std::vector<float>(s.q_heads), p.sinks && c.backward}}) {
+    if (!used) continue;
+    auto made = make_floats(values);
+    if (!made.ok()) return made.status();
+    *view = *made;
+  }
+  f.alibi_slopes = b.alibi_slopes;
+  f.sinks = b.sinks;
   if (Status st = context.Forward(p, f); !st.ok()) return st;  // O and LSE for the backward; pipeline made
 
   // Warm-up in growing back-to-back batches (the GPU stays busy, so its clocks ramp up), then
@@ -211,7 +240,9 @@ Status RunConfig(Context& context, const BenchConfig& c, const BenchOptions& o, 
       out->back().read_gbps = 2.0 * sources[0].size / (read->median_ms * 1e-3) / 1e9;
     }
   }
-  if (o.naive && c.forward && NaiveScoresBytes(s) <= context.device_info().max_storage_buffer_range) {
+  // The naive baseline computes plain attention only: no row beside a score variant.
+  const bool plain_scores = p.softcap == 0.0f && p.alibi == AlibiSlopes::kNone && !p.sinks;
+  if (o.naive && plain_scores && c.forward && NaiveScoresBytes(s) <= context.device_info().max_storage_buffer_range) {
     auto scores = context.CreateBuffer(NaiveScoresBytes(s));
     if (scores.ok()) {  // where memory allows
       // At most 5 runs: at N = 16384 one naive run takes seconds.
@@ -239,6 +270,8 @@ int RunBench(const BenchOptions& o) {
   }
   AttentionParams variants;
   if (Status applied = ApplyVariantOptions(o.variants, &variants); !applied.ok()) return ReportError(applied);
+  if (o.variants.made_alibi) variants.alibi = AlibiSlopes::kPerHead;
+  variants.sinks = o.variants.made_sinks;
   const auto configs = Configs(o, variants);
   for (const BenchConfig& config : configs) {
     if (Status valid = ValidateAttentionParams(config.params); !valid.ok()) return ReportError(valid);
@@ -247,13 +280,14 @@ int RunBench(const BenchOptions& o) {
   if (!context.ok()) return ReportError(context.status());
   nlohmann::json rows = nlohmann::json::array();
   const std::string device = (*context)->device_info().name;
-  std::printf("device: %s\n%5s %4s %4s %6s %6s %4s %5s %9s %4s %-36s %10s %8s %9s %9s %6s\n", device.c_str(), "B", "H",
-              "Hkv", "Nq", "Nk", "D", "dtype", "mask", "mode", "kernel", "ms", "TFLOP/s", "KV GB/s", "read GB/s",
-              "ratio");
+  std::printf("device: %s\n%5s %4s %4s %6s %6s %4s %5s %9s %-12s %4s %-36s %10s %8s %9s %9s %6s\n", device.c_str(), "B",
+              "H", "Hkv", "Nq", "Nk", "D", "dtype", "mask", "score", "mode", "kernel", "ms", "TFLOP/s", "KV GB/s",
+              "read GB/s", "ratio");
   for (size_t i = 0; i < configs.size(); ++i) {
     const AttentionParams& p = configs[i].params;
     std::fprintf(stderr, "\r[%zu/%zu] B=%u H=%u Nq=%u Nk=%u D=%u%s ...", i + 1, configs.size(), p.shape.batch,
-                 p.shape.q_heads, p.shape.q_len, p.shape.kv_len, p.shape.head_dim, (" " + MaskName(p)).c_str());
+                 p.shape.q_heads, p.shape.q_len, p.shape.kv_len, p.shape.head_dim,
+                 (" " + MaskName(p) + " " + ScoreName(p)).c_str());
     std::fflush(stderr);
     std::vector<Timing> timings;
     // A grid's shapes past what one binding can reach are skipped (the library refuses them too).
@@ -271,14 +305,15 @@ int RunBench(const BenchOptions& o) {
     for (const Timing& t : timings) {
       char ceiling[32] = "        -      -";
       if (t.read_gbps > 0) std::snprintf(ceiling, sizeof(ceiling), "%9.1f %6.2f", t.read_gbps, t.kv_gbps / t.read_gbps);
-      std::printf("%5u %4u %4u %6u %6u %4u %5s %9s %4s %-36s %10.3f %8.2f %9.1f %s\n", p.shape.batch, p.shape.q_heads,
-                  p.shape.kv_heads, p.shape.q_len, p.shape.kv_len, p.shape.head_dim,
-                  p.dtype == DataType::kFloat16 ? "f16" : "f32", MaskName(p).c_str(), t.mode.c_str(),
-                  t.kernel.c_str(), t.ms, t.tflops, t.kv_gbps, ceiling);
+      std::printf("%5u %4u %4u %6u %6u %4u %5s %9s %-12s %4s %-36s %10.3f %8.2f %9.1f %s\n", p.shape.batch,
+                  p.shape.q_heads, p.shape.kv_heads, p.shape.q_len, p.shape.kv_len, p.shape.head_dim,
+                  p.dtype == DataType::kFloat16 ? "f16" : "f32", MaskName(p).c_str(), ScoreName(p).c_str(),
+                  t.mode.c_str(), t.kernel.c_str(), t.ms, t.tflops, t.kv_gbps, ceiling);
       std::fflush(stdout);
       rows.push_back({{"device", device}, {"B", p.shape.batch}, {"H", p.shape.q_heads}, {"Hkv", p.shape.kv_heads},
                       {"N", p.shape.q_len}, {"Nq", p.shape.q_len}, {"Nk", p.shape.kv_len}, {"D", p.shape.head_dim}, {"dtype", p.dtype == DataType::kFloat16 ? "f16" : "f32"},
-                      {"causal", p.causal}, {"window", {p.window.left, p.window.right}}, {"mode", t.mode}, {"kernel", t.kernel}, {"ms", t.ms},
+                      {"causal", p.causal}, {"window", {p.window.left, p.window.right}}, {"softcap", p.softcap},
+                      {"alibi", p.alibi != AlibiSlopes::kNone}, {"sinks", p.sinks}, {"mode", t.mode}, {"kernel", t.kernel}, {"ms", t.ms},
                       {"tflops", t.tflops}, {"kv_gbps", t.kv_gbps}, {"runs", t.runs}});
       if (t.read_gbps > 0) rows.back()["read_gbps"] = t.read_gbps;
     }
@@ -304,7 +339,7 @@ Command AddBenchCommand(CLI::App& parent) {
   app->add_option("--nk", o->kv_len, "Key/value length (default: --n)");
   app->add_option("--d", o->head_dim, "Head dim")->capture_default_str();
   app->add_option("--dtype", o->dtype, "f32 or f16")->check(CLI::IsMember({"f32", "f16"}))->capture_default_str();
-  AddVariantOptions(app, &o->variants);
+  AddVariantOptions(app, &o->variants, VariantValues::kMade);
   app->add_flag("--nondeterministic", o->nondeterministic, "Backward: allow float atomics for dQ (as `backward`)");
   app->add_option("--mode", o->mode, "fwd, bwd or both")->check(CLI::IsMember({"fwd", "bwd", "both"}))->capture_default_str();
   app->add_option("--preset", o->preset,

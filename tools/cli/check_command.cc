@@ -43,6 +43,7 @@ int RunCheck(const CheckOptions& options) {
   if (!applied.ok()) return ReportError(applied);
   p.scale = options.scale;
   p.shape = {options.batch, options.q_heads, options.kv_heads, options.q_len, options.kv_len, options.head_dim};
+  MakeVariantValues(options.variants, options.seed + 1, &in);  // sinks apart from Q's values
   Status valid = ValidateAttentionParams(p);
   if (!valid.ok()) return ReportError(valid);
   std::mt19937 rng(options.seed);
@@ -61,9 +62,10 @@ int RunCheck(const CheckOptions& options) {
   const std::string window = p.window.left == -1 && p.window.right == -1
                                  ? ""
                                  : " window=" + std::to_string(p.window.left) + "," + std::to_string(p.window.right);
-  std::printf("shape:  B=%u Hq=%u Hkv=%u Nq=%u Nk=%u D=%u %s%s%s scale=%g\n", p.shape.batch, p.shape.q_heads,
+  const std::string scores = ScoreVariantsText(p).empty() ? "" : " " + ScoreVariantsText(p);
+  std::printf("shape:  B=%u Hq=%u Hkv=%u Nq=%u Nk=%u D=%u %s%s%s%s scale=%g\n", p.shape.batch, p.shape.q_heads,
               p.shape.kv_heads, p.shape.q_len, p.shape.kv_len, p.shape.head_dim, DataTypeName(p.dtype),
-              p.causal ? " causal" : "", window.c_str(), p.effective_scale());
+              p.causal ? " causal" : "", window.c_str(), scores.c_str(), p.effective_scale());
 
   // The first run creates the pipeline; the timed runs after it measure the forward itself
   // (wall clock around submit + wait: a sanity number, not a benchmark).
@@ -77,7 +79,8 @@ int RunCheck(const CheckOptions& options) {
     times_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
 
-  const auto reference = tools::ReferenceAttentionForward(p, ToFloats(in.q), ToFloats(in.k), ToFloats(in.v));
+  const auto reference = tools::ReferenceAttentionForward(p, ToFloats(in.q), ToFloats(in.k), ToFloats(in.v),
+                                                         {in.alibi_slopes, in.sinks});
   const double o_error = tools::RelativeError(ToFloats(outputs->o), reference.o);
   const double lse_error = tools::RelativeError(ToFloats(outputs->lse), reference.lse);
   const double tolerance = p.dtype == DataType::kFloat16 ? 5e-3 : 2e-4;
@@ -105,7 +108,7 @@ Command AddCheckCommand(CLI::App& parent) {
   app->add_option("--nk", options->kv_len, "Key/value length")->capture_default_str();
   app->add_option("--d", options->head_dim, "Head dim")->capture_default_str();
   app->add_option("--dtype", options->dtype, "f32 or f16")->check(CLI::IsMember({"f32", "f16"}))->capture_default_str();
-  AddVariantOptions(app, &options->variants);
+  AddVariantOptions(app, &options->variants, VariantValues::kMade);
   app->add_option("--scale", options->scale, "Softmax scale (default 1/sqrt(D))");
   app->add_option("--seed", options->seed, "Random seed")->capture_default_str();
   app->add_option("--repeats", options->repeats, "Timed runs after the first")->capture_default_str();

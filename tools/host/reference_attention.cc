@@ -2,16 +2,80 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 namespace vkflash::tools {
 namespace {
 
-// The keys row i sees, in order.
-void VisibleKeys(const AttentionParams& params, uint64_t i, std::vector<uint32_t>* keys) {
-  keys->clear();
-  for (uint32_t j = 0; j < params.shape.kv_len; ++j)
-    if (KeyVisible(params, i, j)) keys->push_back(j);
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+void RequireSize(const std::vector<float>& values, uint64_t expected, const char* what) {
+  if (values.size() != expected) {
+    throw std::invalid_argument(std::string("reference attention: ") + what + " holds " +
+                                std::to_string(values.size()) + " values, the params need " + std::to_string(expected));
+  }
+}
+
+void CheckVariants(const AttentionParams& params, const ReferenceVariants& variants) {
+  const AttentionShape& s = params.shape;
+  if (params.alibi == AlibiSlopes::kPerHead) RequireSize(variants.alibi_slopes, s.q_heads, "alibi_slopes");
+  if (params.alibi == AlibiSlopes::kPerBatchHead)
+    RequireSize(variants.alibi_slopes, uint64_t(s.batch) * s.q_heads, "alibi_slopes");
+  if (params.sinks) RequireSize(variants.sinks, s.q_heads, "sinks");
+}
+
+// One query row's softmax over the keys it sees, with the score variants applied in the
+// contract's order: scale, softcap, ALiBi, mask; the sink in the denominator.
+struct RowSoftmax {
+  std::vector<uint32_t> keys;  // the keys the row sees, in order
+  std::vector<double> p;       // P of each of them
+  std::vector<double> tanh;    // with a softcap: tanh(scale * q.k / softcap) of each (the backward's factor)
+  double lse = -kInf;          // the sink where the row sees no key; -inf without sinks
+  double p_sink = 0.0;         // exp(sink - lse); 0 without sinks
+};
+
+void ComputeRow(const AttentionParams& params, const ReferenceVariants& variants, const float* q_row,
+                const float* k_head, uint64_t b, uint64_t h, uint64_t i, RowSoftmax* row) {
+  const AttentionShape& s = params.shape;
+  const uint64_t D = s.head_dim;
+  const double scale = params.effective_scale(), softcap = params.softcap;
+  const int64_t diagonal = int64_t(i) + int64_t(s.kv_len) - int64_t(s.q_len);
+  double slope = 0.0;
+  if (params.alibi == AlibiSlopes::kPerHead) slope = variants.alibi_slopes[h];
+  if (params.alibi == AlibiSlopes::kPerBatchHead) slope = variants.alibi_slopes[b * s.q_heads + h];
+  const double sink = params.sinks ? double(variants.sinks[h]) : -kInf;
+
+  row->keys.clear();
+  for (uint32_t j = 0; j < s.kv_len; ++j)
+    if (KeyVisible(params, i, j)) row->keys.push_back(j);
+  row->p.resize(row->keys.size());
+  row->tanh.resize(row->keys.size());
+  if (row->keys.empty()) {  // O = 0; the sink alone is the denominator
+    row->lse = sink;
+    row->p_sink = params.sinks ? 1.0 : 0.0;
+    return;
+  }
+  double max_score = sink;
+  for (size_t n = 0; n < row->keys.size(); ++n) {
+    double dot = 0.0;
+    for (uint64_t d = 0; d < D; ++d) dot += double(q_row[d]) * double(k_head[row->keys[n] * D + d]);
+    double score = dot * scale;
+    if (softcap > 0.0) {
+      row->tanh[n] = std::tanh(score / softcap);
+      score = softcap * row->tanh[n];
+    }
+    if (params.alibi != AlibiSlopes::kNone) score -= slope * double(std::llabs(diagonal - int64_t(row->keys[n])));
+    row->p[n] = score;
+    max_score = std::max(max_score, score);
+  }
+  double sum = params.sinks ? std::exp(sink - max_score) : 0.0;
+  for (double& p : row->p) sum += (p = std::exp(p - max_score));
+  for (double& p : row->p) p /= sum;
+  row->lse = max_score + std::log(sum);
+  row->p_sink = params.sinks ? std::exp(sink - max_score) / sum : 0.0;
 }
 
 }  // namespace
@@ -24,15 +88,15 @@ bool KeyVisible(const AttentionParams& params, uint64_t row, uint64_t key) {
 }
 
 ReferenceForward ReferenceAttentionForward(const AttentionParams& params, const std::vector<float>& q,
-                                           const std::vector<float>& k, const std::vector<float>& v) {
+                                           const std::vector<float>& k, const std::vector<float>& v,
+                                           const ReferenceVariants& variants) {
+  CheckVariants(params, variants);
   const AttentionShape& s = params.shape;
   const uint64_t D = s.head_dim;
-  const double scale = params.effective_scale();
   ReferenceForward out;
   out.o.assign(s.q_elements(), 0.0);
-  out.lse.assign(s.lse_elements(), -std::numeric_limits<double>::infinity());
-  std::vector<double> scores(s.kv_len);
-  std::vector<uint32_t> keys;
+  out.lse.assign(s.lse_elements(), -kInf);
+  RowSoftmax softmax;
 
   for (uint64_t b = 0; b < s.batch; ++b) {
     for (uint64_t h = 0; h < s.q_heads; ++h) {
@@ -41,25 +105,12 @@ ReferenceForward ReferenceAttentionForward(const AttentionParams& params, const 
       const float* v_head = v.data() + (b * s.kv_heads + kvh) * s.kv_len * D;
       for (uint64_t i = 0; i < s.q_len; ++i) {
         const uint64_t row = (b * s.q_heads + h) * s.q_len + i;
-        const float* q_row = q.data() + row * D;
-        VisibleKeys(params, i, &keys);
-        if (keys.empty()) continue;  // O = 0, LSE = -inf
-
-        double max_score = -std::numeric_limits<double>::infinity();
-        for (size_t n = 0; n < keys.size(); ++n) {
-          double dot = 0.0;
-          for (uint64_t d = 0; d < D; ++d) dot += double(q_row[d]) * double(k_head[keys[n] * D + d]);
-          scores[n] = dot * scale;
-          max_score = std::max(max_score, scores[n]);
-        }
-        double sum = 0.0;
-        for (size_t n = 0; n < keys.size(); ++n) sum += (scores[n] = std::exp(scores[n] - max_score));
+        ComputeRow(params, variants, q.data() + row * D, k_head, b, h, i, &softmax);
+        out.lse[row] = softmax.lse;
         double* o_row = out.o.data() + row * D;
-        for (size_t n = 0; n < keys.size(); ++n) {
-          const double p = scores[n] / sum;
-          for (uint64_t d = 0; d < D; ++d) o_row[d] += p * double(v_head[keys[n] * D + d]);
+        for (size_t n = 0; n < softmax.keys.size(); ++n) {
+          for (uint64_t d = 0; d < D; ++d) o_row[d] += softmax.p[n] * double(v_head[softmax.keys[n] * D + d]);
         }
-        out.lse[row] = max_score + std::log(sum);
       }
     }
   }
@@ -68,7 +119,8 @@ ReferenceForward ReferenceAttentionForward(const AttentionParams& params, const 
 
 ReferenceBackward ReferenceAttentionBackward(const AttentionParams& params, const std::vector<float>& q,
                                              const std::vector<float>& k, const std::vector<float>& v,
-                                             const std::vector<float>& d_o) {
+                                             const std::vector<float>& d_o, const ReferenceVariants& variants) {
+  CheckVariants(params, variants);
   const AttentionShape& s = params.shape;
   const uint64_t D = s.head_dim;
   const double scale = params.effective_scale();
@@ -76,42 +128,39 @@ ReferenceBackward ReferenceAttentionBackward(const AttentionParams& params, cons
   out.dq.assign(s.q_elements(), 0.0);
   out.dk.assign(s.kv_elements(), 0.0);
   out.dv.assign(s.kv_elements(), 0.0);
-  std::vector<double> p(s.kv_len), dp(s.kv_len);
-  std::vector<uint32_t> keys;
+  if (params.sinks) out.dsinks.assign(s.q_heads, 0.0), out.dsinks_terms.assign(s.q_heads, 0.0);
+  std::vector<double> dp(s.kv_len);
+  RowSoftmax softmax;
 
   for (uint64_t b = 0; b < s.batch; ++b) {
     for (uint64_t h = 0; h < s.q_heads; ++h) {
       const uint64_t kv_offset = (b * s.kv_heads + h / (s.q_heads / s.kv_heads)) * s.kv_len * D;
       for (uint64_t i = 0; i < s.q_len; ++i) {
         const uint64_t row = ((b * s.q_heads + h) * s.q_len + i) * D;
-        VisibleKeys(params, i, &keys);
-        if (keys.empty()) continue;  // no key: O = 0 whatever Q, K, V are; zero gradients
+        ComputeRow(params, variants, q.data() + row, k.data() + kv_offset, b, h, i, &softmax);
+        // No key: O = 0 whatever Q, K, V are; zero gradients, and rowsum(dO * O) = 0 gives the sink none.
+        if (softmax.keys.empty()) continue;
 
-        // P row (softmax of the scaled scores) and dP = dO V^T, over the visible keys.
-        double max_score = -std::numeric_limits<double>::infinity();
-        for (size_t n = 0; n < keys.size(); ++n) {
-          double dot = 0.0;
-          for (uint64_t d = 0; d < D; ++d) dot += double(q[row + d]) * double(k[kv_offset + keys[n] * D + d]);
-          p[n] = dot * scale;
-          max_score = std::max(max_score, p[n]);
-        }
-        double sum = 0.0;
-        for (size_t n = 0; n < keys.size(); ++n) sum += (p[n] = std::exp(p[n] - max_score));
+        // dP = dO V^T over the visible keys (the sink has no value row: its dP is 0).
         double p_dot_dp = 0.0;  // rowsum(P * dP) = rowsum(dO * O)
-        for (size_t n = 0; n < keys.size(); ++n) {
-          p[n] /= sum;
+        for (size_t n = 0; n < softmax.keys.size(); ++n) {
           double dot = 0.0;
-          for (uint64_t d = 0; d < D; ++d) dot += double(d_o[row + d]) * double(v[kv_offset + keys[n] * D + d]);
+          for (uint64_t d = 0; d < D; ++d) dot += double(d_o[row + d]) * double(v[kv_offset + softmax.keys[n] * D + d]);
           dp[n] = dot;
-          p_dot_dp += p[n] * dp[n];
+          p_dot_dp += softmax.p[n] * dp[n];
         }
-        for (size_t n = 0; n < keys.size(); ++n) {
-          const double ds = p[n] * (dp[n] - p_dot_dp);
-          const uint64_t key_at = kv_offset + keys[n] * D;
+        if (params.sinks) {
+          out.dsinks[h] -= softmax.p_sink * p_dot_dp;
+          out.dsinks_terms[h] += std::fabs(softmax.p_sink * p_dot_dp);
+        }
+        for (size_t n = 0; n < softmax.keys.size(); ++n) {
+          double ds = softmax.p[n] * (dp[n] - p_dot_dp);
+          if (params.softcap > 0.0f) ds *= 1.0 - softmax.tanh[n] * softmax.tanh[n];  // d(C tanh(x / C)) / dx
+          const uint64_t key_at = kv_offset + softmax.keys[n] * D;
           for (uint64_t d = 0; d < D; ++d) {
             out.dq[row + d] += scale * ds * double(k[key_at + d]);
             out.dk[key_at + d] += scale * ds * double(q[row + d]);
-            out.dv[key_at + d] += p[n] * double(d_o[row + d]);
+            out.dv[key_at + d] += softmax.p[n] * double(d_o[row + d]);
           }
         }
       }

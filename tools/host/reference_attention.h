@@ -14,24 +14,39 @@ namespace vkflash::tools {
 // not from the engine's band code, so that the tests compare two derivations.
 bool KeyVisible(const AttentionParams& params, uint64_t row, uint64_t key);
 
+// The values the score variants read (the comment above AttentionParams): ALiBi slopes, [Hq] or
+// [B, Hq] as params.alibi says, and the sinks, [Hq] with params.sinks. Softcap is params.softcap.
+// The reference throws std::invalid_argument where the params need one of them and its size is
+// wrong (a test's mistake, not a case to compare).
+struct ReferenceVariants {
+  std::vector<float> alibi_slopes;
+  std::vector<float> sinks;
+};
+
 struct ReferenceForward {
   std::vector<double> o;    // [B, Hq, Nq, D]
-  std::vector<double> lse;  // [B, Hq, Nq]; -inf for rows that see no key
+  std::vector<double> lse;  // [B, Hq, Nq]; for rows that see no key: the sink, or -inf without sinks
 };
 
 ReferenceForward ReferenceAttentionForward(const AttentionParams& params, const std::vector<float>& q,
-                                           const std::vector<float>& k, const std::vector<float>& v);
+                                           const std::vector<float>& k, const std::vector<float>& v,
+                                           const ReferenceVariants& variants = {});
 
 struct ReferenceBackward {
   std::vector<double> dq;      // like Q
   std::vector<double> dk, dv;  // like K, V (summed over the query heads of each GQA group)
+  std::vector<double> dsinks;  // [Hq] with params.sinks (summed over batch entries and rows), else empty
+  // [Hq] with params.sinks: the sum of |P_sink * rowsum(dO * O)| that dsinks sums with signs. The
+  // terms cancel, so rounding errors in the rows scale with this, not with dsinks.
+  std::vector<double> dsinks_terms;
 };
 
-// Gradients of sum(O * dO) with respect to Q, K and V, written out by hand in float64
-// (softmax backward: dS = P * (dP - rowsum(P * dP)), dP = dO V^T).
+// Gradients of sum(O * dO) with respect to Q, K, V (and the sinks), written out by hand in
+// float64 (softmax backward: dS = P * (dP - rowsum(P * dP)), dP = dO V^T; under a softcap dS is
+// multiplied by 1 - tanh^2 of the capped score's argument; dsink = -sum P_sink * rowsum(P * dP)).
 ReferenceBackward ReferenceAttentionBackward(const AttentionParams& params, const std::vector<float>& q,
                                              const std::vector<float>& k, const std::vector<float>& v,
-                                             const std::vector<float>& d_o);
+                                             const std::vector<float>& d_o, const ReferenceVariants& variants = {});
 
 // ||actual - expected|| / ||expected|| (Frobenius). NaN or inf in `actual` where `expected` is
 // finite gives +inf; matching infinities (LSE = -inf rows) count as equal. An all-zero
