@@ -114,9 +114,10 @@ Status ValidateAttentionParams(const AttentionParams& params) {
                                                             ": a key count >= 0, or -1 for unbounded");
     }
   }
-  if (!std::isfinite(params.softcap) || params.softcap < 0.0f) {
+  // Subnormal caps are refused too: the kernels divide by the cap, which a device may flush to 0.
+  if (params.softcap != 0.0f && !(std::isnormal(params.softcap) && params.softcap > 0.0f)) {
     return Status::Error(ErrorCode::kInvalidArgument, "softcap is " + std::to_string(params.softcap) +
-                                                          ": a finite number > 0, or 0 for none");
+                                                          ": a finite (normal) number > 0, or 0 for none");
   }
   if (params.alibi != AlibiSlopes::kNone && params.alibi != AlibiSlopes::kPerHead &&
       params.alibi != AlibiSlopes::kPerBatchHead) {

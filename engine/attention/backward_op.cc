@@ -157,6 +157,7 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
     if (!has_queries && parts.table_bytes > 0) outputs.push_back(workspace);
   }
   // The score modifiers' inputs, and the sinks' gradient (written where asked for).
+  VKF_RETURN_IF_ERROR(CheckNoUnusedScoreModViews(params, buffers.alibi_slopes, buffers.sinks));
   const std::vector<NamedView> score_mods = ScoreModViews(params, buffers.alibi_slopes, buffers.sinks);
   VKF_RETURN_IF_ERROR(CheckViews(info_, score_mods));
   inputs.insert(inputs.end(), score_mods.begin(), score_mods.end());

@@ -59,6 +59,17 @@ Status CheckNoOverlap(const std::vector<NamedView>& outputs, const std::vector<N
   return Status::Ok();
 }
 
+Status CheckNoUnusedScoreModViews(const AttentionParams& params, const BufferView& alibi_slopes,
+                                  const BufferView& sinks) {
+  if (params.alibi == AlibiSlopes::kNone && !alibi_slopes.empty()) {
+    return Status::Error(ErrorCode::kInvalidArgument, "buffer 'alibi_slopes' is given but the call has no ALiBi (params.alibi)");
+  }
+  if (!params.sinks && !sinks.empty()) {
+    return Status::Error(ErrorCode::kInvalidArgument, "buffer 'sinks' is given but the call has no sinks (params.sinks)");
+  }
+  return Status::Ok();
+}
+
 std::vector<NamedView> ScoreModViews(const AttentionParams& params, const BufferView& alibi_slopes,
                                      const BufferView& sinks) {
   const uint64_t heads = params.shape.q_heads;

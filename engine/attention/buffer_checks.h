@@ -31,6 +31,11 @@ Status CheckNoOverlap(const std::vector<NamedView>& outputs, const std::vector<N
 std::vector<NamedView> ScoreModViews(const AttentionParams& params, const BufferView& alibi_slopes,
                                      const BufferView& sinks);
 
+// A slopes or sinks view on a call without that variant is an error, not silently ignored (a flag
+// forgotten would otherwise compute plain attention).
+Status CheckNoUnusedScoreModViews(const AttentionParams& params, const BufferView& alibi_slopes,
+                                  const BufferView& sinks);
+
 // The tensor-core kernels move 16-byte vectors, so every view they touch must start at a multiple
 // of 16 bytes (minStorageBufferOffsetAlignment may allow less); otherwise the scalar kernels run.
 bool VectorAligned(std::initializer_list<BufferView> views);

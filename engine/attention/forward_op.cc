@@ -179,6 +179,7 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
     VKF_RETURN_IF_ERROR(CheckViews(info_, {workspace}));
     outputs.push_back(workspace);
   }
+  VKF_RETURN_IF_ERROR(CheckNoUnusedScoreModViews(params, buffers.alibi_slopes, buffers.sinks));
   const std::vector<NamedView> score_mods = ScoreModViews(params, buffers.alibi_slopes, buffers.sinks);
   VKF_RETURN_IF_ERROR(CheckViews(info_, score_mods));
   std::vector<NamedView> inputs = {q, k, v};

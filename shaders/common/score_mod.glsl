@@ -33,6 +33,12 @@ float alibi_slope_log2(uint batch, uint head) {
   return alibi_slopes[(ALIBI == VKF_ALIBI_PER_BATCH_HEAD ? batch * pc.q_heads : 0u) + head] * LOG2E;
 }
 
+// ALiBi's term of query row q_row and key `key` (base 2): slope times the distance from the
+// bottom-right aligned diagonal.
+float alibi_bias_log2(float slope_log2, uint q_row, uint key, uint q_len, uint kv_len) {
+  return slope_log2 * float(abs(int(key) - int(q_row) - diagonal_shift(q_len, kv_len)));
+}
+
 // tanh without the overflow of (e^2x - 1) / (e^2x + 1): finite for every finite x, +-1 at +-inf,
 // NaN for NaN.
 float stable_tanh(float x) {
@@ -44,7 +50,7 @@ float stable_tanh(float x) {
 // base-2 score t. slope_log2: alibi_slope_log2 of the row's head.
 float score_mod(float t, float slope_log2, uint q_row, uint key, uint q_len, uint kv_len) {
   if (SOFTCAP > 0.0) t = SOFTCAP * LOG2E * stable_tanh(t / (SOFTCAP * LOG2E));
-  if (ALIBI != VKF_ALIBI_NONE) t -= slope_log2 * float(abs(int(key) - int(q_row) - diagonal_shift(q_len, kv_len)));
+  if (ALIBI != VKF_ALIBI_NONE) t -= alibi_bias_log2(slope_log2, q_row, key, q_len, kv_len);
   return t;
 }
 
@@ -58,12 +64,14 @@ float score_mod_derivative(float t) {
 
 // The same derivative from the pair's P instead of its raw score, for kernels that do not keep the
 // raw scores: log2(P) + LSE is the modified score, which with ALiBi's term added back is
-// C2 * tanh(t / C2). Where P is 0 the derivative does not matter (dS = 0).
+// C2 * tanh(t / C2). Where P is 0 dS is 0 whatever the derivative, and it returns 0: rows that see
+// no key (and padding rows) have an LSE of +inf there, and log2(0) + inf would be NaN.
 float score_mod_derivative_from_p(float p, float lse_log2, float slope_log2, uint q_row, uint key, uint q_len,
                                   uint kv_len) {
   if (!(SOFTCAP > 0.0)) return 1.0;
+  if (p == 0.0) return 0.0;
   float capped = log2(p) + lse_log2;
-  if (ALIBI != VKF_ALIBI_NONE) capped += slope_log2 * float(abs(int(key) - int(q_row) - diagonal_shift(q_len, kv_len)));
+  if (ALIBI != VKF_ALIBI_NONE) capped += alibi_bias_log2(slope_log2, q_row, key, q_len, kv_len);
   const float th = capped / (SOFTCAP * LOG2E);
   return max(1.0 - th * th, 0.0);
 }

@@ -38,5 +38,5 @@ void main() {
     if (lane < width) partial_sums[lane] += partial_sums[lane + width];
     barrier();
   }
-  if (lane == 0) dsinks[head] = -partial_sums[0];
+  if (lane == 0) dsinks[head] = 0.0 - partial_sums[0];  // no rows: +0, not -0
 }
