@@ -157,9 +157,8 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
     if (!has_queries && parts.table_bytes > 0) outputs.push_back(workspace);
   }
   // The score modifiers' inputs, and the sinks' gradient (written where asked for).
-  VKF_RETURN_IF_ERROR(CheckNoUnusedScoreModViews(params, buffers.alibi_slopes, buffers.sinks));
-  const std::vector<NamedView> score_mods = ScoreModViews(params, buffers.alibi_slopes, buffers.sinks);
-  VKF_RETURN_IF_ERROR(CheckViews(info_, score_mods));
+  VKF_ASSIGN_OR_RETURN(const std::vector<NamedView> score_mods,
+                       CheckScoreModViews(info_, params, buffers.alibi_slopes, buffers.sinks));
   inputs.insert(inputs.end(), score_mods.begin(), score_mods.end());
   const NamedView dsinks{"dsinks", buffers.dsinks, uint64_t(shape.q_heads) * sizeof(float)};
   if (write_dsinks) {

@@ -59,19 +59,14 @@ Status CheckNoOverlap(const std::vector<NamedView>& outputs, const std::vector<N
   return Status::Ok();
 }
 
-Status CheckNoUnusedScoreModViews(const AttentionParams& params, const BufferView& alibi_slopes,
-                                  const BufferView& sinks) {
+Result<std::vector<NamedView>> CheckScoreModViews(const DeviceInfo& device, const AttentionParams& params,
+                                                  const BufferView& alibi_slopes, const BufferView& sinks) {
   if (params.alibi == AlibiSlopes::kNone && !alibi_slopes.empty()) {
     return Status::Error(ErrorCode::kInvalidArgument, "buffer 'alibi_slopes' is given but the call has no ALiBi (params.alibi)");
   }
   if (!params.sinks && !sinks.empty()) {
     return Status::Error(ErrorCode::kInvalidArgument, "buffer 'sinks' is given but the call has no sinks (params.sinks)");
   }
-  return Status::Ok();
-}
-
-std::vector<NamedView> ScoreModViews(const AttentionParams& params, const BufferView& alibi_slopes,
-                                     const BufferView& sinks) {
   const uint64_t heads = params.shape.q_heads;
   std::vector<NamedView> views;
   if (params.alibi == AlibiSlopes::kPerHead) views.push_back({"alibi_slopes", alibi_slopes, heads * sizeof(float)});
@@ -79,6 +74,7 @@ std::vector<NamedView> ScoreModViews(const AttentionParams& params, const Buffer
     views.push_back({"alibi_slopes", alibi_slopes, uint64_t(params.shape.batch) * heads * sizeof(float)});
   }
   if (params.sinks) views.push_back({"sinks", sinks, heads * sizeof(float)});
+  if (Status checked = CheckViews(device, views); !checked.ok()) return checked;
   return views;
 }
 

@@ -26,15 +26,12 @@ Status CheckViews(const DeviceInfo& device, const std::vector<NamedView>& views)
 // workgroups write outputs.
 Status CheckNoOverlap(const std::vector<NamedView>& outputs, const std::vector<NamedView>& inputs);
 
-// The score modifiers' views a call reads (AttentionParams::alibi, sinks): float32 slopes, [Hq] or
-// [B, Hq], and sink logits, [Hq], with the bytes each must hold. Empty for a call with neither.
-std::vector<NamedView> ScoreModViews(const AttentionParams& params, const BufferView& alibi_slopes,
-                                     const BufferView& sinks);
-
-// A slopes or sinks view on a call without that variant is an error, not silently ignored (a flag
-// forgotten would otherwise compute plain attention).
-Status CheckNoUnusedScoreModViews(const AttentionParams& params, const BufferView& alibi_slopes,
-                                  const BufferView& sinks);
+// The score modifiers' views a call reads (AttentionParams::alibi, sinks), checked as CheckViews
+// does: float32 slopes, [Hq] or [B, Hq], and sink logits, [Hq]. A slopes or sinks view on a call
+// without that variant is an error, not silently ignored (a forgotten flag would otherwise compute
+// plain attention). Returns the views the call reads (none without variants).
+Result<std::vector<NamedView>> CheckScoreModViews(const DeviceInfo& device, const AttentionParams& params,
+                                                  const BufferView& alibi_slopes, const BufferView& sinks);
 
 // The tensor-core kernels move 16-byte vectors, so every view they touch must start at a multiple
 // of 16 bytes (minStorageBufferOffsetAlignment may allow less); otherwise the scalar kernels run.

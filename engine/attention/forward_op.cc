@@ -179,9 +179,8 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
     VKF_RETURN_IF_ERROR(CheckViews(info_, {workspace}));
     outputs.push_back(workspace);
   }
-  VKF_RETURN_IF_ERROR(CheckNoUnusedScoreModViews(params, buffers.alibi_slopes, buffers.sinks));
-  const std::vector<NamedView> score_mods = ScoreModViews(params, buffers.alibi_slopes, buffers.sinks);
-  VKF_RETURN_IF_ERROR(CheckViews(info_, score_mods));
+  VKF_ASSIGN_OR_RETURN(const std::vector<NamedView> score_mods,
+                       CheckScoreModViews(info_, params, buffers.alibi_slopes, buffers.sinks));
   std::vector<NamedView> inputs = {q, k, v};
   inputs.insert(inputs.end(), score_mods.begin(), score_mods.end());
   VKF_RETURN_IF_ERROR(CheckNoOverlap(outputs, inputs));

@@ -29,21 +29,14 @@ std::string FloatText(float value) {
   return text;
 }
 
-std::vector<uint8_t> FloatBytes(const std::vector<float>& values) {
-  std::vector<uint8_t> bytes(values.size() * sizeof(float));
-  if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
-  return bytes;
-}
-
 // Device buffers for the slopes and sinks `in` holds (none where unused), kept in `held`.
 Status UploadVariantValues(Context& context, const AttentionInputs& in, std::vector<Buffer>* held,
                            BufferView* alibi_slopes, BufferView* sinks) {
   for (const auto& [values, view] : {std::pair{&in.alibi_slopes, alibi_slopes}, std::pair{&in.sinks, sinks}}) {
     if (values->empty()) continue;
-    auto buffer = UploadBuffer(context, FloatBytes(*values), values->size() * sizeof(float));
-    if (!buffer.ok()) return buffer.status();
-    held->push_back(std::move(buffer).value());
-    *view = held->back().view();
+    auto uploaded = UploadFloats(context, *values, held);
+    if (!uploaded.ok()) return uploaded.status();
+    *view = *uploaded;
   }
   return Status::Ok();
 }
@@ -79,6 +72,15 @@ Result<Buffer> UploadBuffer(Context& context, const std::vector<uint8_t>& data, 
     if (!uploaded.ok()) return uploaded;
   }
   return buffer;
+}
+
+Result<BufferView> UploadFloats(Context& context, const std::vector<float>& values, std::vector<Buffer>* held) {
+  std::vector<uint8_t> bytes(values.size() * sizeof(float));
+  if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
+  auto buffer = UploadBuffer(context, bytes, bytes.size());
+  if (!buffer.ok()) return buffer.status();
+  held->push_back(std::move(buffer).value());
+  return held->back().view();
 }
 
 std::vector<float> ToFloats(const tools::NpyArray& array) { return tools::UnpackTensor(array.data, array.dtype); }

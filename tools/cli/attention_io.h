@@ -96,6 +96,8 @@ Result<std::unique_ptr<Context>> OpenContext(const std::string& device, const st
 
 // A device buffer of `bytes` (at least 4: Vulkan has no empty buffers), holding `data` if any.
 Result<Buffer> UploadBuffer(Context& context, const std::vector<uint8_t>& data, uint64_t bytes);
+// A device buffer holding `values` (float32), appended to `held`, which keeps it alive; its view.
+Result<BufferView> UploadFloats(Context& context, const std::vector<float>& values, std::vector<Buffer>* held);
 
 // Element values of an array as floats (float16 widened).
 std::vector<float> ToFloats(const tools::NpyArray& array);

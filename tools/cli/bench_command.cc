@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
@@ -172,19 +171,11 @@ Status RunConfig(Context& context, const BenchConfig& c, const BenchOptions& o, 
   }
   f.lse = b.lse;
   // The score variants' values: ALiBi's geometric slopes, Normal(0, 1) sinks; dSinks with the gradients.
-  auto make_floats = [&](const std::vector<float>& values) -> Result<BufferView> {
-    std::vector<uint8_t> bytes(values.size() * sizeof(float));
-    std::memcpy(bytes.data(), values.data(), bytes.size());
-    auto buffer = UploadBuffer(context, bytes, bytes.size());
-    if (!buffer.ok()) return buffer.status();
-    held.push_back(std::move(buffer).value());
-    return held.back().view();
-  };
   for (auto [view, values, used] : {std::tuple{&b.alibi_slopes, GeometricAlibiSlopes(s.q_heads), p.alibi != AlibiSlopes::kNone},
                                     {&b.sinks, RandomSinks(s.q_heads, 1), p.sinks},
                                     {&b.dsinks, std::vector<float>(s.q_heads), p.sinks && c.backward}}) {
     if (!used) continue;
-    auto made = make_floats(values);
+    auto made = UploadFloats(context, values, &held);
     if (!made.ok()) return made.status();
     *view = *made;
   }
