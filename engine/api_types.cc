@@ -7,6 +7,7 @@
 #include <string>
 
 #include "attention/key_band.h"
+#include "attention/mask_shape.h"
 #include "common/shader_interface.h"
 
 namespace vkflash {
@@ -123,6 +124,12 @@ Status ValidateAttentionParams(const AttentionParams& params) {
       params.alibi != AlibiSlopes::kPerBatchHead) {
     return Status::Error(ErrorCode::kInvalidArgument, "unknown ALiBi slopes shape");
   }
+  if (uint32_t(params.mask.type) > uint32_t(MaskType::kBool)) {
+    return Status::Error(ErrorCode::kInvalidArgument, "unknown mask type");
+  }
+  if (params.mask.type != MaskType::kNone && attention::MaskShapeOf(params).elements() > 0xffffffffull) {
+    return Status::Error(ErrorCode::kUnsupported, "masks of 2^32 or more elements are not supported");
+  }
   if (params.causal && params.window.right > 0) {
     return Status::Error(ErrorCode::kInvalidArgument,
                          "window right is " + std::to_string(params.window.right) +
@@ -134,6 +141,26 @@ Status ValidateAttentionParams(const AttentionParams& params) {
 static_assert(uint32_t(AlibiSlopes::kNone) == VKF_ALIBI_NONE && uint32_t(AlibiSlopes::kPerHead) == VKF_ALIBI_PER_HEAD &&
                   uint32_t(AlibiSlopes::kPerBatchHead) == VKF_ALIBI_PER_BATCH_HEAD,
               "AlibiSlopes is the shaders' VKF_ALIBI_* (specialization constant)");
+
+static_assert(uint32_t(MaskType::kNone) == VKF_MASK_NONE && uint32_t(MaskType::kFloat32) == VKF_MASK_FLOAT32 &&
+                  uint32_t(MaskType::kFloat16) == VKF_MASK_FLOAT16 && uint32_t(MaskType::kBool) == VKF_MASK_BOOL,
+              "MaskType is the shaders' VKF_MASK_* (specialization constant)");
+
+std::array<uint32_t, 4> MaskBroadcastShape(const AttentionParams& params) {
+  const attention::MaskShape mask = attention::MaskShapeOf(params);
+  return {mask.batch, mask.heads, mask.q_len, mask.kv_len};
+}
+
+uint64_t MaskElements(const AttentionParams& params) {
+  return params.mask.type == MaskType::kNone ? 0 : attention::MaskShapeOf(params).elements();
+}
+
+uint64_t MaskBytes(const AttentionParams& params) {
+  const uint64_t element = params.mask.type == MaskType::kFloat32   ? 4
+                           : params.mask.type == MaskType::kFloat16 ? 2
+                                                                    : 1;
+  return (MaskElements(params) * element + 3) / 4 * 4;  // whole words: the kernels read words
+}
 
 uint64_t VisiblePairs(const AttentionParams& params) {
   const attention::KeyBand band = attention::KeyBandOf(params);

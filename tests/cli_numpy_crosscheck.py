@@ -13,10 +13,12 @@ import tempfile
 import numpy as np
 
 
-def attention(q, k, v, causal, scale, softcap=0.0, slopes=None, sinks=None, window=(-1, -1)):
+def attention(q, k, v, causal, scale, softcap=0.0, slopes=None, sinks=None, window=(-1, -1), mask=None):
     """O, LSE and a function for the gradients, float64, bottom-right causal alignment. Score
-    variants in the contract's order: softcap, ALiBi (slopes [Hq] or [B, Hq]), the mask; sinks
-    ([Hq]) join each row's denominator. The gradients function also returns dsinks."""
+    variants in the contract's order: softcap, ALiBi (slopes [Hq] or [B, Hq]), the mask (a bias
+    that broadcasts to [B, Hq, Nq, Nk], -inf blocking, or a bool array, False blocking), the band;
+    sinks ([Hq]) join each row's denominator. The gradients function also returns dsinks and the
+    bias's gradient (the mask's shape)."""
     b, hq, hkv = q.shape[0], q.shape[1], k.shape[1]
     k = np.repeat(k, hq // hkv, axis=1)
     v = np.repeat(v, hq // hkv, axis=1)
@@ -29,8 +31,14 @@ def attention(q, k, v, causal, scale, softcap=0.0, slopes=None, sinks=None, wind
     rows, keys = np.arange(nq)[:, None] + (nk - nq), np.arange(nk)[None, :]
     if slopes is not None:
         s = s - np.asarray(slopes, np.float64).reshape(-1 if slopes.ndim == 2 else 1, hq, 1, 1) * np.abs(rows - keys)
+    visible = np.ones((b, hq, nq, nk), dtype=bool)
+    if mask is not None and mask.dtype == bool:
+        visible &= np.broadcast_to(mask, visible.shape)
+    elif mask is not None:
+        bias = np.broadcast_to(mask.astype(np.float64), visible.shape)
+        visible &= bias != -np.inf
+        s = s + np.where(bias == -np.inf, 0.0, bias)
     left, right = window[0], 0 if causal else window[1]
-    visible = np.ones((nq, nk), dtype=bool)
     if left >= 0:
         visible &= keys >= rows - left
     if right >= 0:
@@ -56,6 +64,10 @@ def attention(q, k, v, causal, scale, softcap=0.0, slopes=None, sinks=None, wind
         dp = do @ v.transpose(0, 1, 3, 2)
         row_dot = (p * dp).sum(axis=-1, keepdims=True)
         ds = p * (dp - row_dot)
+        dbias = None
+        if mask is not None and mask.dtype != bool:  # summed over the axes the mask broadcasts
+            dbias = ds.sum(axis=tuple(range(4 - mask.ndim)))
+            dbias = dbias.sum(axis=tuple(i for i in range(mask.ndim) if mask.shape[i] == 1), keepdims=True)
         if t is not None:
             ds = ds * (1 - t * t)
         dq = scale * ds @ k
@@ -64,7 +76,7 @@ def attention(q, k, v, causal, scale, softcap=0.0, slopes=None, sinks=None, wind
         dsinks = None if p_sink is None else -(p_sink * row_dot).sum(axis=(0, 2, 3))
         # the magnitudes dsinks sums with signs: docs/design.md measures float16 dsinks against them
         dsinks_terms = None if p_sink is None else np.abs(p_sink * row_dot).sum(axis=(0, 2, 3))
-        return dq, fold(dk), fold(dv), dsinks, dsinks_terms
+        return dq, fold(dk), fold(dv), dsinks, dsinks_terms, dbias
 
     return o, lse, grads
 
@@ -134,7 +146,7 @@ def check_sequences(vkflash, path, rng):
         rows, keys = slice(cq[b], cq[b + 1]), slice(ck[b], ck[b] + lens[b])
         o, lse, grads = attention(heads_first(arrays["q"][rows]), heads_first(arrays["k"][keys]),
                                   heads_first(arrays["v"][keys]), True, d ** -0.5)
-        dq, dk, dv, _, _ = grads(heads_first(arrays["do"][rows]))
+        dq, dk, dv, _, _, _ = grads(heads_first(arrays["do"][rows]))
         back = lambda x: x[0].transpose(1, 0, 2)
         unused = slice(ck[b] + lens[b], ck[b + 1])
         checks = [("O", rel_error(got["o"][rows], back(o)), 2e-4), ("LSE", rel_error(got["lse"][:, rows], lse[0]), 2e-4),
@@ -185,7 +197,7 @@ def check_score_variants(vkflash, path, rng):
                 return 1
         o, lse, grads = attention(*(x.astype(np.float64) for x in (q, k, v)), causal, d ** -0.5, softcap, slopes, sinks,
                                   window)
-        dq, dk, dv, dsinks, dsinks_terms = grads(do.astype(np.float64))
+        dq, dk, dv, dsinks, dsinks_terms, _ = grads(do.astype(np.float64))
         fwd_tol, bwd_tol = (2e-4, 5e-4) if dtype == np.float32 else (5e-3, 1e-2)
         checks = [("O", "o.npy", o, fwd_tol, dtype), ("LSE", "lse.npy", lse, fwd_tol, np.float32),
                   ("dQ", "dq.npy", dq, bwd_tol, dtype), ("dK", "dk.npy", dk, bwd_tol, dtype),
@@ -198,6 +210,53 @@ def check_score_variants(vkflash, path, rng):
                 (f" window={window[0]},{window[1]}" if window != (-1, -1) else "") + \
                 (f" softcap={softcap}" if softcap else "") + (f" alibi[{slopes_shape}]" if slopes_shape else "") + \
                 (" sinks" if with_sinks else "")
+        failures += report(label, checks, path)
+    return failures
+
+
+MASK_CASES = [  # (B, Hq, Hkv, Nq, Nk, D, dtype, causal, mask shape, mask dtype)
+    (2, 4, 2, 23, 41, 32, np.float32, False, (2, 4, 23, 41), np.float32),
+    (2, 4, 4, 30, 12, 64, np.float16, True, (30, 12), np.float16),  # [Nq, Nk]; Nq > Nk
+    (2, 6, 2, 17, 29, 40, np.float32, False, (2, 1, 1, 29), bool),  # a padding mask
+    (1, 8, 2, 1, 300, 64, np.float16, False, (1, 8, 1, 300), np.float32),  # decode-shaped
+    (2, 4, 2, 20, 33, 32, np.float32, True, (4, 1, 33), np.float16),  # [Hq, 1, Nk]
+]
+
+
+def check_masks(vkflash, path, rng):
+    """--mask (float32, float16 and bool, broadcast as NumPy does) with --dbias against NumPy.
+    Returns the number of failed checks."""
+    failures = 0
+    for b, hq, hkv, nq, nk, d, dtype, causal, mask_shape, mask_dtype in MASK_CASES:
+        q, do = (rng.standard_normal((b, hq, nq, d)).astype(dtype) for _ in range(2))
+        k, v = (rng.standard_normal((b, hkv, nk, d)).astype(dtype) for _ in range(2))
+        blocked = rng.random(mask_shape) < 0.2
+        if mask_dtype == bool:
+            mask = ~blocked
+        else:
+            mask = np.where(blocked, -np.inf, rng.standard_normal(mask_shape)).astype(mask_dtype)
+        for name, array in (("q", q), ("k", k), ("v", v), ("do", do), ("mask", mask)):
+            np.save(path(name + ".npy"), array)
+        flags = (["--causal"] if causal else []) + ["--mask", path("mask.npy")]
+        io = ["--q", path("q.npy"), "--k", path("k.npy"), "--v", path("v.npy")]
+        dbias_out = ["--dbias", path("dbias.npy")] if mask_dtype != bool else []
+        for command in (["forward", *io, "--out", path("o.npy"), "--lse", path("lse.npy"), *flags],
+                        ["backward", *io, "--do", path("do.npy"), "--dq", path("dq.npy"), "--dk", path("dk.npy"),
+                         "--dv", path("dv.npy"), *dbias_out, *flags]):
+            run = subprocess.run([vkflash, *command], capture_output=True, text=True)
+            if run.returncode != 0 or run.stderr:
+                print(f"FAIL vkflash {' '.join(command)}: exit {run.returncode}\n{run.stderr}")
+                return 1
+        o, lse, grads = attention(*(x.astype(np.float64) for x in (q, k, v)), causal, d ** -0.5, mask=mask)
+        dq, dk, dv, _, _, dbias = grads(do.astype(np.float64))
+        fwd_tol, bwd_tol = (2e-4, 5e-4) if dtype == np.float32 else (5e-3, 1e-2)
+        checks = [("O", "o.npy", o, fwd_tol, dtype), ("LSE", "lse.npy", lse, fwd_tol, np.float32),
+                  ("dQ", "dq.npy", dq, bwd_tol, dtype), ("dK", "dk.npy", dk, bwd_tol, dtype),
+                  ("dV", "dv.npy", dv, bwd_tol, dtype)]
+        if dbias is not None:
+            checks.append(("dBias", "dbias.npy", dbias.reshape(mask_shape), bwd_tol, np.float32))
+        label = f"B={b} Hq={hq} Hkv={hkv} Nq={nq} Nk={nk} D={d} {np.dtype(dtype).name}" + (" causal" if causal else "") + \
+                f" mask={np.dtype(mask_dtype).name}{list(mask_shape)}"
         failures += report(label, checks, path)
     return failures
 
@@ -230,7 +289,7 @@ def main():
 
             o, lse, grads = attention(*(x.astype(np.float64) for x in (q, k, v)), causal,
                                       scale if scale is not None else d ** -0.5)
-            dq, dk, dv, _, _ = grads(do.astype(np.float64))
+            dq, dk, dv, _, _, _ = grads(do.astype(np.float64))
             fwd_tol, bwd_tol = (2e-4, 5e-4) if dtype == np.float32 else (5e-3, 1e-2)
             checks = [("O", "o.npy", o, fwd_tol, dtype), ("LSE", "lse.npy", lse, fwd_tol, np.float32),
                       ("dQ", "dq.npy", dq, bwd_tol, dtype), ("dK", "dk.npy", dk, bwd_tol, dtype),
@@ -242,7 +301,9 @@ def main():
             failures += report(label, checks, path)
         failures += check_sequences(vkflash, path, rng)
         failures += check_score_variants(vkflash, path, rng)
-    checked = len(CASES) * 8 + 18 + sum(5 + case[-1] for case in SCORE_CASES)
+        failures += check_masks(vkflash, path, rng)
+    checked = len(CASES) * 8 + 18 + sum(5 + case[-1] for case in SCORE_CASES) + \
+        sum(5 + (case[-1] is not bool) for case in MASK_CASES)
     print(f"{checked - failures} passed, {failures} failed")
     return 1 if failures else 0
 

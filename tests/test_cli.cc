@@ -415,6 +415,85 @@ TEST_CASE("CLI check and bench run the score variants with made slopes and sinks
   CHECK(json.find("naive") == std::string::npos);  // the naive baseline has no score variants
 }
 
+TEST_CASE("CLI --mask and --dbias: broadcast masks of each type, and bad ones refused with exit 2", "[cli][mask]") {
+  UseFolder("masks");
+  WriteTensor("q.npy", DataType::kFloat32, {2, 4, 8, 16}, 1);
+  WriteTensor("k.npy", DataType::kFloat32, {2, 2, 10, 16}, 2);
+  WriteTensor("do.npy", DataType::kFloat32, {2, 4, 8, 16}, 3);
+  WriteFloats("bias.npy", {8, 10}, RandomValues(80, DataType::kFloat32, 4));  // [Nq, Nk]: every batch entry and head
+  WriteFloats("bias_f16.npy", {2, 1, 1, 10}, RandomValues(20, DataType::kFloat16, 5), DataType::kFloat16);
+  WriteFloats("bias_bad.npy", {3, 10}, std::vector<float>(30, 0.0f));       // 3 rows: neither 8 nor 1
+  WriteFloats("bias_5d.npy", {1, 1, 1, 8, 10}, std::vector<float>(80, 0.0f));
+  // A boolean padding mask [B, 1, 1, Nk] written as NumPy writes bool: '|b1', one byte each.
+  {
+    std::string header = "{'descr': '|b1', 'fortran_order': False, 'shape': (2, 1, 1, 10), }";
+    header.resize(117, ' ');
+    header += '\n';
+    std::ofstream f(Path("keep.npy"), std::ios::binary);
+    f.write("\x93NUMPY\x01\x00", 8);
+    const uint16_t length = uint16_t(header.size());
+    f.write(reinterpret_cast<const char*>(&length), 2);
+    f << header;
+    for (int b = 0; b < 2; ++b)
+      for (int j = 0; j < 10; ++j) f.put(char(j < 10 - 3 * b ? 1 : 0));  // entry 1's last 3 keys padding
+  }
+  const std::string io = " --q " + Path("q.npy") + " --k " + Path("k.npy") + " --v " + Path("k.npy");
+  const std::string grads = " --do " + Path("do.npy") + " --dq " + Path("dq.npy") + " --dk " + Path("dk.npy") +
+                            " --dv " + Path("dv.npy");
+
+  // Each runs, and O matches the reference with the same mask.
+  for (const char* mask : {"bias.npy", "bias_f16.npy", "keep.npy"}) {
+    INFO(mask);
+    const CliResult r = RunCli("forward" + io + " --out " + Path("o.npy") + " --mask " + Path(mask));
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.err.empty());
+  }
+  // The last one: a padding mask; entry 1's rows match attention over its first 7 keys alone.
+  const std::vector<float> o = ReadFloats("o.npy");
+  const std::vector<float> q = ReadFloats("q.npy"), kv = ReadFloats("k.npy");
+  AttentionParams one = MakeParams({1, 4, 2, 8, 7, 16}, DataType::kFloat32, false);
+  std::vector<float> k_seq;
+  for (uint32_t h = 0; h < 2; ++h)
+    k_seq.insert(k_seq.end(), kv.begin() + (2 + h) * 10 * 16, kv.begin() + (2 + h) * 10 * 16 + 7 * 16);
+  const auto ref = tools::ReferenceAttentionForward(one, std::vector<float>(q.begin() + 4 * 8 * 16, q.end()), k_seq, k_seq);
+  CHECK(tools::RelativeError(std::vector<float>(o.begin() + 4 * 8 * 16, o.end()), ref.o) <= 2e-4);
+
+  const CliResult r = RunCli("backward" + io + grads + " --mask " + Path("bias.npy") + " --dbias " + Path("dbias.npy"));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto dbias = tools::ReadNpy(Path("dbias.npy"));
+  REQUIRE(dbias.ok());
+  CHECK(dbias->shape == std::vector<uint64_t>{8, 10});  // the mask's own shape
+  CHECK(dbias->dtype == DataType::kFloat32);
+
+  const std::string out = " --out " + Path("bad_out.npy") + " --lse " + Path("bad_lse.npy");
+  RequireBadInput("forward" + io + out + " --mask " + Path("bias_bad.npy"), "does not broadcast to [B, Hq, Nq, Nk] = (2, 4, 8, 10)");
+  RequireBadInput("forward" + io + out + " --mask " + Path("bias_5d.npy"), "bias_5d.npy");
+  RequireBadInput("forward" + io + out + " --mask " + Path("missing.npy"), "missing.npy");
+  const std::string bad_grads = " --do " + Path("do.npy") + " --dq " + Path("bad_out.npy") + " --dk " +
+                                Path("bad_lse.npy") + " --dv " + Path("bad_dv.npy");
+  RequireBadInput("backward" + io + bad_grads + " --dbias " + Path("bad_dbias.npy"), "--dbias needs --mask");
+  RequireBadInput("backward" + io + bad_grads + " --mask " + Path("keep.npy") + " --dbias " + Path("bad_dbias.npy"),
+                  "has no gradient");
+  RequireBadInput("backward" + io + bad_grads + " --mask " + Path("bias.npy") + " --dbias " + Path("bias.npy"),
+                  "also an input");
+  CHECK_FALSE(Exists(Path("bad_dv.npy")));
+  CHECK_FALSE(Exists(Path("bad_dbias.npy")));
+
+  // check and bench make a bias of their own.
+  CliResult made = RunCli("check --b 2 --hq 4 --hkv 2 --nq 40 --nk 70 --d 32 --causal --mask --repeats 1");
+  INFO(made.out << made.err);
+  REQUIRE(made.exit_code == 0);
+  CHECK(made.out.find("mask") != std::string::npos);
+  CHECK(made.out.find("PASS") != std::string::npos);
+  made = RunCli("bench --b 1 --h 2 --n 64 --d 32 --mask --runs 3 --warmup 1 --min-time-ms 0 --json " + Path("bench.json"));
+  INFO(made.out << made.err);
+  REQUIRE(made.exit_code == 0);
+  CHECK(made.out.find(" mask ") != std::string::npos);
+  CHECK(Slurp(Path("bench.json")).find("\"bias\": true") != std::string::npos);
+}
+
 TEST_CASE("CLI bench times forward and backward and writes JSON rows", "[cli][bench]") {
   UseFolder("bench");
   const CliResult r = RunCli("bench --b 1 --h 2 --n 64 --d 32 --causal --runs 3 --warmup 1 --json " + Path("bench.json"));

@@ -120,7 +120,9 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   const AttentionShape& shape = call.planning.shape;  // lengths: the longest sequence's
   const bool has_queries = shape.q_elements() > 0, has_keys = shape.kv_elements() > 0;
   const bool write_dsinks = params.sinks && !buffers.dsinks.empty();
-  if (!has_queries && !has_keys && !write_dsinks) return Status::Ok();
+  const bool additive_mask = params.mask.type == MaskType::kFloat32 || params.mask.type == MaskType::kFloat16;
+  const bool write_dbias = additive_mask && !buffers.dbias.empty() && MaskElements(params) > 0;
+  if (!has_queries && !has_keys && !write_dsinks && !write_dbias) return Status::Ok();
 
   const bool aligned = VectorAligned({buffers.q, buffers.k, buffers.v, buffers.d_o, buffers.dq, buffers.dk, buffers.dv}) &&
                        call.vector_strides;
@@ -158,7 +160,7 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   }
   // The score modifiers' inputs, and the sinks' gradient (written where asked for).
   VKF_ASSIGN_OR_RETURN(const std::vector<NamedView> score_mods,
-                       CheckScoreModViews(info_, params, buffers.alibi_slopes, buffers.sinks));
+                       CheckScoreModViews(info_, params, buffers.alibi_slopes, buffers.sinks, buffers.mask));
   inputs.insert(inputs.end(), score_mods.begin(), score_mods.end());
   const NamedView dsinks{"dsinks", buffers.dsinks, uint64_t(shape.q_heads) * sizeof(float)};
   if (write_dsinks) {
@@ -167,7 +169,37 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   } else if (!buffers.dsinks.empty()) {
     return Status::Error(ErrorCode::kInvalidArgument, "buffer 'dsinks' is given but the call has no sinks (params.sinks)");
   }
+  // The bias's gradient (an additive mask's only: a boolean mask has none).
+  const NamedView dbias{"dbias", buffers.dbias, MaskElements(params) * sizeof(float)};
+  if (write_dbias) {
+    VKF_RETURN_IF_ERROR(CheckViews(info_, {dbias}));
+    outputs.push_back(dbias);
+  } else if (!buffers.dbias.empty() && !additive_mask) {
+    return Status::Error(ErrorCode::kInvalidArgument, params.mask.type == MaskType::kBool
+                                                          ? "buffer 'dbias' is given but a boolean mask has no gradient"
+                                                          : "buffer 'dbias' is given but the call has no mask (params.mask)");
+  }
   VKF_RETURN_IF_ERROR(CheckNoOverlap(outputs, inputs));
+  const KernelChoice dbias_kernel = DbiasChoice(params);
+  const MaskShape& mask = call.mask;
+  const uint32_t dbias_groups_x = (mask.mask_keys() + dbias_kernel.block_kv - 1) / dbias_kernel.block_kv;
+  const uint32_t dbias_groups_y = (mask.mask_rows() + dbias_kernel.block_q - 1) / dbias_kernel.block_q;
+  const uint64_t dbias_groups_z = uint64_t(mask.mask_batch()) * mask.mask_heads();
+  if (write_dbias) {
+    if (dbias_groups_x > info_.max_workgroup_count[0] || dbias_groups_y > info_.max_workgroup_count[1] ||
+        dbias_groups_z > info_.max_workgroup_count[2]) {
+      return Status::Error(ErrorCode::kUnsupported, "the bias's gradient of this mask exceeds maxComputeWorkGroupCount");
+    }
+    // Each invocation walks every pair that maps to its element: a tile step per 32 head-dim columns.
+    const uint64_t steps = uint64_t(mask.batch / mask.mask_batch()) * (mask.heads / mask.mask_heads()) *
+                           ((mask.q_len / mask.mask_rows() + dbias_kernel.block_q - 1) / dbias_kernel.block_q) *
+                           ((mask.kv_len / mask.mask_keys() + dbias_kernel.block_kv - 1) / dbias_kernel.block_kv) *
+                           ((shape.head_dim + 31) / 32);
+    if (info_.shader_loop_budget != 0 && steps > info_.shader_loop_budget / 2) {
+      return Status::Error(ErrorCode::kUnsupported, "the bias's gradient summed over this many broadcast pairs would "
+                                                    "outrun this driver's shader loop budget");
+    }
+  }
   const KernelChoice dsinks_kernel = DsinksChoice(info_);
   if (write_dsinks && info_.shader_loop_budget != 0 &&
       uint64_t(shape.batch) * ((shape.q_len + dsinks_kernel.workgroup_size - 1) / dsinks_kernel.workgroup_size) >
@@ -179,8 +211,9 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
                                                  : BufferView{};
   if (!has_queries) q.view = o.view = d_o.view = dq.view = lse.view = workspace.view = buffers.k;
   if (!has_keys) k.view = v.view = dk.view = dv.view = buffers.q;
-  if (!has_queries && !has_keys) {  // only the sinks' gradient (zeros): it stands in for the rest
-    q.view = o.view = d_o.view = dq.view = lse.view = workspace.view = k.view = v.view = dk.view = dv.view = buffers.dsinks;
+  if (!has_queries && !has_keys) {  // only the sinks' or bias's gradient (zeros): it stands in for the rest
+    q.view = o.view = d_o.view = dq.view = lse.view = workspace.view = k.view = v.view = dk.view = dv.view =
+        write_dsinks ? buffers.dsinks : buffers.dbias;
   }
 
   const KernelChoice preprocess = PreprocessChoice(info_, params);
@@ -198,6 +231,10 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   VkPipeline dsinks_pipeline = VK_NULL_HANDLE;
   if (write_dsinks) {
     VKF_ASSIGN_OR_RETURN(dsinks_pipeline, Pipeline(dsinks_kernel, call.planning, /*chunked=*/false));
+  }
+  VkPipeline dbias_pipeline = VK_NULL_HANDLE;
+  if (write_dbias) {
+    VKF_ASSIGN_OR_RETURN(dbias_pipeline, Pipeline(dbias_kernel, call.planning, /*chunked=*/false));
   }
 
   std::array<BufferView, VKF_BWD_BINDING_COUNT> bindings;
@@ -226,6 +263,8 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   bindings[VKF_BWD_BINDING_ALIBI] = params.alibi != AlibiSlopes::kNone ? buffers.alibi_slopes : q.view;
   bindings[VKF_BWD_BINDING_SINKS] = params.sinks ? buffers.sinks : q.view;
   bindings[VKF_BWD_BINDING_DSINKS] = write_dsinks ? buffers.dsinks : dq.view;
+  bindings[VKF_BWD_BINDING_MASK] = params.mask.type != MaskType::kNone && MaskElements(params) > 0 ? buffers.mask : q.view;
+  bindings[VKF_BWD_BINDING_DBIAS] = write_dbias ? buffers.dbias : dq.view;
   if (!table.empty()) RecordSequenceTable(cmd, call, table);
   const gpu::AttentionPush push = MakeAttentionPush(call);
 
@@ -243,6 +282,10 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   if (write_dsinks) {  // reads delta and the LSE (no rows: writes zeros); runs beside the gradient kernels
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, dsinks_pipeline);
     vkCmdDispatch(cmd, 1, shape.q_heads, 1);
+  }
+  if (write_dbias) {  // reads delta and the LSE; runs beside the gradient kernels
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, dbias_pipeline);
+    vkCmdDispatch(cmd, dbias_groups_x, dbias_groups_y, uint32_t(dbias_groups_z));
   }
   if (has_keys) {  // with no queries this writes zero dK, dV
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, dkdv_pipeline);

@@ -60,12 +60,16 @@ Status CheckNoOverlap(const std::vector<NamedView>& outputs, const std::vector<N
 }
 
 Result<std::vector<NamedView>> CheckScoreModViews(const DeviceInfo& device, const AttentionParams& params,
-                                                  const BufferView& alibi_slopes, const BufferView& sinks) {
+                                                  const BufferView& alibi_slopes, const BufferView& sinks,
+                                                  const BufferView& mask) {
   if (params.alibi == AlibiSlopes::kNone && !alibi_slopes.empty()) {
     return Status::Error(ErrorCode::kInvalidArgument, "buffer 'alibi_slopes' is given but the call has no ALiBi (params.alibi)");
   }
   if (!params.sinks && !sinks.empty()) {
     return Status::Error(ErrorCode::kInvalidArgument, "buffer 'sinks' is given but the call has no sinks (params.sinks)");
+  }
+  if (params.mask.type == MaskType::kNone && !mask.empty()) {
+    return Status::Error(ErrorCode::kInvalidArgument, "buffer 'mask' is given but the call has no mask (params.mask)");
   }
   const uint64_t heads = params.shape.q_heads;
   std::vector<NamedView> views;
@@ -74,6 +78,7 @@ Result<std::vector<NamedView>> CheckScoreModViews(const DeviceInfo& device, cons
     views.push_back({"alibi_slopes", alibi_slopes, uint64_t(params.shape.batch) * heads * sizeof(float)});
   }
   if (params.sinks) views.push_back({"sinks", sinks, heads * sizeof(float)});
+  if (params.mask.type != MaskType::kNone && MaskElements(params) > 0) views.push_back({"mask", mask, MaskBytes(params)});
   if (Status checked = CheckViews(device, views); !checked.ok()) return checked;
   return views;
 }

@@ -26,12 +26,14 @@ Status CheckViews(const DeviceInfo& device, const std::vector<NamedView>& views)
 // workgroups write outputs.
 Status CheckNoOverlap(const std::vector<NamedView>& outputs, const std::vector<NamedView>& inputs);
 
-// The score modifiers' views a call reads (AttentionParams::alibi, sinks), checked as CheckViews
-// does: float32 slopes, [Hq] or [B, Hq], and sink logits, [Hq]. A slopes or sinks view on a call
-// without that variant is an error, not silently ignored (a forgotten flag would otherwise compute
-// plain attention). Returns the views the call reads (none without variants).
+// The score modifiers' views a call reads (AttentionParams::alibi, sinks, mask), checked as
+// CheckViews does: float32 slopes, [Hq] or [B, Hq], sink logits, [Hq], and the mask (MaskBytes). A
+// slopes, sinks or mask view on a call without that variant is an error, not silently ignored (a
+// forgotten flag would otherwise compute plain attention). Returns the views the call reads (none
+// without variants).
 Result<std::vector<NamedView>> CheckScoreModViews(const DeviceInfo& device, const AttentionParams& params,
-                                                  const BufferView& alibi_slopes, const BufferView& sinks);
+                                                  const BufferView& alibi_slopes, const BufferView& sinks,
+                                                  const BufferView& mask);
 
 // The tensor-core kernels move 16-byte vectors, so every view they touch must start at a multiple
 // of 16 bytes (minStorageBufferOffsetAlignment may allow less); otherwise the scalar kernels run.

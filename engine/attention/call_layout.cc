@@ -84,6 +84,7 @@ Result<CallLayout> ResolveCallLayout(const AttentionParams& params, bool backwar
 
   CallLayout call;
   call.planning = params;
+  call.mask = MaskShapeOf(params);
   // The kernels plan with the shape alone; these are resolved here.
   call.planning.kv_lengths.clear();
   call.planning.cu_seqlens_q.clear();
@@ -165,6 +166,8 @@ gpu::AttentionPush MakeAttentionPush(const CallLayout& call) {
   push.window_right = std::min(band.right, kWidest);
   for (int t = 0; t < VKF_TENSOR_COUNT; ++t)
     for (int i = 0; i < 3; ++i) push.strides[3 * t + i] = call.strides[t][i];
+  push.mask_q_len = call.mask.q_len;
+  push.mask_kv_len = call.mask.kv_len;
   return push;
 }
 

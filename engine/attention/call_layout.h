@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "attention/mask_shape.h"
 #include "common/shader_interface.h"
 
 namespace vkflash::attention {
@@ -30,6 +31,8 @@ struct CallLayout {
   std::vector<uint32_t> sequence_table;
   // Whether the tensors are the packed [B, H, N, D] of the shape, with uniform sequences.
   bool packed = true;
+  // The mask's shape (from the call's own params: planning's lengths differ with sequences).
+  MaskShape mask;
 
   uint64_t sequence_table_bytes() const { return sequence_table.size() * sizeof(uint32_t); }
 };

@@ -180,7 +180,7 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
     outputs.push_back(workspace);
   }
   VKF_ASSIGN_OR_RETURN(const std::vector<NamedView> score_mods,
-                       CheckScoreModViews(info_, params, buffers.alibi_slopes, buffers.sinks));
+                       CheckScoreModViews(info_, params, buffers.alibi_slopes, buffers.sinks, buffers.mask));
   std::vector<NamedView> inputs = {q, k, v};
   inputs.insert(inputs.end(), score_mods.begin(), score_mods.end());
   VKF_RETURN_IF_ERROR(CheckNoOverlap(outputs, inputs));
@@ -203,6 +203,7 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
   if (instrumented) bindings[VKF_FWD_BINDING_STATS] = stats_view;
   if (params.alibi != AlibiSlopes::kNone) bindings[VKF_FWD_BINDING_ALIBI] = buffers.alibi_slopes;
   if (params.sinks) bindings[VKF_FWD_BINDING_SINKS] = buffers.sinks;
+  if (params.mask.type != MaskType::kNone && MaskElements(params) > 0) bindings[VKF_FWD_BINDING_MASK] = buffers.mask;
   if (state.o_bytes > 0) {
     bindings[VKF_FWD_BINDING_O_STATE] = WorkspacePart(buffers.workspace, state.o_offset, state.o_bytes);
     bindings[VKF_FWD_BINDING_ROW_STATE] = WorkspacePart(buffers.workspace, state.row_offset, state.row_bytes);

@@ -83,6 +83,15 @@ KernelChoice DsinksChoice(const DeviceInfo& device) {
   return choice;
 }
 
+KernelChoice DbiasChoice(const AttentionParams& params) {
+  KernelChoice choice;
+  choice.kernel = std::string("backward_dbias_") + (params.dtype == DataType::kFloat16 ? "f16" : "f32");
+  choice.block_q = 8;  // 8 x 16 elements: 128 invocations, what every device runs
+  choice.block_kv = 16;
+  choice.workgroup_size = choice.block_q * choice.block_kv;
+  return choice;
+}
+
 KernelChoice DqFromSumsChoice(const DeviceInfo& device, const AttentionParams& params) {
   KernelChoice choice = PreprocessChoice(device, params);
   choice.kernel = std::string("backward_dq_from_sums_") + (params.dtype == DataType::kFloat16 ? "f16" : "f32");

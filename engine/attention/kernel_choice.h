@@ -25,6 +25,9 @@ uint32_t PreprocessWorkgroupSize(const DeviceInfo& device);
 KernelChoice PreprocessChoice(const DeviceInfo& device, const AttentionParams& params);
 // The sinks' gradient (BackwardBuffers::dsinks), every family's: one workgroup per query head.
 KernelChoice DsinksChoice(const DeviceInfo& device);
+// The bias's gradient (BackwardBuffers::dbias), every family's: one workgroup per tile of
+// block_q x block_kv elements of dBias.
+KernelChoice DbiasChoice(const AttentionParams& params);
 // The last kernel of a backward with atomic dQ (BackwardKernelChoice::atomic_dq): it scales the
 // float32 dQ sums and stores dQ, dispatched as the preprocess is.
 KernelChoice DqFromSumsChoice(const DeviceInfo& device, const AttentionParams& params);

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "attention/key_band.h"
+#include "attention/mask_shape.h"
 #include "common/shader_interface.h"
 
 namespace vkflash::attention {
@@ -32,6 +33,8 @@ inline SpecConstants MakeSpecConstants(const KernelChoice& choice, const Attenti
   std::memcpy(&spec[VKF_SPEC_SOFTCAP], &params.softcap, sizeof(float));
   spec[VKF_SPEC_ALIBI] = uint32_t(params.alibi);
   spec[VKF_SPEC_SINKS] = params.sinks ? 1u : 0u;
+  spec[VKF_SPEC_MASK] = uint32_t(params.mask.type);
+  spec[VKF_SPEC_MASK_DIMS] = MaskShapeOf(params).dims;
   spec[VKF_SPEC_WRITE_LSE] = write_lse ? 1u : 0u;
   spec[VKF_SPEC_INSTRUMENT] = instrument ? 1u : 0u;
   spec[VKF_SPEC_CHUNKED] = chunked ? 1u : 0u;

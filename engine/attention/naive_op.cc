@@ -27,8 +27,8 @@ Status NaiveOperator::Record(VkCommandBuffer cmd, const AttentionParams& params,
   if (!call.packed) {
     return Status::Error(ErrorCode::kUnsupported, "the naive baseline takes packed [B, H, N, D] tensors only");
   }
-  if (params.softcap != 0.0f || params.alibi != AlibiSlopes::kNone || params.sinks) {
-    return Status::Error(ErrorCode::kUnsupported, "the naive baseline has no softcap, ALiBi or sinks");
+  if (params.softcap != 0.0f || params.alibi != AlibiSlopes::kNone || params.sinks || params.mask.type != MaskType::kNone) {
+    return Status::Error(ErrorCode::kUnsupported, "the naive baseline has no softcap, ALiBi, sinks or mask");
   }
   const AttentionShape& shape = params.shape;
   if (shape.q_elements() == 0) return Status::Ok();
@@ -69,7 +69,14 @@ Status NaiveOperator::Record(VkCommandBuffer cmd, const AttentionParams& params,
 
   const std::array<BufferView, VKF_NAIVE_BINDING_COUNT> bindings = {q.view, k.view, v.view, o.view, scores};
   gpu::NaivePush push{};
-  push.attention = MakeAttentionPush(call);
+  const gpu::AttentionPush attention = MakeAttentionPush(call);
+  push.q_heads = attention.q_heads;
+  push.kv_heads = attention.kv_heads;
+  push.q_len = attention.q_len;
+  push.kv_len = attention.kv_len;
+  push.scale_log2 = attention.scale_log2;
+  push.window_left = attention.window_left;
+  push.window_right = attention.window_right;
   push.head_dim = shape.head_dim;
   vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, passes[0]);
   VKF_RETURN_IF_ERROR(layout_->BindBuffers(cmd, bindings));

@@ -19,6 +19,7 @@
 #include <vkflash/result.hpp>
 #include <vulkan/vulkan.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -118,11 +119,29 @@ struct AttentionWindow {
 // with cu_seqlens, B is the number of sequences).
 enum class AlibiSlopes : uint32_t { kNone = 0, kPerHead = 1, kPerBatchHead = 2 };
 
+// The element type of a mask over the scores (AttentionMask).
+//   kFloat32, kFloat16: additive, a bias: s += mask[b, h, i, j]; -inf blocks the pair.
+//   kBool: one byte per element (NumPy's bool): 0 blocks the pair, anything else lets it through.
+enum class MaskType : uint32_t { kNone = 0, kFloat32 = 1, kFloat16 = 2, kBool = 3 };
+
+// A mask or bias over the scores, broadcastable to [B, Hq, Nq, Nk] (as NumPy broadcasts): each of
+// its four dimensions is either the call's (true) or 1 (false), contiguous in C order over the
+// ones it has, in Forward/BackwardBuffers::mask. Nq and Nk are shape.q_len and shape.kv_len (a KV
+// cache's capacity with kv_lengths); with cu_seqlens, the longest sequence's query and key counts,
+// and sequence b's query row i and key j (its own) are element [b, h, i, j]. A pair it blocks
+// weighs nothing, like a pair outside the window, but as in PyTorch's masked attention its K and V
+// rows are still multiplied by P = 0: they must be finite (docs/design.md).
+struct AttentionMask {
+  MaskType type = MaskType::kNone;
+  bool batch = true, heads = true, rows = true, keys = true;
+};
+
 // Causal masking is bottom-right aligned per sequence: the window {-1, 0}.
 //
 // The score of query row i and key j is modified in this order (docs/design.md):
 //   s = scale * q_i . k_j;  s = softcap * tanh(s / softcap) (softcap > 0);  s -= slope * |i + Nk - Nq - j|
-//   (ALiBi); then keys outside the causal / window band are masked. With sinks, each row's softmax
+//   (ALiBi);  s += mask[b, h, i, j] (an additive mask; -inf, or false in a boolean one, blocks
+//   the pair); then keys outside the causal / window band are masked. With sinks, each row's softmax
 // denominator also holds exp(sink[h]) (a logit with no value row): O = sum_j P_j V_j with
 // P_j = exp(s_j) / (sum_k exp(s_k) + exp(sink[h])), and the LSE includes the sink.
 struct AttentionParams {
@@ -141,6 +160,9 @@ struct AttentionParams {
   // softmax denominator. A row that sees no key then gets O = 0 and LSE = sink (to float32
   // rounding). A sink of -inf weighs nothing: the call computes what it would without sinks.
   bool sinks = false;
+  // A mask or bias over the scores (AttentionMask), in Forward/BackwardBuffers::mask; the backward
+  // can also return the bias's gradient (BackwardBuffers::dbias).
+  AttentionMask mask;
   // Backward only. true: bit-identical gradients run after run (no float atomics). false allows
   // dQ to be summed with float atomics where the kernel family has such a kernel (today the
   // VK_NV_cooperative_matrix2 one), the device VK_EXT_shader_atomic_float's
@@ -232,12 +254,15 @@ class Buffer {
 // compute-to-compute barrier between them (or one workspace each), like any two writers of one
 // buffer.
 // alibi_slopes (float32 [Hq] or [B, Hq], AttentionParams::alibi) and sinks (float32 [Hq],
-// AttentionParams::sinks) are read only by calls that use them.
+// AttentionParams::sinks) are read only by calls that use them, and so is mask
+// (AttentionParams::mask: MaskBytes(params) bytes, its element count rounded up to whole 4-byte
+// words, since the kernels read it as words).
 struct ForwardBuffers {
   BufferView q, k, v, o;
   BufferView lse;
   BufferView workspace;
   BufferView alibi_slopes, sinks;
+  BufferView mask;
 };
 
 // The buffers of one backward call. o and lse are the forward's outputs for the same params
@@ -250,14 +275,26 @@ struct ForwardBuffers {
 // alibi_slopes and sinks as for the forward. dsinks (float32 [Hq]; optional, with params.sinks):
 // the gradient of sum(O * dO) with respect to the sinks, -sum over batch and rows of
 // P_sink * rowsum(dO * O), summed in a fixed order (deterministic); not written when empty. A
-// dsinks view on a call without sinks is an error (kInvalidArgument).
+// dsinks view on a call without sinks is an error (kInvalidArgument). mask as for the forward;
+// dbias (float32, the mask's shape: MaskElements(params) floats; optional, with an additive mask):
+// the gradient of sum(O * dO) with respect to the bias, dS summed over the dimensions the mask
+// broadcasts in a fixed order (deterministic), by a kernel of its own that recomputes the pairs'
+// scores (about the cost of another forward pass, in float32 on every family).
 struct BackwardBuffers {
   BufferView q, k, v, o, lse, d_o;
   BufferView dq, dk, dv;
   BufferView workspace;
   BufferView alibi_slopes, sinks;
   BufferView dsinks;
+  BufferView mask, dbias;
 };
+
+// The [B, Hq, Nq, Nk] a call's mask broadcasts to (AttentionMask: Nq and Nk are the longest
+// sequence's with cu_seqlens); the mask has each of these sizes, or 1.
+std::array<uint32_t, 4> MaskBroadcastShape(const AttentionParams& params);
+// The mask's elements (AttentionParams::mask; 0 without one) and the bytes its buffer must hold.
+uint64_t MaskElements(const AttentionParams& params);
+uint64_t MaskBytes(const AttentionParams& params);
 
 // ---------------------------------------------------------------------------------------------
 // Kernel tuning

@@ -43,13 +43,30 @@ using uint = std::uint32_t;
 #define VKF_SPEC_SOFTCAP 18
 #define VKF_SPEC_ALIBI 19
 #define VKF_SPEC_SINKS 20
-#define VKF_SPEC_COUNT 21
+// The mask / bias over the scores (common/score_mod.glsl): its element type (VKF_MASK_*) and which
+// of its dimensions [B, Hq, Nq, Nk] it has (VKF_MASK_HAS_* bits; the others are 1, broadcast).
+#define VKF_SPEC_MASK 21
+#define VKF_SPEC_MASK_DIMS 22
+#define VKF_SPEC_COUNT 23
 
 // ALiBi's slopes (float32): none, one per query head [Hq], or one per batch entry and query head
 // [B, Hq]. The values of vkflash::AlibiSlopes.
 #define VKF_ALIBI_NONE 0
 #define VKF_ALIBI_PER_HEAD 1
 #define VKF_ALIBI_PER_BATCH_HEAD 2
+
+// The mask's elements: none, additive float32 or float16 (a bias; -inf blocks the pair), or
+// boolean bytes (0 blocks the pair). The values of vkflash::MaskType.
+#define VKF_MASK_NONE 0
+#define VKF_MASK_FLOAT32 1
+#define VKF_MASK_FLOAT16 2
+#define VKF_MASK_BOOL 3
+// The dimensions of [B, Hq, Nq, Nk] the mask has (AttentionPush.mask_q_len / mask_kv_len give
+// Nq and Nk); it is contiguous, C order, over the ones it has.
+#define VKF_MASK_HAS_BATCH 1u
+#define VKF_MASK_HAS_HEADS 2u
+#define VKF_MASK_HAS_ROWS 4u
+#define VKF_MASK_HAS_KEYS 8u
 
 // Forward pass storage-buffer bindings (set 0).
 #define VKF_FWD_BINDING_Q 0
@@ -66,7 +83,8 @@ using uint = std::uint32_t;
 #define VKF_FWD_BINDING_SEQUENCES 8  // the sequence table (AttentionPush.sequence_table)
 #define VKF_FWD_BINDING_ALIBI 9       // ALiBi's slopes (VKF_SPEC_ALIBI)
 #define VKF_FWD_BINDING_SINKS 10      // the sink logits, float32 [Hq] (VKF_SPEC_SINKS)
-#define VKF_FWD_BINDING_COUNT 11
+#define VKF_FWD_BINDING_MASK 11       // the mask / bias (VKF_SPEC_MASK), read as uint words
+#define VKF_FWD_BINDING_COUNT 12
 
 // Instrumentation: floats per (query row, key tile), in this order.
 #define VKF_STATS_RUNNING_MAX 0   // m after the tile (natural log units)
@@ -110,7 +128,9 @@ using uint = std::uint32_t;
 #define VKF_BWD_BINDING_ALIBI 14      // ALiBi's slopes (VKF_SPEC_ALIBI)
 #define VKF_BWD_BINDING_SINKS 15      // the sink logits, float32 [Hq]
 #define VKF_BWD_BINDING_DSINKS 16     // their gradient, float32 [Hq] (the dsinks kernel)
-#define VKF_BWD_BINDING_COUNT 17
+#define VKF_BWD_BINDING_MASK 17       // the mask / bias (VKF_SPEC_MASK), read as uint words
+#define VKF_BWD_BINDING_DBIAS 18      // the bias's gradient, float32, the mask's shape (the dbias kernel)
+#define VKF_BWD_BINDING_COUNT 19
 
 // The cooperative-matrix layout probe (shaders/coopmat/coopmat_layout_probe.comp): for every lane l and
 // accumulator element i, the value 16 * row + column lands at float l * VKF_PROBE_STRIDE + i;
@@ -181,20 +201,31 @@ struct AttentionPush {
   int window_left;
   int window_right;
   uint strides[VKF_TENSOR_COUNT * 3];
+  // The mask's Nq and Nk (VKF_SPEC_MASK): the call's q_len and kv_len, or with cu_seqlens the
+  // longest sequence's; a sequence's row i and key j are its element [.., i, j].
+  uint mask_q_len;
+  uint mask_kv_len;
 };
 
 struct ReadStreamPush {
   uint words;  // 16-byte words of the source
 };
+// The naive kernels take packed [B, H, N, D] tensors, no variants, and the head dim at run time.
 struct NaivePush {
-  AttentionPush attention;
-  uint slice;     // batch * q_heads + head of this dispatch
-  uint head_dim;  // the naive kernels take the head dim at run time
+  uint q_heads;
+  uint kv_heads;
+  uint q_len;
+  uint kv_len;
+  float scale_log2;
+  int window_left;  // the band, as AttentionPush's
+  int window_right;
+  uint slice;  // batch * q_heads + head of this dispatch
+  uint head_dim;
 };
 
 #ifdef __cplusplus
-static_assert(sizeof(NaivePush) == 128, "push constant layout must match GLSL std430");
-static_assert(sizeof(AttentionPush) == 120, "push constant layout must match GLSL std430");
+static_assert(sizeof(NaivePush) == 36, "push constant layout must match GLSL std430");
+static_assert(sizeof(AttentionPush) == 128, "push constant layout must match GLSL std430");
 }  // namespace vkflash::gpu
 #endif
 

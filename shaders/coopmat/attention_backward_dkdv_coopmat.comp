@@ -29,6 +29,7 @@ const uint TILE_STRIDE = VKF_TILE_STRIDE(ROW_U4);
 #include "common/constants.glsl"
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_BWD_BINDING_ALIBI
+#define VKF_SCORE_MOD_BINDING_MASK VKF_BWD_BINDING_MASK
 #include "common/score_mod.glsl"
 #define VKF_SEQUENCES_BINDING VKF_BWD_BINDING_SEQUENCES
 #include "common/sequences.glsl"  // strides are multiples of 8 elements here (the engine checks)
@@ -97,7 +98,7 @@ void main() {
   for (uint head = kv_head * group; head < (kv_head + 1) * group; ++head) {
     const uint q_base = tensor_base(VKF_TENSOR_Q, batch, head, seq.q_row0);
     const uint do_base = tensor_base(VKF_TENSOR_DO, batch, head, seq.q_row0);
-    const float slope_log2 = alibi_slope_log2(batch, head);
+    const ScoreHead modifiers = score_head(batch, head);
     for (uint q_begin = q_first; q_begin < q_loop_end; q_begin += BLOCK_Q) {
       barrier();  // the previous step's tile is no longer read (first step: owned rows visible)
       ++step;
@@ -150,7 +151,7 @@ void main() {
           const uint c = 16 * nb + cm_col(coord, i);
           const uint key = kv_begin + own_row + cm_row(coord, i);
           const float x = st[nb][i] * pc.scale_log2;
-          const float p = pair_p(x, lse_tile[c], slope_log2, q_begin + c, key, q_len, kv_len);
+          const float p = pair_p(x, lse_tile[c], modifiers, q_begin + c, key, q_len, kv_len);
           const float ds = p * (dpt[nb][i] - delta_tile[c]) * score_mod_derivative(x);
           // Selects, not a branch around the stores (see the dQ kernel).
           const bool visible = !masked_tile || key_visible(q_begin + c, key, q_len, kv_len);

@@ -27,6 +27,7 @@ const uint ROWS_PER_LANE = VKF_CM_ROWS_PER_LANE;
 #include "common/constants.glsl"
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_BWD_BINDING_ALIBI
+#define VKF_SCORE_MOD_BINDING_MASK VKF_BWD_BINDING_MASK
 #include "common/score_mod.glsl"
 #define VKF_SEQUENCES_BINDING VKF_BWD_BINDING_SEQUENCES
 #include "common/sequences.glsl"  // strides are multiples of 8 elements here (the engine checks)
@@ -77,7 +78,7 @@ void main() {
   VKF_LOAD_ROW_BLOCK(do_frag, 0, do_u4, do_h, coord, do_base, do_stride, row0, q_len);
 
   // LSE (base 2, +inf where P must be 0) and delta of the lane's rows, per slot.
-  const float slope_log2 = alibi_slope_log2(batch, head);
+  const ScoreHead modifiers = score_head(batch, head);
   float lse_row[ROWS_PER_LANE], delta_row[ROWS_PER_LANE];
   [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
     const uint r = row0 + cm_row(coord, i);
@@ -128,7 +129,7 @@ void main() {
         const uint t = cm_slot(i), c = 16 * nb + cm_col(coord, i);
         const uint q_row = row0 + cm_row(coord, i);
         const float x = s[nb][i] * pc.scale_log2;
-        const float ds = pair_p(x, lse_row[t], slope_log2, q_row, kv_begin + c, q_len, kv_len) * (dp[nb][i] - delta_row[t]) *
+        const float ds = pair_p(x, lse_row[t], modifiers, q_row, kv_begin + c, q_len, kv_len) * (dp[nb][i] - delta_row[t]) *
                          score_mod_derivative(x);
         // Selects, not a branch around the store: a matrix element written in one branch only made
         // the NV and KHR backward less than half as fast on the H100 (docs/tuning-log.md).

@@ -35,6 +35,7 @@ const uint ROWS_PER_LANE = VKF_CM_ROWS_PER_LANE;
 #include "common/constants.glsl"
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_FWD_BINDING_ALIBI
+#define VKF_SCORE_MOD_BINDING_MASK VKF_FWD_BINDING_MASK
 #define VKF_SCORE_MOD_BINDING_SINKS VKF_FWD_BINDING_SINKS
 #include "common/score_mod.glsl"
 #define VKF_SEQUENCES_BINDING VKF_FWD_BINDING_SEQUENCES
@@ -90,7 +91,7 @@ void main() {
   softmax_start(head, NEG_INF, sink_m, sink_l);
   if ((lane & VKF_CM_ROW_LANE_MASK) != 0) sink_l = 0.0;
   [[unroll]] for (uint j = 0; j < M_BLOCKS * ROWS_PER_LANE; ++j) { m_run[j] = sink_m; l_part[j] = sink_l; }
-  const float slope_log2 = alibi_slope_log2(batch, head);
+  const ScoreHead modifiers = score_head(batch, head);
   [[unroll]] for (uint j = 0; j < M_BLOCKS * D_BLOCKS; ++j) o_acc[j] = VKF_ACC(0.0);
 
   // Key tiles outside [kv_first, kv_end) are wholly masked for the workgroup's rows: never visited.
@@ -135,7 +136,7 @@ void main() {
         [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
           float x = s[mb * N_BLOCKS + nb][i] * pc.scale_log2;
           const uint q_row = rows_begin + 16 * mb + cm_row(coord, i), key = kv_begin + 16 * nb + cm_col(coord, i);
-          if (scores_modified()) x = score_mod(x, slope_log2, q_row, key, q_len, kv_len);
+          if (scores_modified()) x = score_mod(x, modifiers, q_row, key, q_len, kv_len);
           if (masked_tile && !key_visible(q_row, key, q_len, kv_len)) x = NEG_INF;
           s[mb * N_BLOCKS + nb][i] = x;
           tile_max[cm_slot(i)] = max(tile_max[cm_slot(i)], x);

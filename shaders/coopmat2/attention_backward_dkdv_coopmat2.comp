@@ -49,6 +49,7 @@ layout(constant_id = VKF_SPEC_SUBGROUP_SIZE) const uint SUBGROUP_SIZE = 32;
 
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_BWD_BINDING_ALIBI
+#define VKF_SCORE_MOD_BINDING_MASK VKF_BWD_BINDING_MASK
 #include "common/score_mod.glsl"
 
 layout(std430, set = 0, binding = VKF_BWD_BINDING_Q) readonly buffer q_block { uvec4 q_u4[]; };
@@ -109,23 +110,23 @@ VKF_DEFINE_STAGE_ROW_PAIR_SPLIT_AT(load_q_do, store_q_do, tiles, STREAM_ROW0, q_
 // Callbacks: row is a key of the subgroup's rows (the first at k0), col a query of the step's tile
 // (the first at q0); q_len and kv_len are the sequence's.
 float p_of_st(const uint row, const uint col, const float st, const uint q0, const uint k0, const uint q_len,
-              const uint kv_len, const float slope_log2) {
-  return p_of_score(st, lse_tile[col], slope_log2, q0 + col, k0 + row, q_len, kv_len);
+              const uint kv_len, const ScoreHead modifiers) {
+  return p_of_score(st, lse_tile[col], modifiers, q0 + col, k0 + row, q_len, kv_len);
 }
 float masked_p_of_st(const uint row, const uint col, const float st, const uint q0, const uint k0, const uint q_len,
-                     const uint kv_len, const float slope_log2) {
-  return masked_p(q0 + col, k0 + row, st, lse_tile[col], slope_log2, q_len, kv_len);
+                     const uint kv_len, const ScoreHead modifiers) {
+  return masked_p(q0 + col, k0 + row, st, lse_tile[col], modifiers, q_len, kv_len);
 }
 // dS^T = P^T (dP^T - delta)
 float ds_of_dpt(const uint row, const uint col, const float dpt, const float p, const uint q0, const uint k0,
-                const uint q_len, const uint kv_len, const float slope_log2) {
-  return ds_of(p, dpt, delta_tile[col], lse_tile[col], slope_log2, q0 + col, k0 + row, q_len, kv_len);
+                const uint q_len, const uint kv_len, const ScoreHead modifiers) {
+  return ds_of(p, dpt, delta_tile[col], lse_tile[col], modifiers, q0 + col, k0 + row, q_len, kv_len);
 }
 // In a tile that crosses the mask, also NaN where a query whose Q the staging zeroed at this step
 // sees the key (common/nonfinite.glsl).
 float masked_ds_of_dpt(const uint row, const uint col, const float dpt, const float p, const uint q0, const uint k0,
-                       const uint step, const uint q_len, const uint kv_len, const float slope_log2) {
-  const float ds = masked_ds(q0 + col, k0 + row, p, dpt, delta_tile[col], lse_tile[col], slope_log2, q_len, kv_len);
+                       const uint step, const uint q_len, const uint kv_len, const ScoreHead modifiers) {
+  const float ds = masked_ds(q0 + col, k0 + row, p, dpt, delta_tile[col], lse_tile[col], modifiers, q_len, kv_len);
   return query_nonfinite_step[col] == step && key_visible(q0 + col, k0 + row, q_len, kv_len) ? VKF_NAN : ds;
 }
 // dV plus the infinities and NaNs of dO (column `col`, read from the buffer) of the queries of
@@ -206,7 +207,7 @@ void add_dq(const uint q_begin, const uint q_len, const uint kv_begin, const uin
 // k_base and dq_row0 (VKF_ATOMIC_DQ only): where K's key 0 starts, and the head's query 0 in dq_sums.
 void dkdv_step(const bool masked, const bool crossing, const uint step, const uint q_begin, const uint q_len,
                const uint kv_len, const uint q_base, const uint do_base, const uint lse_row0, const uint k_base,
-               const uint dq_row0, const uint kv_begin, const uint own_row, const float slope_log2,
+               const uint dq_row0, const uint kv_begin, const uint own_row, const ScoreHead modifiers,
                const KEYS_X_DIM(float16_t, gl_MatrixUseA) k_frag,
                inout KEYS_X_DIM(float, gl_MatrixUseAccumulator) dk_acc,
                inout KEYS_X_DIM(float, gl_MatrixUseAccumulator) dv_acc) {
@@ -246,9 +247,9 @@ void dkdv_step(const bool masked, const bool crossing, const uint step, const ui
   KEYS_X_QUERIES(float, gl_MatrixUseAccumulator) p_t =
       coopMatMulAdd(k_frag, q_t, KEYS_X_QUERIES(float, gl_MatrixUseAccumulator)(0.0));
   if (masked) {
-    coopMatPerElementNV(p_t, p_t, masked_p_of_st, q_begin, kv_begin + own_row, q_len, kv_len, slope_log2);
+    coopMatPerElementNV(p_t, p_t, masked_p_of_st, q_begin, kv_begin + own_row, q_len, kv_len, modifiers);
   } else {
-    coopMatPerElementNV(p_t, p_t, p_of_st, q_begin, kv_begin + own_row, q_len, kv_len, slope_log2);
+    coopMatPerElementNV(p_t, p_t, p_of_st, q_begin, kv_begin + own_row, q_len, kv_len, modifiers);
   }
 
   // dV += P^T dO
@@ -264,9 +265,9 @@ void dkdv_step(const bool masked, const bool crossing, const uint step, const ui
   KEYS_X_QUERIES(float, gl_MatrixUseAccumulator) ds_t =
       coopMatMulAdd(v_frag, do_t, KEYS_X_QUERIES(float, gl_MatrixUseAccumulator)(0.0));
   if (masked) {  // 0 for masked pairs whatever dP^T holds (an inf in dO)
-    coopMatPerElementNV(ds_t, ds_t, masked_ds_of_dpt, p_t, q_begin, kv_begin + own_row, step, q_len, kv_len, slope_log2);
+    coopMatPerElementNV(ds_t, ds_t, masked_ds_of_dpt, p_t, q_begin, kv_begin + own_row, step, q_len, kv_len, modifiers);
   } else {
-    coopMatPerElementNV(ds_t, ds_t, ds_of_dpt, p_t, q_begin, kv_begin + own_row, q_len, kv_len, slope_log2);
+    coopMatPerElementNV(ds_t, ds_t, ds_of_dpt, p_t, q_begin, kv_begin + own_row, q_len, kv_len, modifiers);
   }
 
   // dK += dS^T Q
@@ -337,7 +338,7 @@ void main() {
     const uint q_base = tensor_base(VKF_TENSOR_Q, batch, head, seq.q_row0);
     const uint do_base = tensor_base(VKF_TENSOR_DO, batch, head, seq.q_row0);
     const uint lse_row0 = lse_index(batch, head, seq, 0);
-    const float slope_log2 = alibi_slope_log2(batch, head);
+    const ScoreHead modifiers = score_head(batch, head);
     uint q_begin = q_first;
     [[dont_unroll]] for (; q_begin < q_loop_end &&
                            tile_needs_mask(q_begin, min(BLOCK_Q, q_len - q_begin), kv_begin, BLOCK_KV, q_len, kv_len);
@@ -345,7 +346,7 @@ void main() {
       const bool crossing = tile_crosses_band(q_begin, min(BLOCK_Q, q_len - q_begin), kv_begin, BLOCK_KV, q_len, kv_len);
       if (crossing) note_crossed_tile(crossed, q_begin, min(q_begin + BLOCK_Q, q_len));
       dkdv_step(true, crossing, ++step, q_begin, q_len, kv_len, q_base, do_base, lse_row0, k_base, dq_row0, kv_begin,
-                own_row, slope_log2, k_frag, dk_acc, dv_acc);
+                own_row, modifiers, k_frag, dk_acc, dv_acc);
     }
     // With atomic dQ, workgroups of neighbouring key tiles start at different query tiles, so that
     // their atomics do not all add to the same dQ rows at a time.
@@ -354,7 +355,7 @@ void main() {
     [[dont_unroll]] for (uint t = 0; t < unmasked_tiles; ++t) {
       const uint tile = t + first_tile < unmasked_tiles ? t + first_tile : t + first_tile - unmasked_tiles;
       dkdv_step(false, false, ++step, q_begin + tile * BLOCK_Q, q_len, kv_len, q_base, do_base, lse_row0, k_base,
-                dq_row0, kv_begin, own_row, slope_log2, k_frag, dk_acc, dv_acc);
+                dq_row0, kv_begin, own_row, modifiers, k_frag, dk_acc, dv_acc);
     }
     if (WINDOW_LEFT) {
       [[dont_unroll]] for (q_begin += unmasked_tiles * BLOCK_Q; q_begin < q_loop_end; q_begin += BLOCK_Q) {
@@ -362,7 +363,7 @@ void main() {
             tile_crosses_band(q_begin, min(BLOCK_Q, q_len - q_begin), kv_begin, BLOCK_KV, q_len, kv_len);
         if (crossing) note_crossed_tile(crossed, q_begin, min(q_begin + BLOCK_Q, q_len));
         dkdv_step(true, crossing, ++step, q_begin, q_len, kv_len, q_base, do_base, lse_row0, k_base, dq_row0,
-                  kv_begin, own_row, slope_log2, k_frag, dk_acc, dv_acc);
+                  kv_begin, own_row, modifiers, k_frag, dk_acc, dv_acc);
       }
     }
   }

@@ -31,6 +31,7 @@ layout(constant_id = VKF_SPEC_SUBGROUP_SIZE) const uint SUBGROUP_SIZE = 32;
 
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_BWD_BINDING_ALIBI
+#define VKF_SCORE_MOD_BINDING_MASK VKF_BWD_BINDING_MASK
 #include "common/score_mod.glsl"
 
 layout(std430, set = 0, binding = VKF_BWD_BINDING_Q) readonly buffer q_block { float16_t q_h[]; };
@@ -66,23 +67,23 @@ VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_K
 // Callbacks: row is a query of the subgroup's rows (tile row q_row0 + row, the first at q0), col
 // a key of the step's tile (the first at k0); q_len and kv_len are the sequence's.
 float p_of_s(const uint row, const uint col, const float s, const uint q_row0, const uint q0, const uint k0,
-             const uint q_len, const uint kv_len, const float slope_log2) {
-  return p_of_score(s, lse_rows[q_row0 + row], slope_log2, q0 + row, k0 + col, q_len, kv_len);
+             const uint q_len, const uint kv_len, const ScoreHead modifiers) {
+  return p_of_score(s, lse_rows[q_row0 + row], modifiers, q0 + row, k0 + col, q_len, kv_len);
 }
 float masked_p_of_s(const uint row, const uint col, const float s, const uint q_row0, const uint q0, const uint k0,
-                    const uint q_len, const uint kv_len, const float slope_log2) {
-  return masked_p(q0 + row, k0 + col, s, lse_rows[q_row0 + row], slope_log2, q_len, kv_len);
+                    const uint q_len, const uint kv_len, const ScoreHead modifiers) {
+  return masked_p(q0 + row, k0 + col, s, lse_rows[q_row0 + row], modifiers, q_len, kv_len);
 }
 // dS = P (dP - delta)
 float ds_of_dp(const uint row, const uint col, const float dp, const float p, const uint q_row0, const uint q0,
-               const uint k0, const uint q_len, const uint kv_len, const float slope_log2) {
-  return ds_of(p, dp, delta_rows[q_row0 + row], lse_rows[q_row0 + row], slope_log2, q0 + row, k0 + col, q_len, kv_len);
+               const uint k0, const uint q_len, const uint kv_len, const ScoreHead modifiers) {
+  return ds_of(p, dp, delta_rows[q_row0 + row], lse_rows[q_row0 + row], modifiers, q0 + row, k0 + col, q_len, kv_len);
 }
 // In a tile that crosses the mask, also NaN where the row sees a key whose K the staging zeroed at
 // this step (common/nonfinite.glsl).
 float masked_ds_of_dp(const uint row, const uint col, const float dp, const float p, const uint q_row0, const uint q0,
-                      const uint k0, const uint step, const uint q_len, const uint kv_len, const float slope_log2) {
-  const float ds = masked_ds(q0 + row, k0 + col, p, dp, delta_rows[q_row0 + row], lse_rows[q_row0 + row], slope_log2,
+                      const uint k0, const uint step, const uint q_len, const uint kv_len, const ScoreHead modifiers) {
+  const float ds = masked_ds(q0 + row, k0 + col, p, dp, delta_rows[q_row0 + row], lse_rows[q_row0 + row], modifiers,
                              q_len, kv_len);
   return key_nonfinite_step[col] == step && key_visible(q0 + row, k0 + col, q_len, kv_len) ? VKF_NAN : ds;
 }
@@ -95,7 +96,7 @@ float masked_ds_of_dp(const uint row, const uint col, const float dp, const floa
 // each tile: docs/tuning-log.md). q_rows: the tile's rows below q_len. k_base, v_base: elements
 // where the KV head's key 0 starts in K and V.
 void dq_step(const bool masked, const uint kv_begin, const uint step, const uint q_begin, const uint q_rows,
-             const uint own_row, const float slope_log2, const uint q_len, const uint kv_len, const uint k_base, const uint v_base,
+             const uint own_row, const ScoreHead modifiers, const uint q_len, const uint kv_len, const uint k_base, const uint v_base,
              const QUERIES_X_DIM(float16_t, gl_MatrixUseA) q_frag,
              const QUERIES_X_DIM(float16_t, gl_MatrixUseA) do_frag,
              inout QUERIES_X_DIM(float, gl_MatrixUseAccumulator) dq_acc) {
@@ -118,9 +119,9 @@ void dq_step(const bool masked, const uint kv_begin, const uint step, const uint
   QUERIES_X_KEYS(float, gl_MatrixUseAccumulator) p =
       coopMatMulAdd(q_frag, k_t, QUERIES_X_KEYS(float, gl_MatrixUseAccumulator)(0.0));
   if (masked) {
-    coopMatPerElementNV(p, p, masked_p_of_s, own_row, q_begin + own_row, kv_begin, q_len, kv_len, slope_log2);
+    coopMatPerElementNV(p, p, masked_p_of_s, own_row, q_begin + own_row, kv_begin, q_len, kv_len, modifiers);
   } else {
-    coopMatPerElementNV(p, p, p_of_s, own_row, q_begin + own_row, kv_begin, q_len, kv_len, slope_log2);
+    coopMatPerElementNV(p, p, p_of_s, own_row, q_begin + own_row, kv_begin, q_len, kv_len, modifiers);
   }
 
   // dP = dO V^T, dS = P (dP - delta)
@@ -130,9 +131,9 @@ void dq_step(const bool masked, const uint kv_begin, const uint step, const uint
       coopMatMulAdd(do_frag, v_t, QUERIES_X_KEYS(float, gl_MatrixUseAccumulator)(0.0));
   if (masked) {  // 0 for masked pairs whatever dP holds (an inf in V)
     coopMatPerElementNV(ds, ds, masked_ds_of_dp, p, own_row, q_begin + own_row, kv_begin, step, q_len, kv_len,
-                        slope_log2);
+                        modifiers);
   } else {
-    coopMatPerElementNV(ds, ds, ds_of_dp, p, own_row, q_begin + own_row, kv_begin, q_len, kv_len, slope_log2);
+    coopMatPerElementNV(ds, ds, ds_of_dp, p, own_row, q_begin + own_row, kv_begin, q_len, kv_len, modifiers);
   }
 
   // dQ += dS K
@@ -155,7 +156,7 @@ void main() {
   const uint do_base = tensor_base(VKF_TENSOR_DO, batch, head, seq.q_row0);
   const uint k_base = tensor_base(VKF_TENSOR_K, batch, kv_head, seq.kv_row0);
   const uint v_base = tensor_base(VKF_TENSOR_V, batch, kv_head, seq.kv_row0);
-  const float slope_log2 = alibi_slope_log2(batch, head);
+  const ScoreHead modifiers = score_head(batch, head);
 
   // [q_len, HEAD_DIM] with the tensors' row strides; reads past the last row give 0, writes there
   // are dropped.
@@ -188,15 +189,15 @@ void main() {
   if (WINDOW_LEFT) {
     [[dont_unroll]] for (; kv_begin < kv_end && tile_needs_mask(q_begin, q_rows, kv_begin, BLOCK_KV, q_len, kv_len);
                          kv_begin += BLOCK_KV, ++step) {
-      dq_step(true, kv_begin, step, q_begin, q_rows, own_row, slope_log2, q_len, kv_len, k_base, v_base, q_frag, do_frag, dq_acc);
+      dq_step(true, kv_begin, step, q_begin, q_rows, own_row, modifiers, q_len, kv_len, k_base, v_base, q_frag, do_frag, dq_acc);
     }
   }
   [[dont_unroll]] for (; kv_begin < kv_end && !tile_needs_mask(q_begin, q_rows, kv_begin, BLOCK_KV, q_len, kv_len);
                        kv_begin += BLOCK_KV, ++step) {
-    dq_step(false, kv_begin, step, q_begin, q_rows, own_row, slope_log2, q_len, kv_len, k_base, v_base, q_frag, do_frag, dq_acc);
+    dq_step(false, kv_begin, step, q_begin, q_rows, own_row, modifiers, q_len, kv_len, k_base, v_base, q_frag, do_frag, dq_acc);
   }
   [[dont_unroll]] for (; kv_begin < kv_end; kv_begin += BLOCK_KV, ++step) {
-    dq_step(true, kv_begin, step, q_begin, q_rows, own_row, slope_log2, q_len, kv_len, k_base, v_base, q_frag, do_frag, dq_acc);
+    dq_step(true, kv_begin, step, q_begin, q_rows, own_row, modifiers, q_len, kv_len, k_base, v_base, q_frag, do_frag, dq_acc);
   }
 
   dq_acc *= pc.scale_log2 / LOG2E;

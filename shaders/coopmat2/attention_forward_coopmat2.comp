@@ -46,6 +46,7 @@ layout(constant_id = VKF_SPEC_CM2_STAT_COLUMNS) const uint STAT_COLUMNS = 32;
 
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_FWD_BINDING_ALIBI
+#define VKF_SCORE_MOD_BINDING_MASK VKF_FWD_BINDING_MASK
 #define VKF_SCORE_MOD_BINDING_SINKS VKF_FWD_BINDING_SINKS
 #include "common/score_mod.glsl"
 #define VKF_SEQUENCES_BINDING VKF_FWD_BINDING_SEQUENCES
@@ -78,8 +79,8 @@ float mask_element(const uint row, const uint col, const float s, const uint q_b
 
 // The softcap and ALiBi of a tile's scores (row / col are tile-relative).
 float modify_score(const uint row, const uint col, const float s, const uint q_begin, const uint kv_begin,
-                   const uint q_len, const uint kv_len, const float slope_log2) {
-  return score_mod(s, slope_log2, q_begin + row, kv_begin + col, q_len, kv_len);
+                   const uint q_len, const uint kv_len, const ScoreHead modifiers) {
+  return score_mod(s, modifiers, q_begin + row, kv_begin + col, q_len, kv_len);
 }
 
 // Column 0 of the LSE matrix holds each row's LSE; rows past q_len are not stored.
@@ -119,7 +120,7 @@ void main() {
   softmax_start(head, NEG_HALF_FLT_MAX, m_start, l_start);
   ROW_VECTOR(float) m_run = ROW_VECTOR(float)(m_start);  // every column holds the row's value
   ROW_VECTOR(float) l_run = ROW_VECTOR(float)(l_start);
-  const float slope_log2 = alibi_slope_log2(batch, head);
+  const ScoreHead modifiers = score_head(batch, head);
 
   const ONES_COLUMNS ones = ONES_COLUMNS(1.0);
   if (gl_LocalInvocationIndex == 0) nonfinite_v = 0;  // before the first step's barriers
@@ -151,7 +152,7 @@ void main() {
     coopMatLoad(k_t, kv_tiles, 0, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
     ROWS_X_KEYS(float) s = coopMatMulAdd(q_tile, k_t, ROWS_X_KEYS(float)(0.0));
     s *= pc.scale_log2;
-    if (scores_modified()) coopMatPerElementNV(s, s, modify_score, q_begin, kv_begin, q_len, kv_len, slope_log2);
+    if (scores_modified()) coopMatPerElementNV(s, s, modify_score, q_begin, kv_begin, q_len, kv_len, modifiers);
     if (masked_tile) coopMatPerElementNV(s, s, mask_element, q_begin, kv_begin, q_len, kv_len);
 
     online_softmax_step(s, ones, o_acc, m_run, l_run);

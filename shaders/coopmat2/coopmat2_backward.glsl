@@ -12,25 +12,25 @@
 #include "common/backward_rows.glsl"
 
 // P of one element from its raw score s = Q.K (scaled and modified here: common/score_mod.glsl):
-// query and key are the sequence's, slope_log2 the head's ALiBi slope.
-float p_of_score(const float s, const float lse_log2, const float slope_log2, const uint query, const uint key,
+// query and key are the sequence's, modifiers the head's score_head (ALiBi slope, mask row).
+float p_of_score(const float s, const float lse_log2, const ScoreHead modifiers, const uint query, const uint key,
                  const uint q_len, const uint kv_len) {
-  return pair_p(s * pc.scale_log2, lse_log2, slope_log2, query, key, q_len, kv_len);
+  return pair_p(s * pc.scale_log2, lse_log2, modifiers, query, key, q_len, kv_len);
 }
-float masked_p(const uint query, const uint key, const float s, const float lse_log2, const float slope_log2,
+float masked_p(const uint query, const uint key, const float s, const float lse_log2, const ScoreHead modifiers,
                const uint q_len, const uint kv_len) {
-  return key_visible(query, key, q_len, kv_len) ? p_of_score(s, lse_log2, slope_log2, query, key, q_len, kv_len) : 0.0;
+  return key_visible(query, key, q_len, kv_len) ? p_of_score(s, lse_log2, modifiers, query, key, q_len, kv_len) : 0.0;
 }
 // dS = P (dP - delta) d(score_mod)/ds of one element, the derivative from P and the row's LSE
 // (base 2; the kernels do not keep the raw scores); in tiles that cross the mask, 0 for a masked
 // pair whatever dP holds there (an inf in V or dO would make 0 x (dP - delta) NaN).
-float ds_of(const float p, const float dp, const float delta, const float lse_log2, const float slope_log2,
+float ds_of(const float p, const float dp, const float delta, const float lse_log2, const ScoreHead modifiers,
             const uint query, const uint key, const uint q_len, const uint kv_len) {
-  return p * (dp - delta) * score_mod_derivative_from_p(p, lse_log2, slope_log2, query, key, q_len, kv_len);
+  return p * (dp - delta) * score_mod_derivative_from_p(p, lse_log2, modifiers, query, key, q_len, kv_len);
 }
 float masked_ds(const uint query, const uint key, const float p, const float dp, const float delta,
-                const float lse_log2, const float slope_log2, const uint q_len, const uint kv_len) {
-  return key_visible(query, key, q_len, kv_len) ? ds_of(p, dp, delta, lse_log2, slope_log2, query, key, q_len, kv_len)
+                const float lse_log2, const ScoreHead modifiers, const uint q_len, const uint kv_len) {
+  return key_visible(query, key, q_len, kv_len) ? ds_of(p, dp, delta, lse_log2, modifiers, query, key, q_len, kv_len)
                                                 : 0.0;
 }
 

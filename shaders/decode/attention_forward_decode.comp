@@ -27,6 +27,7 @@
 #include "common/nonfinite.glsl"
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_FWD_BINDING_ALIBI
+#define VKF_SCORE_MOD_BINDING_MASK VKF_FWD_BINDING_MASK
 #define VKF_SCORE_MOD_BINDING_SINKS VKF_FWD_BINDING_SINKS
 #include "common/score_mod.glsl"
 #define VKF_SEQUENCES_BINDING VKF_FWD_BINDING_SEQUENCES
@@ -100,11 +101,12 @@ void main() {
   // Packed row r is query row r % q_len of head kv_head * group_size + r / q_len.
   vec4 q[ROWS][2 * U4_PER_THREAD];
   uint q_row[ROWS];
-  float slope_log2[ROWS], start_max[ROWS], start_sum[ROWS];
+  ScoreHead modifiers[ROWS];
+  float start_max[ROWS], start_sum[ROWS];
   for (uint r = 0; r < ROWS; ++r) {
     q_row[r] = r < rows ? r % q_len : 0;
     const uint head = kv_head * group_size + min(r, rows - 1) / q_len;
-    slope_log2[r] = alibi_slope_log2(batch, head);
+    modifiers[r] = score_head(batch, head);
     // The row's softmax starts from its head's sink in one key group of one part only.
     softmax_start(head, NEG_INF, start_max[r], start_sum[r]);
     if (split != 0 || key_group != 0) {
@@ -142,7 +144,7 @@ void main() {
         // Masked (past the split, outside the row's band, a padding row) or a score of -inf: no effect.
         const uint key = key0 + u;
         const bool visible = key < key_end && r < rows && key_visible(q_row[r], key, q_len, seq.kv_len);
-        if (scores_modified()) dot_part = score_mod(dot_part, slope_log2[r], q_row[r], key, q_len, seq.kv_len);
+        if (scores_modified()) dot_part = score_mod(dot_part, modifiers[r], q_row[r], key, q_len, seq.kv_len);
         s[u][r] = visible ? dot_part : NEG_INF;
       }
     }

@@ -34,6 +34,7 @@ layout(constant_id = VKF_SPEC_CM2_STAT_COLUMNS) const uint STAT_COLUMNS = 32;
 #define NEG_HALF_FLT_MAX uintBitsToFloat(0xfeffffffu)
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_FWD_BINDING_ALIBI
+#define VKF_SCORE_MOD_BINDING_MASK VKF_FWD_BINDING_MASK
 #define VKF_SCORE_MOD_BINDING_SINKS VKF_FWD_BINDING_SINKS
 #include "common/score_mod.glsl"
 #define VKF_SEQUENCES_BINDING VKF_FWD_BINDING_SEQUENCES
@@ -78,7 +79,7 @@ uint packed_head(const uint row, const uint rows, const uint q_len) {
 // The softcap and ALiBi of a packed row's scores.
 float modify_packed(const uint row, const uint col, const float s, const uint kv_begin, const uint rows,
                     const uint q_len, const uint kv_len) {
-  return score_mod(s, alibi_slope_log2(gl_WorkGroupID.z, packed_head(row, rows, q_len)), row % q_len, kv_begin + col,
+  return score_mod(s, score_head(gl_WorkGroupID.z, packed_head(row, rows, q_len)), row % q_len, kv_begin + col,
                    q_len, kv_len);
 }
 // Where a packed row's softmax starts: its head's sink (the running max, then the sum).

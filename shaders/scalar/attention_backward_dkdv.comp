@@ -24,6 +24,7 @@ const uint VEC4_PER_THREAD = (HEAD_VEC4 + THREADS_PER_ROW - 1) / THREADS_PER_ROW
 #include "scalar/tensor_io.glsl"
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_BWD_BINDING_ALIBI
+#define VKF_SCORE_MOD_BINDING_MASK VKF_BWD_BINDING_MASK
 #include "common/score_mod.glsl"
 #define VKF_SEQUENCES_BINDING VKF_BWD_BINDING_SEQUENCES
 #include "common/sequences.glsl"
@@ -106,7 +107,7 @@ void main() {
   const uint heads_end = q_tiles == 0 ? 0 : min(group, (step_end + q_tiles - 1) / q_tiles);  // no queries: none
   for (uint h = q_tiles == 0 ? 0 : step_begin / q_tiles; h < heads_end; ++h) {
     const uint head = kv_head * group + h;
-    const float slope_log2 = alibi_slope_log2(batch, head);
+    const ScoreHead modifiers = score_head(batch, head);
     const uint q_base = tensor_base(VKF_TENSOR_Q, batch, head, seq.q_row0), q_stride = tensor_row_stride(VKF_TENSOR_Q);
     const uint do_base = tensor_base(VKF_TENSOR_DO, batch, head, seq.q_row0), do_stride = tensor_row_stride(VKF_TENSOR_DO);
     const uint tile_begin = max(q_first / BLOCK_Q, step_begin > h * q_tiles ? step_begin - h * q_tiles : 0);
@@ -137,7 +138,7 @@ void main() {
         // A masked pair's P and dS are 0 whatever dP is (an inf in dO would make P (dP - delta) NaN).
         const bool visible = !masked_tile || key_visible(q_begin + c, key, q_len, kv_len);
         const float t = s * pc.scale_log2;
-        const float p = visible ? pair_p(t, lse_tile[c], slope_log2, q_begin + c, key, q_len, kv_len) : 0.0;
+        const float p = visible ? pair_p(t, lse_tile[c], modifiers, q_begin + c, key, q_len, kv_len) : 0.0;
         pt_tile[row * BLOCK_Q + c] = p;
         dst_tile[row * BLOCK_Q + c] = visible ? p * (dp - delta_tile[c]) * score_mod_derivative(t) : 0.0;
       }

@@ -29,6 +29,7 @@ layout(constant_id = VKF_SPEC_CHUNKED) const bool CHUNKED = false;  // false: on
 #include "scalar/register_tile.glsl"
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_BWD_BINDING_ALIBI
+#define VKF_SCORE_MOD_BINDING_MASK VKF_BWD_BINDING_MASK
 #include "common/score_mod.glsl"
 #define VKF_SEQUENCES_BINDING VKF_BWD_BINDING_SEQUENCES
 #include "common/sequences.glsl"
@@ -80,7 +81,7 @@ uint lane_id() { return gl_LocalInvocationIndex % THREADS_PER_ROW; }
 // P^T and dS^T of this invocation's keys x queries lane + j * THREADS_PER_ROW of the staged step,
 // into pt_tile and dst_tile. A pair the mask hides gets 0 whatever dP is (an inf in dO would make
 // P (dP - delta) NaN).
-void scores_and_gradients(uint q_begin, uint kv_begin, uint q_len, uint kv_len, bool masked_tile, float slope_log2) {
+void scores_and_gradients(uint q_begin, uint kv_begin, uint q_len, uint kv_len, bool masked_tile, ScoreHead modifiers) {
   const uint key0 = group_first_key(), lane = lane_id();
   float s[ROWS_PER_THREAD][QUERIES_PER_THREAD], dp[ROWS_PER_THREAD][QUERIES_PER_THREAD];
   [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r)
@@ -106,7 +107,7 @@ void scores_and_gradients(uint q_begin, uint kv_begin, uint q_len, uint kv_len, 
       const uint c = lane + j * THREADS_PER_ROW;
       const bool visible = !masked_tile || key_visible(q_begin + c, kv_begin + key0 + r, q_len, kv_len);
       const float t = s[r][j] * pc.scale_log2;
-      const float p = visible ? pair_p(t, lse_tile[c], slope_log2, q_begin + c, kv_begin + key0 + r, q_len, kv_len) : 0.0;
+      const float p = visible ? pair_p(t, lse_tile[c], modifiers, q_begin + c, kv_begin + key0 + r, q_len, kv_len) : 0.0;
       pt_tile[(key0 + r) * SCORE_STRIDE + c] = p;
       dst_tile[(key0 + r) * SCORE_STRIDE + c] = visible ? p * (dp[r][j] - delta_tile[c]) * score_mod_derivative(t) : 0.0;
     }
@@ -201,7 +202,7 @@ void main() {
       barrier();
 
       const bool masked_tile = tile_needs_mask(q_begin, BLOCK_Q, kv_begin, BLOCK_KV, q_len, kv_len);
-      scores_and_gradients(q_begin, kv_begin, q_len, kv_len, masked_tile, alibi_slope_log2(batch, head));
+      scores_and_gradients(q_begin, kv_begin, q_len, kv_len, masked_tile, score_head(batch, head));
       barrier();  // P^T and dS^T visible
 
       const uint c_end = min(BLOCK_Q, q_len - q_begin);

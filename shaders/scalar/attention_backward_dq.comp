@@ -21,6 +21,7 @@ const uint VEC4_PER_THREAD = (HEAD_VEC4 + THREADS_PER_ROW - 1) / THREADS_PER_ROW
 #include "scalar/tensor_io.glsl"
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_BWD_BINDING_ALIBI
+#define VKF_SCORE_MOD_BINDING_MASK VKF_BWD_BINDING_MASK
 #include "common/score_mod.glsl"
 #define VKF_SEQUENCES_BINDING VKF_BWD_BINDING_SEQUENCES
 #include "common/sequences.glsl"
@@ -74,7 +75,7 @@ void main() {
   }
   const float lse = row_lse_log2(lse_index(batch, head, seq, q_row), q_row, q_len);
   const float delta = row_delta(lse_index(batch, head, seq, q_row), q_row, q_len);
-  const float slope_log2 = alibi_slope_log2(batch, head);
+  const ScoreHead modifiers = score_head(batch, head);
 
   vec4 dq[VEC4_PER_THREAD];  // this lane's columns: vec4 d4 = lane + k * THREADS_PER_ROW
   for (uint k = 0; k < VEC4_PER_THREAD; ++k) dq[k] = vec4(0.0);
@@ -111,7 +112,7 @@ void main() {
       const bool visible = !masked_tile || key_visible(q_row, kv_begin + c, q_len, kv_len);
       const float t = s * pc.scale_log2;
       ds_tile[row * BLOCK_KV + c] =
-          visible ? pair_p(t, lse, slope_log2, q_row, kv_begin + c, q_len, kv_len) * (dp - delta) * score_mod_derivative(t)
+          visible ? pair_p(t, lse, modifiers, q_row, kv_begin + c, q_len, kv_len) * (dp - delta) * score_mod_derivative(t)
                   : 0.0;
     }
     barrier();

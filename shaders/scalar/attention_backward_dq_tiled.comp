@@ -29,6 +29,7 @@ layout(constant_id = VKF_SPEC_CHUNKED) const bool CHUNKED = false;  // false: on
 #include "scalar/register_tile.glsl"
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_BWD_BINDING_ALIBI
+#define VKF_SCORE_MOD_BINDING_MASK VKF_BWD_BINDING_MASK
 #include "common/score_mod.glsl"
 #define VKF_SEQUENCES_BINDING VKF_BWD_BINDING_SEQUENCES
 #include "common/sequences.glsl"
@@ -73,7 +74,7 @@ uint lane_id() { return gl_LocalInvocationIndex % THREADS_PER_ROW; }
 // dS of this invocation's rows x keys lane + j * THREADS_PER_ROW of the staged tile, into ds_tile.
 // A pair the mask hides gets 0 whatever dP is (an inf in V would make P (dP - delta) NaN).
 void score_gradients(uint q_begin, uint kv_begin, uint q_len, uint kv_len, bool masked_tile,
-                     float lse[ROWS_PER_THREAD], float delta[ROWS_PER_THREAD], float slope_log2) {
+                     float lse[ROWS_PER_THREAD], float delta[ROWS_PER_THREAD], ScoreHead modifiers) {
   const uint row0 = row_group_first_row(), lane = lane_id();
   float s[ROWS_PER_THREAD][KEYS_PER_THREAD], dp[ROWS_PER_THREAD][KEYS_PER_THREAD];
   [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r)
@@ -100,7 +101,7 @@ void score_gradients(uint q_begin, uint kv_begin, uint q_len, uint kv_len, bool 
       const bool visible = !masked_tile || key_visible(q_begin + row0 + r, kv_begin + c, q_len, kv_len);
       const float t = s[r][j] * pc.scale_log2;
       ds_tile[(row0 + r) * SCORE_STRIDE + c] =
-          visible ? pair_p(t, lse[r], slope_log2, q_begin + row0 + r, kv_begin + c, q_len, kv_len) * (dp[r][j] - delta[r]) *
+          visible ? pair_p(t, lse[r], modifiers, q_begin + row0 + r, kv_begin + c, q_len, kv_len) * (dp[r][j] - delta[r]) *
                         score_mod_derivative(t)
                   : 0.0;
     }
@@ -172,7 +173,7 @@ void main() {
     barrier();
 
     const bool masked_tile = tile_needs_mask(q_begin, BLOCK_Q, kv_begin, BLOCK_KV, q_len, kv_len);
-    score_gradients(q_begin, kv_begin, q_len, kv_len, masked_tile, lse, delta, alibi_slope_log2(batch, head));
+    score_gradients(q_begin, kv_begin, q_len, kv_len, masked_tile, lse, delta, score_head(batch, head));
     barrier();  // dS visible
 
     const uint c_end = min(BLOCK_KV, kv_len - kv_begin);

@@ -29,6 +29,7 @@ const uint VEC4_PER_THREAD = (HEAD_VEC4 + THREADS_PER_ROW - 1) / THREADS_PER_ROW
 #include "scalar/row_reduce.glsl"
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_FWD_BINDING_ALIBI
+#define VKF_SCORE_MOD_BINDING_MASK VKF_FWD_BINDING_MASK
 #define VKF_SCORE_MOD_BINDING_SINKS VKF_FWD_BINDING_SINKS
 #include "common/score_mod.glsl"
 #define VKF_SEQUENCES_BINDING VKF_FWD_BINDING_SEQUENCES
@@ -107,7 +108,7 @@ void main() {
   float l_partial;  // this lane's share of the running row sum of P
   softmax_start(head, NEG_INF, m, l_partial);  // from the sink, if any: lane 0's share holds it
   if (lane != 0) l_partial = 0.0;
-  const float slope_log2 = alibi_slope_log2(batch, head);
+  const ScoreHead modifiers = score_head(batch, head);
   vec4 acc[VEC4_PER_THREAD];  // this lane's columns of the unnormalized O row: vec4 d4 = lane + k * THREADS_PER_ROW
   for (uint k = 0; k < VEC4_PER_THREAD; ++k) acc[k] = vec4(0.0);
   const uint row_index = (batch * pc.q_heads + head) * pc.q_len + q_row;  // of the row state
@@ -142,7 +143,7 @@ void main() {
       float s = 0.0;
       [[dont_unroll]] for (uint d4 = 0; d4 < HEAD_VEC4; ++d4) s += dot(q_tile[row * HEAD_VEC4 + d4], kv_tile[c * KV_STRIDE + d4]);
       s *= pc.scale_log2;
-      if (scores_modified()) s = score_mod(s, slope_log2, q_row, kv_begin + c, q_len, kv_len);
+      if (scores_modified()) s = score_mod(s, modifiers, q_row, kv_begin + c, q_len, kv_len);
       if (masked_tile && !key_visible(q_row, kv_begin + c, q_len, kv_len)) s = NEG_INF;
       p_tile[row * BLOCK_KV + c] = s;
       tile_max = max(tile_max, s);

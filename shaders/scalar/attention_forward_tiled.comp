@@ -32,6 +32,7 @@ layout(constant_id = VKF_SPEC_CHUNKED) const bool CHUNKED = false;  // false: on
 #include "scalar/row_reduce.glsl"
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_FWD_BINDING_ALIBI
+#define VKF_SCORE_MOD_BINDING_MASK VKF_FWD_BINDING_MASK
 #define VKF_SCORE_MOD_BINDING_SINKS VKF_FWD_BINDING_SINKS
 #include "common/score_mod.glsl"
 #define VKF_SEQUENCES_BINDING VKF_FWD_BINDING_SEQUENCES
@@ -196,7 +197,7 @@ void main() {
   uint row_first_key[ROWS_PER_THREAD], row_keys[ROWS_PER_THREAD];  // row r sees keys [row_first_key[r], row_keys[r])
   float sink_m, sink_l;  // where each row's softmax starts: from the sink, if any (lane 0's share holds it)
   softmax_start(head, NEG_INF, sink_m, sink_l);
-  const float slope_log2 = alibi_slope_log2(batch, head);
+  const ScoreHead modifiers = score_head(batch, head);
   [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
     m[r] = sink_m;
     l[r] = lane == 0 ? sink_l : 0.0;
@@ -257,7 +258,7 @@ void main() {
     [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
       if (scores_modified()) {
         [[unroll]] for (uint j = 0; j < KEYS_PER_THREAD; ++j)
-          s[r][j] = score_mod(s[r][j], slope_log2, q_begin + row0 + r, kv_begin + lane + j * THREADS_PER_ROW, q_len, kv_len);
+          s[r][j] = score_mod(s[r][j], modifiers, q_begin + row0 + r, kv_begin + lane + j * THREADS_PER_ROW, q_len, kv_len);
       }
       if (masked_tile) {
         [[unroll]] for (uint j = 0; j < KEYS_PER_THREAD; ++j)

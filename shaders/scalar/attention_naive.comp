@@ -15,17 +15,16 @@ layout(constant_id = VKF_SPEC_NAIVE_PASS) const uint PASS = 0;
 
 #include "scalar/tensor_io.glsl"
 #include "scalar/naive_common.glsl"
-#define VKF_MASK_PUSH pc.attention
 #include "common/attention_mask.glsl"
 
 void main() {
   const uint x = gl_GlobalInvocationID.x, y = gl_GlobalInvocationID.y;
-  const uint q_len = pc.attention.q_len, kv_len = pc.attention.kv_len;
+  const uint q_len = pc.q_len, kv_len = pc.kv_len;
   if (PASS == 0u) {  // S: x = key, y = query
     if (x >= kv_len || y >= q_len) return;
     float s = 0.0;
     for (uint d = 0; d < pc.head_dim; ++d) s += float(q_data[q_row_base(y) + d]) * float(k_data[kv_row_base(x) + d]);
-    scores[y * kv_len + x] = key_visible(y, x, q_len, kv_len) ? s * pc.attention.scale_log2 * LN2 : NEG_INF;
+    scores[y * kv_len + x] = key_visible(y, x, q_len, kv_len) ? s * pc.scale_log2 * LN2 : NEG_INF;
   } else if (PASS == 1u) {  // softmax: one invocation per row, rows numbered across the 16 x 16 workgroups
     const uint row = gl_WorkGroupID.x * 256u + gl_LocalInvocationIndex;
     if (row >= q_len) return;

@@ -28,7 +28,25 @@ std::string Describe(const AttentionParams& p) {
          (p.scale ? " scale=" + std::to_string(*p.scale) : "") +
          (p.softcap != 0.0f ? " softcap=" + std::to_string(p.softcap) : "") +
          (p.alibi == AlibiSlopes::kPerHead ? " alibi[Hq]" : p.alibi == AlibiSlopes::kPerBatchHead ? " alibi[B,Hq]" : "") +
-         (p.sinks ? " sinks" : "");
+         (p.sinks ? " sinks" : "") + MaskName(p.mask);
+}
+
+std::string MaskName(const AttentionMask& m) {
+  if (m.type == MaskType::kNone) return "";
+  const char* type = m.type == MaskType::kBool ? "bool" : m.type == MaskType::kFloat16 ? "float16" : "float32";
+  return std::string(" mask=") + type + "[" + (m.batch ? "B," : "1,") + (m.heads ? "Hq," : "1,") +
+         (m.rows ? "Nq," : "1,") + (m.keys ? "Nk]" : "1]");
+}
+
+Buffer UploadedMask(Context& context, const AttentionParams& params, const std::vector<float>& values) {
+  std::vector<uint8_t> bytes;
+  if (params.mask.type == MaskType::kBool) {
+    for (float x : values) bytes.push_back(x != 0.0f ? 1 : 0);
+  } else if (params.mask.type != MaskType::kNone) {
+    bytes = tools::PackTensor(values, params.mask.type == MaskType::kFloat16 ? DataType::kFloat16 : DataType::kFloat32);
+  }
+  bytes.resize(std::max<uint64_t>(MaskBytes(params), 4), 0);  // whole words, as the kernels read it
+  return UploadedBuffer(context, bytes);
 }
 
 AttentionParams MakeParams(const AttentionShape& shape, DataType dtype, bool causal) {
@@ -142,9 +160,11 @@ ForwardRun RunForwardWith(Context& context, const AttentionParams& params, std::
   Buffer lse = UploadedBuffer(context, std::vector<uint8_t>(lse_bytes, 0xff));  // NaN
   Buffer slopes = UploadedFloats(context, values.alibi_slopes), sinks = UploadedFloats(context, values.sinks);
 
+  Buffer mask = UploadedMask(context, params, values.mask);
   ForwardBuffers buffers{q.view(), k.view(), v.view(), o.view(), lse.view()};
   if (params.alibi != AlibiSlopes::kNone) buffers.alibi_slopes = slopes.view();
   if (params.sinks) buffers.sinks = sinks.view();
+  if (params.mask.type != MaskType::kNone) buffers.mask = mask.view();
   const Status status = context.Forward(params, buffers);
   INFO(status.ToString());
   REQUIRE(status.ok());
@@ -199,15 +219,22 @@ BackwardRun RunBackwardWith(Context& context, const AttentionParams& params, std
   Buffer dsinks = UploadedBuffer(context, std::vector<uint8_t>(s.q_heads * sizeof(float), 0xff));
   const BufferView slopes_view = params.alibi != AlibiSlopes::kNone ? slopes.view() : BufferView{};
   const BufferView sinks_view = params.sinks ? sinks.view() : BufferView{};
+  Buffer mask = UploadedMask(context, params, values.mask);
+  const BufferView mask_view = params.mask.type != MaskType::kNone ? mask.view() : BufferView{};
+  const bool additive_mask = params.mask.type == MaskType::kFloat32 || params.mask.type == MaskType::kFloat16;
+  const uint64_t dbias_bytes = MaskElements(params) * sizeof(float);
+  Buffer dbias = UploadedBuffer(context, std::vector<uint8_t>(std::max<uint64_t>(dbias_bytes, 4), 0xff));
 
-  Status status =
-      context.Forward(params, {q.view(), k.view(), v.view(), o.view(), lse.view(), {}, slopes_view, sinks_view});
+  Status status = context.Forward(
+      params, {q.view(), k.view(), v.view(), o.view(), lse.view(), {}, slopes_view, sinks_view, mask_view});
   INFO(status.ToString());
   REQUIRE(status.ok());
   BackwardBuffers buffers;
   buffers.alibi_slopes = slopes_view;
   buffers.sinks = sinks_view;
   if (params.sinks) buffers.dsinks = dsinks.view();
+  buffers.mask = mask_view;
+  if (additive_mask) buffers.dbias = dbias.view();
   buffers.q = q.view();
   buffers.k = k.view();
   buffers.v = v.view();
@@ -236,6 +263,10 @@ BackwardRun RunBackwardWith(Context& context, const AttentionParams& params, std
     run.dsinks.resize(s.q_heads);
     REQUIRE(context.Download(dsinks.view(), run.dsinks.data(), s.q_heads * sizeof(float)).ok());
   }
+  if (additive_mask) {
+    run.dbias.resize(MaskElements(params));
+    REQUIRE(context.Download(dbias.view(), run.dbias.data(), dbias_bytes).ok());
+  }
 
   const auto reference = tools::ReferenceAttentionBackward(params, run.q, run.k, run.v, run.d_o, values);
   run.ref_dq = reference.dq;
@@ -246,6 +277,8 @@ BackwardRun RunBackwardWith(Context& context, const AttentionParams& params, std
   run.dk_error = tools::RelativeError(run.dk, run.ref_dk);
   run.dv_error = tools::RelativeError(run.dv, run.ref_dv);
   run.dsinks_error = DsinksError(dtype, run.dsinks, reference);
+  run.ref_dbias = reference.dbias;
+  run.dbias_error = tools::RelativeError(run.dbias, run.ref_dbias);
   return run;
 }
 

@@ -42,11 +42,13 @@ struct BackwardRun {
   std::vector<float> q, k, v, d_o;   // inputs as the GPU saw them
   std::vector<float> dq, dk, dv;     // GPU gradients
   std::vector<float> dsinks;         // with params.sinks
-  std::vector<double> ref_dq, ref_dk, ref_dv, ref_dsinks;
+  std::vector<float> dbias;          // with an additive params.mask
+  std::vector<double> ref_dq, ref_dk, ref_dv, ref_dsinks, ref_dbias;
   double dq_error = 0, dk_error = 0, dv_error = 0;
   // ||dsinks - ref|| over ||ref|| (float32), over the norm of its terms' sums (float16:
   // DsinksError).
   double dsinks_error = 0;
+  double dbias_error = 0;  // ||dbias - ref|| / ||ref||
   uint64_t peak_extra_bytes = 0;     // most device memory vkflash allocated during Backward()
 };
 
@@ -97,6 +99,10 @@ Buffer UploadedBuffer(Context& context, const std::vector<uint8_t>& bytes);
 
 // A device buffer holding float32 `values` (4 bytes when empty).
 Buffer UploadedFloats(Context& context, const std::vector<float>& values);
+// params.mask's elements (ScoreValues::mask) in its type (bool: 0 or 1 bytes), whole words.
+Buffer UploadedMask(Context& context, const AttentionParams& params, const std::vector<float>& values);
+// " mask=type[B,Hq,1,Nk]" (the dimensions it has), or "" without a mask.
+std::string MaskName(const AttentionMask& mask);
 
 // Runs a forward on `context` with random inputs from `seed`; O and LSE buffers are filled with
 // NaN before the run, so anything the kernel fails to write shows up. REQUIREs success.

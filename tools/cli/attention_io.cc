@@ -1,11 +1,14 @@
 #include "attention_io.h"
 
+#include <algorithm>
+#include <array>
 #include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <random>
 #include <string>
 #include <tuple>
@@ -29,14 +32,20 @@ std::string FloatText(float value) {
   return text;
 }
 
-// Device buffers for the slopes and sinks `in` holds (none where unused), kept in `held`.
+// Device buffers for the slopes, sinks and mask `in` holds (none where unused), kept in `held`.
 Status UploadVariantValues(Context& context, const AttentionInputs& in, std::vector<Buffer>* held,
-                           BufferView* alibi_slopes, BufferView* sinks) {
+                           BufferView* alibi_slopes, BufferView* sinks, BufferView* mask) {
   for (const auto& [values, view] : {std::pair{&in.alibi_slopes, alibi_slopes}, std::pair{&in.sinks, sinks}}) {
     if (values->empty()) continue;
     auto uploaded = UploadFloats(context, *values, held);
     if (!uploaded.ok()) return uploaded.status();
     *view = *uploaded;
+  }
+  if (!in.mask.empty()) {
+    auto uploaded = UploadBuffer(context, in.mask, in.mask.size());
+    if (!uploaded.ok()) return uploaded.status();
+    held->push_back(std::move(uploaded).value());
+    *mask = held->back().view();
   }
   return Status::Ok();
 }
@@ -85,6 +94,17 @@ Result<BufferView> UploadFloats(Context& context, const std::vector<float>& valu
 
 std::vector<float> ToFloats(const tools::NpyArray& array) { return tools::UnpackTensor(array.data, array.dtype); }
 
+std::vector<float> MaskFloats(const AttentionInputs& in) {
+  const uint64_t count = MaskElements(in.params);
+  if (in.params.mask.type == MaskType::kBool) {
+    std::vector<float> values(count);
+    for (uint64_t i = 0; i < count; ++i) values[i] = in.mask[i] != 0 ? 1.0f : 0.0f;
+    return values;
+  }
+  const DataType dtype = in.params.mask.type == MaskType::kFloat16 ? DataType::kFloat16 : DataType::kFloat32;
+  return tools::UnpackTensor(std::vector<uint8_t>(in.mask.begin(), in.mask.begin() + count * DataTypeSize(dtype)), dtype);
+}
+
 void AddVariantOptions(CLI::App* app, VariantOptions* options, VariantValues values) {
   app->add_flag("--causal", options->causal, "Causal mask, bottom-right aligned (the window -1,0)");
   app->add_option("--window", options->window,
@@ -95,9 +115,14 @@ void AddVariantOptions(CLI::App* app, VariantOptions* options, VariantValues val
                     "ALiBi slopes, float32 [Hq] or [B, Hq] (.npy): s -= slope*|i+Nk-Nq-j|, after the softcap");
     app->add_option("--sinks", options->sinks,
                     "Attention sinks, float32 [Hq] (.npy): a logit per query head in each row's softmax denominator");
+    app->add_option("--mask", options->mask,
+                    "Mask (.npy) broadcastable to [B, Hq, Nq, Nk]: float32/float16 added to the scores (-inf blocks a "
+                    "pair), or bool (false blocks it)");
   } else {
     app->add_flag("--alibi", options->made_alibi, "ALiBi with the geometric slopes 2^(-8(h+1)/Hq)");
     app->add_flag("--sinks", options->made_sinks, "Attention sinks, random Normal(0, 1) per query head");
+    app->add_flag("--mask", options->made_mask,
+                  "A float32 bias [1, 1, Nq, Nk], random Normal(0, 1), about one pair in ten blocked (-inf)");
   }
 }
 
@@ -144,6 +169,30 @@ Status LoadVariantValues(const VariantOptions& options, AttentionInputs* in) {
     if (!shape.ok()) return shape.status();
     p.sinks = true;
   }
+  if (!options.mask.empty()) {
+    auto mask = tools::ReadNpyMask(options.mask);
+    if (!mask.ok()) return mask.status();
+    // NumPy's broadcasting: aligned at the right, each dimension the call's size or 1.
+    const std::array<uint32_t, 4> full = MaskBroadcastShape(p);
+    const std::string target = "[B, Hq, Nq, Nk] = " + ShapeText({full[0], full[1], full[2], full[3]});
+    const size_t rank = mask->shape.size();
+    if (rank < 1 || rank > 4) {
+      return Bad("--mask '" + options.mask + "' has shape " + ShapeText(mask->shape) + "; it must broadcast to " + target);
+    }
+    bool has[4];
+    for (size_t i = 0; i < 4; ++i) {
+      const uint64_t size = i + rank < 4 ? 1 : mask->shape[i + rank - 4];
+      has[i] = size == full[i];
+      if (!has[i] && size != 1) {
+        return Bad("--mask '" + options.mask + "' has shape " + ShapeText(mask->shape) + ", which does not broadcast to " +
+                   target);
+      }
+    }
+    p.mask = {mask->type, has[0], has[1], has[2], has[3]};
+    in->mask = std::move(mask->data);
+    in->mask.resize(MaskBytes(p), 0);  // whole words
+    in->mask_shape = mask->shape;
+  }
   return Status::Ok();
 }
 
@@ -161,6 +210,15 @@ std::vector<float> RandomSinks(uint32_t heads, uint32_t seed) {
   return sinks;
 }
 
+std::vector<float> RandomBias(uint32_t q_len, uint32_t kv_len, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> tenth(0, 9);
+  std::vector<float> bias(uint64_t(q_len) * kv_len);
+  for (float& x : bias) x = tenth(rng) == 0 ? -std::numeric_limits<float>::infinity() : normal(rng);
+  return bias;
+}
+
 void MakeVariantValues(const VariantOptions& options, uint32_t seed, AttentionInputs* in) {
   if (options.made_alibi) {
     in->params.alibi = AlibiSlopes::kPerHead;
@@ -169,6 +227,14 @@ void MakeVariantValues(const VariantOptions& options, uint32_t seed, AttentionIn
   if (options.made_sinks) {
     in->params.sinks = true;
     in->sinks = RandomSinks(in->params.shape.q_heads, seed);
+  }
+  if (options.made_mask) {
+    AttentionParams& p = in->params;
+    p.mask = {MaskType::kFloat32, false, false, true, true};
+    const std::vector<float> bias = RandomBias(p.shape.q_len, p.shape.kv_len, seed + 1);
+    in->mask.assign(MaskBytes(p), 0);
+    if (!bias.empty()) std::memcpy(in->mask.data(), bias.data(), bias.size() * sizeof(float));
+    in->mask_shape = {1, 1, p.shape.q_len, p.shape.kv_len};
   }
 }
 
@@ -179,6 +245,9 @@ std::string ScoreVariantsText(const AttentionParams& params, char separator) {
   if (params.alibi == AlibiSlopes::kPerHead) add("alibi");
   if (params.alibi == AlibiSlopes::kPerBatchHead) add("alibi[B,Hq]");
   if (params.sinks) add("sinks");
+  if (params.mask.type == MaskType::kFloat32) add("mask");
+  if (params.mask.type == MaskType::kFloat16) add("mask=f16");
+  if (params.mask.type == MaskType::kBool) add("mask=bool");
   return text;
 }
 
@@ -316,7 +385,7 @@ Result<ForwardOutputs> RunForward(Context& context, const AttentionInputs& in) {
 
   ForwardBuffers buffers{q->view(), k->view(), v->view(), o->view(), lse->view()};
   std::vector<Buffer> held;
-  Status run = UploadVariantValues(context, in, &held, &buffers.alibi_slopes, &buffers.sinks);
+  Status run = UploadVariantValues(context, in, &held, &buffers.alibi_slopes, &buffers.sinks, &buffers.mask);
   if (run.ok()) run = context.Forward(in.params, buffers);
   if (!run.ok()) return run;
   Status got = context.Download(o->view(), out.o.data.data(), out.o.data.size());
@@ -326,14 +395,16 @@ Result<ForwardOutputs> RunForward(Context& context, const AttentionInputs& in) {
 }
 
 Result<BackwardOutputs> RunBackward(Context& context, const AttentionInputs& in, const tools::NpyArray& d_o,
-                                    bool dsinks) {
+                                    bool dsinks, bool dbias) {
   const AttentionShape& shape = in.params.shape;
   dsinks = dsinks && in.params.sinks;
+  dbias = dbias && (in.params.mask.type == MaskType::kFloat32 || in.params.mask.type == MaskType::kFloat16);
   BackwardOutputs out;
   out.dq = {in.q.dtype, in.q.shape, std::vector<uint8_t>(in.q.data.size(), 0)};
   out.dk = {in.k.dtype, in.k.shape, std::vector<uint8_t>(in.k.data.size(), 0)};
   out.dv = {in.v.dtype, in.v.shape, std::vector<uint8_t>(in.v.data.size(), 0)};
   if (dsinks) out.dsinks = {DataType::kFloat32, {shape.q_heads}, std::vector<uint8_t>(shape.q_heads * sizeof(float), 0)};
+  if (dbias) out.dbias = {DataType::kFloat32, in.mask_shape, std::vector<uint8_t>(MaskElements(in.params) * sizeof(float), 0)};
   if ((in.q.data.empty() && in.k.data.empty()) || shape.batch == 0) return out;
 
   // Every tensor gets a buffer (4 bytes when empty): the operator binds stand-ins for empty sides.
@@ -359,15 +430,16 @@ Result<BackwardOutputs> RunBackward(Context& context, const AttentionInputs& in,
       {&b.dk, upload(out.dk.data, in.k.data.size())},
       {&b.dv, upload(out.dv.data, in.v.data.size())},
       {&b.dsinks, dsinks ? upload(out.dsinks.data, out.dsinks.data.size()) : Result<BufferView>(BufferView{})},
+      {&b.dbias, dbias ? upload(out.dbias.data, out.dbias.data.size()) : Result<BufferView>(BufferView{})},
   };
   for (const auto& [slot, view] : views) {
     if (!view.ok()) return view.status();
     *slot = *view;
   }
-  Status variants = UploadVariantValues(context, in, &held, &b.alibi_slopes, &b.sinks);
+  Status variants = UploadVariantValues(context, in, &held, &b.alibi_slopes, &b.sinks, &b.mask);
   if (!variants.ok()) return variants;
   if (!in.q.data.empty()) {
-    Status forward = context.Forward(in.params, {b.q, b.k, b.v, b.o, b.lse, {}, b.alibi_slopes, b.sinks});
+    Status forward = context.Forward(in.params, {b.q, b.k, b.v, b.o, b.lse, {}, b.alibi_slopes, b.sinks, b.mask});
     if (!forward.ok()) return forward;
   }
   Status backward = context.Backward(in.params, b);
@@ -376,6 +448,7 @@ Result<BackwardOutputs> RunBackward(Context& context, const AttentionInputs& in,
   if (got.ok()) got = context.Download(b.dk, out.dk.data.data(), out.dk.data.size());
   if (got.ok()) got = context.Download(b.dv, out.dv.data.data(), out.dv.data.size());
   if (got.ok() && dsinks) got = context.Download(b.dsinks, out.dsinks.data.data(), out.dsinks.data.size());
+  if (got.ok() && dbias && !out.dbias.data.empty()) got = context.Download(b.dbias, out.dbias.data.data(), out.dbias.data.size());
   if (!got.ok()) return got;
   return out;
 }

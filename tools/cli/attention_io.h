@@ -20,6 +20,10 @@ struct AttentionInputs {
   // The score variants' values, float32: ALiBi slopes ([Hq] or [B, Hq], as params.alibi says)
   // and sinks ([Hq], with params.sinks); empty where unused.
   std::vector<float> alibi_slopes, sinks;
+  // The mask's elements as params.mask.type stores them (MaskBytes: whole words), and its shape as
+  // given (the bias's gradient has it); empty without a mask.
+  std::vector<uint8_t> mask;
+  std::vector<uint64_t> mask_shape;
 };
 
 // How the .npy tensors hold their sequences (docs/design.md): --layout bhsd|bshd, --seqlens-k
@@ -33,15 +37,15 @@ struct SequenceOptions {
 void AddSequenceOptions(CLI::App* app, SequenceOptions* options);
 
 // The score and mask variants of a call, by docs/design.md's CLI names: --causal, --window L,R,
-// --softcap C, --alibi, --sinks. forward and backward read the slopes and sinks from .npy files
-// (VariantValues::kFiles); check and bench, whose shapes are their own, make them
-// (VariantValues::kMade: --alibi and --sinks are flags).
+// --softcap C, --alibi, --sinks, --mask. forward and backward read the slopes, sinks and mask from
+// .npy files (VariantValues::kFiles); check and bench, whose shapes are their own, make them
+// (VariantValues::kMade: --alibi, --sinks and --mask are flags).
 struct VariantOptions {
   bool causal = false;
   std::string window;  // "L,R" as given; empty: none
   float softcap = 0.0f;
-  std::string alibi, sinks;  // kFiles: .npy paths; empty: none
-  bool made_alibi = false, made_sinks = false;  // kMade
+  std::string alibi, sinks, mask;  // kFiles: .npy paths; empty: none
+  bool made_alibi = false, made_sinks = false, made_mask = false;  // kMade
 };
 enum class VariantValues { kFiles, kMade };
 // Adds the options above to a command.
@@ -50,17 +54,21 @@ void AddVariantOptions(CLI::App* app, VariantOptions* options, VariantValues val
 // not two integers or a --softcap that is negative or not finite is kInvalidArgument (the window's
 // values are checked by ValidateAttentionParams).
 Status ApplyVariantOptions(const VariantOptions& options, AttentionParams* params);
-// Reads the --alibi and --sinks files for a call of `inputs->params.shape` (float32; slopes [Hq]
-// or [B, Hq], sinks [Hq]) into `inputs`, and sets params.alibi and params.sinks.
+// Reads the --alibi, --sinks and --mask files for a call of `inputs->params.shape` (float32; slopes
+// [Hq] or [B, Hq], sinks [Hq]; a float32, float16 or bool mask that broadcasts to [B, Hq, Nq, Nk]
+// as NumPy broadcasts, 1 to 4 dimensions) into `inputs`, and sets params.alibi, sinks and mask.
 Status LoadVariantValues(const VariantOptions& options, AttentionInputs* inputs);
 // The values check and bench make (--alibi, --sinks as flags): ALiBi's geometric slopes
 // 2^(-8 (h + 1) / Hq) per query head, and Normal(0, 1) sinks from `seed`.
 std::vector<float> GeometricAlibiSlopes(uint32_t heads);
 std::vector<float> RandomSinks(uint32_t heads, uint32_t seed);
-// Those values for the flags given, for `inputs->params.shape`; sets params.alibi and params.sinks.
+// A float32 bias [1, 1, Nq, Nk] for --mask in check and bench: Normal(0, 1) from `seed`, about one
+// pair in ten blocked (-inf).
+std::vector<float> RandomBias(uint32_t q_len, uint32_t kv_len, uint32_t seed);
+// Those values for the flags given, for `inputs->params.shape`; sets params.alibi, sinks and mask.
 void MakeVariantValues(const VariantOptions& options, uint32_t seed, AttentionInputs* inputs);
-// The score variants a call has, e.g. "softcap=50 alibi sinks" ("alibi[B,Hq]" for per-batch
-// slopes), `separator` between them; "" for none.
+// The score variants a call has, e.g. "softcap=50 alibi sinks mask" ("alibi[B,Hq]" for per-batch
+// slopes, "mask=bool" for a boolean mask), `separator` between them; "" for none.
 std::string ScoreVariantsText(const AttentionParams& params, char separator = ' ');
 
 // Reads Q, K, V (and the sequence and variant files), applies the variants and checks them against the contract: 4-D [B, H, N, D]
@@ -83,12 +91,14 @@ Result<ForwardOutputs> RunForward(Context& context, const AttentionInputs& input
 struct BackwardOutputs {
   tools::NpyArray dq, dk, dv;  // dtype of the inputs; shapes of Q, K, V
   tools::NpyArray dsinks;      // float32 [Hq], where asked for
+  tools::NpyArray dbias;       // float32, the mask's shape, where asked for
 };
 
 // Runs the forward (for O and LSE) and the backward with `d_o` (shape and dtype of Q); with
-// `dsinks` (and params.sinks) also the sinks' gradient.
+// `dsinks` (and params.sinks) also the sinks' gradient, with `dbias` (and an additive mask) the
+// bias's.
 Result<BackwardOutputs> RunBackward(Context& context, const AttentionInputs& inputs, const tools::NpyArray& d_o,
-                                    bool dsinks = false);
+                                    bool dsinks = false, bool dbias = false);
 
 // The context for a command: `device` ("" = VKFLASH_DEVICE or the best device).
 // kernels: ContextOptions::kernels (empty: VKFLASH_KERNELS, else auto).
@@ -101,5 +111,7 @@ Result<BufferView> UploadFloats(Context& context, const std::vector<float>& valu
 
 // Element values of an array as floats (float16 widened).
 std::vector<float> ToFloats(const tools::NpyArray& array);
+// The mask's elements as floats (a boolean mask's as 0 and 1), as the reference takes them.
+std::vector<float> MaskFloats(const AttentionInputs& inputs);
 
 }  // namespace vkflash::cli

@@ -1,4 +1,4 @@
-// `vkflash backward`: dQ, dK, dV (and dSinks) from Q, K, V and dO .npy files (runs the forward for
+// `vkflash backward`: dQ, dK, dV (and dSinks, dBias) from Q, K, V and dO .npy files (runs the forward for
 // O and LSE).
 #include <memory>
 #include <optional>
@@ -13,7 +13,7 @@ namespace vkflash::cli {
 namespace {
 
 struct BackwardOptions {
-  std::string q, k, v, d_o, dq, dk, dv, dsinks, device;
+  std::string q, k, v, d_o, dq, dk, dv, dsinks, dbias, device;
   bool nondeterministic = false;
   VariantOptions variants;
   std::optional<float> scale;
@@ -24,18 +24,26 @@ int RunBackwardCommand(const BackwardOptions& options) {
   if (!options.dsinks.empty() && options.variants.sinks.empty()) {
     return ReportBadInput("--dsinks needs --sinks: it is the sinks' gradient");
   }
+  if (!options.dbias.empty() && options.variants.mask.empty()) {
+    return ReportBadInput("--dbias needs --mask: it is the gradient of an additive (float) mask");
+  }
   OutputFiles files;
   for (const std::string& input :
-       {options.q, options.k, options.v, options.d_o, options.variants.alibi, options.variants.sinks})
+       {options.q, options.k, options.v, options.d_o, options.variants.alibi, options.variants.sinks, options.variants.mask})
     if (!input.empty()) files.AddInput(input);
   Status status = files.Plan("--dq", options.dq);
   if (status.ok()) status = files.Plan("--dk", options.dk);
   if (status.ok()) status = files.Plan("--dv", options.dv);
   if (status.ok() && !options.dsinks.empty()) status = files.Plan("--dsinks", options.dsinks);
+  if (status.ok() && !options.dbias.empty()) status = files.Plan("--dbias", options.dbias);
   if (!status.ok()) return ReportError(status);
 
   auto inputs = LoadAttentionInputs(options.q, options.k, options.v, options.variants, options.scale, options.sequences);
   if (!inputs.ok()) return ReportError(inputs.status());
+  if (!options.dbias.empty() && inputs->params.mask.type == MaskType::kBool) {
+    return ReportBadInput("--dbias needs an additive (float32 or float16) --mask; '" + options.variants.mask +
+                          "' is bool, which has no gradient");
+  }
   inputs->params.deterministic = !options.nondeterministic;
   auto d_o = tools::ReadNpy(options.d_o);
   if (!d_o.ok()) return ReportError(d_o.status());
@@ -44,13 +52,14 @@ int RunBackwardCommand(const BackwardOptions& options) {
   }
   auto context = OpenContext(options.device);
   if (!context.ok()) return ReportError(context.status());
-  auto grads = RunBackward(**context, *inputs, *d_o, !options.dsinks.empty());
+  auto grads = RunBackward(**context, *inputs, *d_o, !options.dsinks.empty(), !options.dbias.empty());
   if (!grads.ok()) return ReportError(grads.status());
 
   status = files.Stage(options.dq, grads->dq);
   if (status.ok()) status = files.Stage(options.dk, grads->dk);
   if (status.ok()) status = files.Stage(options.dv, grads->dv);
   if (status.ok() && !options.dsinks.empty()) status = files.Stage(options.dsinks, grads->dsinks);
+  if (status.ok() && !options.dbias.empty()) status = files.Stage(options.dbias, grads->dbias);
   if (status.ok()) status = files.Commit();
   if (!status.ok()) return ReportError(status);
   return kExitOk;
@@ -70,6 +79,9 @@ Command AddBackwardCommand(CLI::App& parent) {
   app->add_option("--dv", options->dv, "dV output, like V")->required();
   AddVariantOptions(app, &options->variants);
   app->add_option("--dsinks", options->dsinks, "dSinks output, float32 [Hq]: the gradient of the sinks (needs --sinks)");
+  app->add_option("--dbias", options->dbias,
+                  "dBias output, float32 of the mask's shape: the gradient of an additive --mask (summed over the "
+                  "dimensions it broadcasts)");
   app->add_option("--scale", options->scale, "Softmax scale (default 1/sqrt(D))");
   app->add_flag("--nondeterministic", options->nondeterministic,
                 "Allow float atomics for dQ where the kernels and device have them (faster; the last bits of dQ vary "

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
@@ -68,6 +69,7 @@ std::vector<BenchConfig> Configs(const BenchOptions& o, const AttentionParams& v
     c.params.softcap = variants.softcap;
     c.params.alibi = variants.alibi;
     c.params.sinks = variants.sinks;
+    c.params.mask = variants.mask;
     c.params.deterministic = !o.nondeterministic;
     c.forward = o.mode != "bwd";
     c.backward = o.mode != "fwd";
@@ -181,6 +183,17 @@ Status RunConfig(Context& context, const BenchConfig& c, const BenchOptions& o, 
   }
   f.alibi_slopes = b.alibi_slopes;
   f.sinks = b.sinks;
+  if (p.mask.type != MaskType::kNone) {  // --mask: RandomBias's values, its first 2^20 repeating past that
+    const std::vector<float> block = RandomBias(1, uint32_t(std::min<uint64_t>(MaskElements(p), 1u << 20)), 1);
+    std::vector<uint8_t> bytes(MaskBytes(p));
+    for (uint64_t at = 0; at < bytes.size(); at += block.size() * sizeof(float)) {
+      std::memcpy(bytes.data() + at, block.data(), std::min<uint64_t>(block.size() * sizeof(float), bytes.size() - at));
+    }
+    auto made = UploadBuffer(context, bytes, bytes.size());
+    if (!made.ok()) return made.status();
+    held.push_back(std::move(made).value());
+    f.mask = b.mask = held.back().view();
+  }
   if (Status st = context.Forward(p, f); !st.ok()) return st;  // O and LSE for the backward; pipeline made
 
   // Warm-up in growing back-to-back batches (the GPU stays busy, so its clocks ramp up), then
@@ -232,7 +245,7 @@ Status RunConfig(Context& context, const BenchConfig& c, const BenchOptions& o, 
     }
   }
   // The naive baseline computes plain attention only: no row beside a score variant.
-  const bool plain_scores = p.softcap == 0.0f && p.alibi == AlibiSlopes::kNone && !p.sinks;
+  const bool plain_scores = p.softcap == 0.0f && p.alibi == AlibiSlopes::kNone && !p.sinks && p.mask.type == MaskType::kNone;
   if (o.naive && plain_scores && c.forward && NaiveScoresBytes(s) <= context.device_info().max_storage_buffer_range) {
     auto scores = context.CreateBuffer(NaiveScoresBytes(s));
     if (scores.ok()) {  // where memory allows
@@ -263,6 +276,7 @@ int RunBench(const BenchOptions& o) {
   if (Status applied = ApplyVariantOptions(o.variants, &variants); !applied.ok()) return ReportError(applied);
   if (o.variants.made_alibi) variants.alibi = AlibiSlopes::kPerHead;
   variants.sinks = o.variants.made_sinks;
+  if (o.variants.made_mask) variants.mask = {MaskType::kFloat32, false, false, true, true};
   const auto configs = Configs(o, variants);
   for (const BenchConfig& config : configs) {
     if (Status valid = ValidateAttentionParams(config.params); !valid.ok()) return ReportError(valid);
@@ -304,7 +318,7 @@ int RunBench(const BenchOptions& o) {
       rows.push_back({{"device", device}, {"B", p.shape.batch}, {"H", p.shape.q_heads}, {"Hkv", p.shape.kv_heads},
                       {"N", p.shape.q_len}, {"Nq", p.shape.q_len}, {"Nk", p.shape.kv_len}, {"D", p.shape.head_dim}, {"dtype", p.dtype == DataType::kFloat16 ? "f16" : "f32"},
                       {"causal", p.causal}, {"window", {p.window.left, p.window.right}}, {"softcap", p.softcap},
-                      {"alibi", p.alibi != AlibiSlopes::kNone}, {"sinks", p.sinks}, {"mode", t.mode}, {"kernel", t.kernel}, {"ms", t.ms},
+                      {"alibi", p.alibi != AlibiSlopes::kNone}, {"sinks", p.sinks}, {"bias", p.mask.type != MaskType::kNone}, {"mode", t.mode}, {"kernel", t.kernel}, {"ms", t.ms},
                       {"tflops", t.tflops}, {"kv_gbps", t.kv_gbps}, {"runs", t.runs}});
       if (t.read_gbps > 0) rows.back()["read_gbps"] = t.read_gbps;
     }

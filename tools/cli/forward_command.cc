@@ -20,7 +20,8 @@ struct ForwardOptions {
 
 int RunForwardCommand(const ForwardOptions& options) {
   OutputFiles files;
-  for (const std::string& input : {options.q, options.k, options.v, options.variants.alibi, options.variants.sinks})
+  for (const std::string& input :
+       {options.q, options.k, options.v, options.variants.alibi, options.variants.sinks, options.variants.mask})
     if (!input.empty()) files.AddInput(input);
   Status status = files.Plan("--out", options.out);
   if (status.ok() && !options.lse.empty()) status = files.Plan("--lse", options.lse);

@@ -143,6 +143,29 @@ Result<NpyArray> ReadNpy(const std::string& path) {
   return array;
 }
 
+Result<NpyMask> ReadNpyMask(const std::string& path) {
+  NpyMask mask;
+  auto read = ReadNpyData(
+      path,
+      [&](const std::string& descr) -> uint64_t {
+        DataType dtype;
+        if (DescrDtype(descr, &dtype)) {
+          mask.type = dtype == DataType::kFloat16 ? MaskType::kFloat16 : MaskType::kFloat32;
+          return DataTypeSize(dtype);
+        }
+        std::string code = descr;
+        if (!code.empty() && (code[0] == '<' || code[0] == '=' || code[0] == '|')) code.erase(0, 1);
+        if (code != "b1" && code != "?") return 0;
+        mask.type = MaskType::kBool;
+        return 1;
+      },
+      "float32 '<f4', float16 '<f2' or bool '|b1'");
+  if (!read.ok()) return read.status();
+  mask.shape = std::move(read->first);
+  mask.data = std::move(read->second);
+  return mask;
+}
+
 Result<std::vector<int32_t>> ReadNpyInt32Vector(const std::string& path) {
   auto read = ReadNpyData(
       path,

@@ -31,6 +31,14 @@ std::optional<uint64_t> CheckedElementCount(const std::vector<uint64_t>& shape);
 // not a supported .npy.
 Result<NpyArray> ReadNpy(const std::string& path);
 
+// A mask or bias (AttentionParams::mask): float32, float16 or bool ('|b1', one byte per element).
+struct NpyMask {
+  MaskType type = MaskType::kNone;
+  std::vector<uint64_t> shape;
+  std::vector<uint8_t> data;  // as stored: 4, 2 or 1 bytes per element, C order
+};
+Result<NpyMask> ReadNpyMask(const std::string& path);
+
 // A one-dimensional int32 array (sequence lengths, offsets), read with the same checks.
 Result<std::vector<int32_t>> ReadNpyInt32Vector(const std::string& path);
 

@@ -25,6 +25,15 @@ void CheckVariants(const AttentionParams& params, const ReferenceVariants& varia
   if (params.alibi == AlibiSlopes::kPerBatchHead)
     RequireSize(variants.alibi_slopes, uint64_t(s.batch) * s.q_heads, "alibi_slopes");
   if (params.sinks) RequireSize(variants.sinks, s.q_heads, "sinks");
+  if (params.mask.type != MaskType::kNone) RequireSize(variants.mask, MaskElements(params), "mask");
+}
+
+// Index of element (b, h, i, j) of params.mask in its buffer: 0 along the dimensions it broadcasts.
+uint64_t MaskIndex(const AttentionParams& params, uint64_t b, uint64_t h, uint64_t i, uint64_t j) {
+  const AttentionMask& m = params.mask;
+  const AttentionShape& s = params.shape;
+  const uint64_t keys = m.keys ? s.kv_len : 1, rows = m.rows ? s.q_len : 1, heads = m.heads ? s.q_heads : 1;
+  return (((m.batch ? b : 0) * heads + (m.heads ? h : 0)) * rows + (m.rows ? i : 0)) * keys + (m.keys ? j : 0);
 }
 
 // One query row's softmax over the keys it sees, with the score variants applied in the
@@ -48,9 +57,16 @@ void ComputeRow(const AttentionParams& params, const ReferenceVariants& variants
   if (params.alibi == AlibiSlopes::kPerBatchHead) slope = variants.alibi_slopes[b * s.q_heads + h];
   const double sink = params.sinks ? double(variants.sinks[h]) : -kInf;
 
+  // The keys the row sees: in the band, and not blocked by the mask (-inf, or a boolean 0).
   row->keys.clear();
-  for (uint32_t j = 0; j < s.kv_len; ++j)
-    if (KeyVisible(params, i, j)) row->keys.push_back(j);
+  for (uint32_t j = 0; j < s.kv_len; ++j) {
+    if (!KeyVisible(params, i, j)) continue;
+    if (params.mask.type != MaskType::kNone) {
+      const float m = variants.mask[MaskIndex(params, b, h, i, j)];
+      if (params.mask.type == MaskType::kBool ? m == 0.0f : m == -std::numeric_limits<float>::infinity()) continue;
+    }
+    row->keys.push_back(j);
+  }
   row->p.resize(row->keys.size());
   row->tanh.resize(row->keys.size());
   if (row->keys.empty()) {  // O = 0; the sink alone is the denominator
@@ -68,6 +84,9 @@ void ComputeRow(const AttentionParams& params, const ReferenceVariants& variants
       score = softcap * row->tanh[n];
     }
     if (params.alibi != AlibiSlopes::kNone) score -= slope * double(std::llabs(diagonal - int64_t(row->keys[n])));
+    if (params.mask.type == MaskType::kFloat32 || params.mask.type == MaskType::kFloat16) {
+      score += double(variants.mask[MaskIndex(params, b, h, i, row->keys[n])]);
+    }
     row->p[n] = score;
     max_score = std::max(max_score, score);
   }
@@ -129,6 +148,8 @@ ReferenceBackward ReferenceAttentionBackward(const AttentionParams& params, cons
   out.dk.assign(s.kv_elements(), 0.0);
   out.dv.assign(s.kv_elements(), 0.0);
   if (params.sinks) out.dsinks.assign(s.q_heads, 0.0), out.dsinks_terms.assign(s.q_heads, 0.0);
+  const bool additive_mask = params.mask.type == MaskType::kFloat32 || params.mask.type == MaskType::kFloat16;
+  if (additive_mask) out.dbias.assign(MaskElements(params), 0.0);
   std::vector<double> dp(s.kv_len);
   RowSoftmax softmax;
 
@@ -155,6 +176,7 @@ ReferenceBackward ReferenceAttentionBackward(const AttentionParams& params, cons
         }
         for (size_t n = 0; n < softmax.keys.size(); ++n) {
           double ds = softmax.p[n] * (dp[n] - p_dot_dp);
+          if (additive_mask) out.dbias[MaskIndex(params, b, h, i, softmax.keys[n])] += ds;  // the bias adds to the final score
           if (params.softcap > 0.0f) ds *= 1.0 - softmax.tanh[n] * softmax.tanh[n];  // d(C tanh(x / C)) / dx
           const uint64_t key_at = kv_offset + softmax.keys[n] * D;
           for (uint64_t d = 0; d < D; ++d) {

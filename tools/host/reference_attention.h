@@ -15,12 +15,16 @@ namespace vkflash::tools {
 bool KeyVisible(const AttentionParams& params, uint64_t row, uint64_t key);
 
 // The values the score variants read (the comment above AttentionParams): ALiBi slopes, [Hq] or
-// [B, Hq] as params.alibi says, and the sinks, [Hq] with params.sinks. Softcap is params.softcap.
+// [B, Hq] as params.alibi says, the sinks, [Hq] with params.sinks, and params.mask's elements.
+// Softcap is params.softcap.
 // The reference throws std::invalid_argument where the params need one of them and its size is
 // wrong (a test's mistake, not a case to compare).
 struct ReferenceVariants {
   std::vector<float> alibi_slopes;
   std::vector<float> sinks;
+  // params.mask's elements (MaskElements), as floats: a bias (-inf blocks the pair), or for a
+  // boolean mask 0 (blocks) and 1.
+  std::vector<float> mask;
 };
 
 struct ReferenceForward {
@@ -39,6 +43,9 @@ struct ReferenceBackward {
   // [Hq] with params.sinks: the sum of |P_sink * rowsum(dO * O)| that dsinks sums with signs. The
   // terms cancel, so rounding errors in the rows scale with this, not with dsinks.
   std::vector<double> dsinks_terms;
+  // With an additive params.mask: the bias's gradient, the mask's shape (dS summed over the
+  // dimensions it broadcasts), else empty.
+  std::vector<double> dbias;
 };
 
 // Gradients of sum(O * dO) with respect to Q, K, V (and the sinks), written out by hand in

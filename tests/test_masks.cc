@@ -1,0 +1,335 @@
+// Masks and biases over the scores (AttentionParams::mask; docs/design.md, "What is computed"):
+// additive float32 / float16 and boolean masks, each broadcast along different dimensions of
+// [B, Hq, Nq, Nk], alone and with causal masks, windows, GQA, Nq != Nk, the other score variants
+// and decode shapes, forward and backward (the bias's gradient too) against the float64
+// reference; rows the mask blocks entirely; the bias's gradient run after run; and the parameter
+// and buffer checks.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "half.h"
+#include "reference_attention.h"
+#include "storage_bytes.h"
+#include "support/attention_case.h"
+#include "support/validated_context.h"
+
+using namespace vkflash;
+using namespace vkflash::testing;
+
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+AttentionMask Mask(MaskType type, bool batch, bool heads, bool rows, bool keys) { return {type, batch, heads, rows, keys}; }
+
+// Mask values for `p`: a bias of about the scores' size (float16-rounded for a float16 mask) with
+// about a fifth of the pairs blocked (-inf), or a boolean mask letting about three quarters
+// through. Where the mask has rows, its row 0 blocks every key: rows the mask leaves no key.
+std::vector<float> MaskValues(const AttentionParams& p, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.5f);
+  std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
+  const bool boolean = p.mask.type == MaskType::kBool;
+  std::vector<float> values(MaskElements(p));
+  const uint64_t row_length = p.mask.keys ? p.shape.kv_len : 1;
+  const uint64_t rows = p.mask.rows ? p.shape.q_len : 1;
+  for (uint64_t at = 0; at < values.size(); ++at) {
+    const bool first_row = p.mask.rows && at / row_length % rows == 0;
+    const bool blocked = first_row || uniform(rng) < (boolean ? 0.25f : 0.2f);
+    float x = normal(rng);
+    if (p.mask.type == MaskType::kFloat16) x = tools::RoundToHalf(x);
+    values[at] = boolean ? (blocked ? 0.0f : 1.0f) : (blocked ? -kInf : x);
+  }
+  return values;
+}
+
+struct MaskCase {
+  AttentionMask mask;
+  bool causal = false;
+  AttentionWindow window;
+  float softcap = 0.0f;
+  AlibiSlopes alibi = AlibiSlopes::kNone;
+  bool sinks = false;
+};
+
+// Each element type with a different broadcast: the full mask, one shared by the batch and heads
+// (a causal-like pattern), a padding mask per batch entry ([B, 1, 1, Nk]), a per-head key bias,
+// a mask that blocks whole rows ([B, 1, Nq, 1]), and all of it with the other variants.
+const std::vector<MaskCase> kMaskCases = {
+    {Mask(MaskType::kFloat32, true, true, true, true)},
+    {Mask(MaskType::kFloat16, false, false, true, true), true},
+    {Mask(MaskType::kBool, true, false, false, true), false, {9, 3}},
+    {Mask(MaskType::kFloat32, false, true, false, true), true},
+    {Mask(MaskType::kBool, true, false, true, false)},
+    {Mask(MaskType::kFloat32, true, true, true, true), true, {-1, -1}, 5.0f, AlibiSlopes::kPerHead, true},
+    {Mask(MaskType::kFloat16, false, true, true, true), false, {7, 2}, 20.0f, AlibiSlopes::kPerBatchHead, true},
+};
+
+AttentionParams WithCase(AttentionParams p, const MaskCase& c) {
+  p.mask = c.mask;
+  p.causal = c.causal;
+  p.window = c.window;
+  p.softcap = c.softcap;
+  p.alibi = c.alibi;
+  p.sinks = c.sinks;
+  return p;
+}
+
+ScoreValues ValuesFor(const AttentionParams& p, uint32_t seed) {
+  ScoreValues values;
+  if (p.alibi != AlibiSlopes::kNone) {
+    for (uint32_t e = 0; e < (p.alibi == AlibiSlopes::kPerBatchHead ? p.shape.batch : 1); ++e)
+      for (uint32_t h = 0; h < p.shape.q_heads; ++h) values.alibi_slopes.push_back(std::exp2(-8.0f * (h + 1) / p.shape.q_heads) * (e + 1));
+  }
+  if (p.sinks) {
+    values.sinks = RandomValues(p.shape.q_heads, DataType::kFloat32, seed + 7, 1.5f);
+    for (float& x : values.sinks) x += std::log(float(std::max(p.shape.kv_len, 1u)));
+  }
+  values.mask = MaskValues(p, seed);
+  return values;
+}
+
+std::vector<AttentionParams> Sweep(const std::vector<AttentionShape>& shapes) {
+  std::vector<AttentionParams> sweep;
+  for (const AttentionShape& shape : shapes)
+    for (DataType dtype : {DataType::kFloat32, DataType::kFloat16})
+      for (const MaskCase& c : kMaskCases) sweep.push_back(WithCase(MakeParams(shape, dtype, false), c));
+  return sweep;
+}
+
+// Tails that are no multiple of a tile, Nq != Nk both ways, GQA and MQA, head dims of every
+// scalar kernel.
+const std::vector<AttentionShape> kForwardShapes = {
+    {1, 2, 2, 7, 13, 32}, {2, 4, 2, 64, 64, 64}, {1, 3, 1, 37, 101, 80}, {2, 2, 1, 9, 17, 3}};
+const std::vector<AttentionShape> kBackwardShapes = {{1, 2, 2, 7, 13, 32}, {2, 2, 1, 130, 97, 128}, {1, 3, 1, 37, 61, 80}};
+
+// Whether the mask (values as MaskValues makes them) leaves row i of (b, h) no key in its band.
+bool MaskBlocksRow(const AttentionParams& p, const std::vector<float>& mask, uint32_t b, uint32_t h, uint32_t i) {
+  const AttentionShape& s = p.shape;
+  const uint64_t keys = p.mask.keys ? s.kv_len : 1, rows = p.mask.rows ? s.q_len : 1, heads = p.mask.heads ? s.q_heads : 1;
+  for (uint32_t j = 0; j < s.kv_len; ++j) {
+    if (!tools::KeyVisible(p, i, j)) continue;
+    const uint64_t at = (((p.mask.batch ? b : 0) * heads + (p.mask.heads ? h : 0)) * rows + (p.mask.rows ? i : 0)) * keys +
+                        (p.mask.keys ? j : 0);
+    if (p.mask.type == MaskType::kBool ? mask[at] != 0.0f : mask[at] != -kInf) return false;
+  }
+  return true;
+}
+
+// Rows the mask (or band) leaves no key: O = 0, LSE = -inf or the sink; dQ = 0. Returns how many.
+uint32_t CheckBlockedRows(const AttentionParams& p, const ScoreValues& values, const ForwardRun& forward,
+                          const BackwardRun* backward) {
+  const AttentionShape& s = p.shape;
+  uint32_t blocked = 0;
+  for (uint32_t b = 0; b < s.batch; ++b)
+    for (uint32_t h = 0; h < s.q_heads; ++h)
+      for (uint32_t i = 0; i < s.q_len; ++i) {
+        if (!MaskBlocksRow(p, values.mask, b, h, i)) continue;
+        ++blocked;
+        INFO("batch entry " << b << ", head " << h << ", row " << i);
+        const uint64_t row = (uint64_t(b) * s.q_heads + h) * s.q_len + i;
+        if (p.sinks) REQUIRE(IsSinkLse(forward.lse[row], values.sinks[h]));
+        else REQUIRE(forward.lse[row] == -kInf);
+        for (uint32_t d = 0; d < s.head_dim; ++d) {
+          REQUIRE(forward.o[row * s.head_dim + d] == 0.0f);
+          if (backward != nullptr) REQUIRE(backward->dq[row * s.head_dim + d] == 0.0f);
+        }
+      }
+  return blocked;
+}
+
+void CheckBackward(Context& context, const AttentionParams& p, const ScoreValues& values, uint32_t seed) {
+  INFO(Describe(p));
+  const BackwardRun run = RunBackwardCase(context, p, seed, values);
+  CHECK(run.dq_error <= BackwardTolerance(p.dtype));
+  CHECK(run.dk_error <= BackwardTolerance(p.dtype));
+  CHECK(run.dv_error <= BackwardTolerance(p.dtype));
+  if (p.sinks) CHECK(run.dsinks_error <= BackwardTolerance(p.dtype));
+  if (p.mask.type != MaskType::kBool) {
+    REQUIRE(run.dbias.size() == MaskElements(p));
+    CHECK(run.dbias_error <= BackwardTolerance(p.dtype));
+  }
+  RequireNoValidationMessages();
+}
+
+}  // namespace
+
+TEST_CASE("masks: forward matches the float64 reference, each element type and broadcast", "[forward][mask]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  uint32_t seed = 21000, blocked_rows = 0;
+  for (const AttentionParams& p : Sweep(kForwardShapes)) {
+    INFO(Describe(p));
+    const ScoreValues values = ValuesFor(p, seed + 500);
+    const ForwardRun run = RunForwardCase(context, p, seed++, values);
+    CHECK(run.o_error <= ForwardTolerance(p.dtype));
+    CHECK(run.lse_error <= ForwardTolerance(p.dtype));
+    blocked_rows += CheckBlockedRows(p, values, run, nullptr);
+    RequireNoValidationMessages();
+  }
+  CHECK(blocked_rows > 0);  // the sweep has rows the mask leaves no key
+}
+
+TEST_CASE("masks: backward and the bias's gradient match the float64 reference", "[backward][mask]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  uint32_t seed = 22000;
+  for (const AttentionParams& p : Sweep(kBackwardShapes)) {
+    CheckBackward(context, p, ValuesFor(p, seed + 500), seed);
+    ++seed;
+  }
+}
+
+TEST_CASE("masks: rows the mask blocks entirely get zeros, -inf or the sink, and zero gradients", "[forward][backward][mask]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
+    for (bool sinks : {false, true}) {
+      AttentionParams p = MakeParams({2, 4, 2, 50, 70, 64}, dtype, false);
+      p.mask = Mask(MaskType::kFloat32, true, true, true, true);
+      p.sinks = sinks;
+      p.softcap = 10.0f;
+      INFO(Describe(p));
+      const ScoreValues values = ValuesFor(p, 23000);
+      const ForwardRun forward = RunForwardCase(context, p, 23001, values);
+      const BackwardRun backward = RunBackwardCase(context, p, 23001, values);
+      CHECK(forward.o_error <= ForwardTolerance(dtype));
+      CHECK(backward.dq_error <= BackwardTolerance(dtype));
+      CHECK(backward.dbias_error <= BackwardTolerance(dtype));
+      CHECK(CheckBlockedRows(p, values, forward, &backward) == 2 * 4);  // row 0 of each (b, h)
+      // A blocked row's bias gets no gradient.
+      for (uint32_t bh = 0; bh < 2 * 4; ++bh)
+        for (uint32_t j = 0; j < 70; ++j) REQUIRE(backward.dbias[uint64_t(bh) * 50 * 70 + j] == 0.0f);
+      RequireNoValidationMessages();
+    }
+  }
+}
+
+TEST_CASE("masks: a padding mask over a KV cache, decode and speculative rows", "[forward][backward][decode][mask]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  uint32_t seed = 24000;
+  for (bool causal : {false, true}) {
+    AttentionParams p = MakeParams({2, 8, 2, 1, 3000, 128}, DataType::kFloat16, causal);
+    p.mask = Mask(MaskType::kBool, true, false, false, true);
+    CheckForwardAgainstReference(context, p, seed, ValuesFor(p, seed));
+    p.mask = Mask(MaskType::kFloat16, true, true, true, true);
+    p.sinks = true;
+    CheckForwardAgainstReference(context, p, seed + 1, ValuesFor(p, seed + 1));
+    p = MakeParams({2, 8, 2, 4, 700, 64}, DataType::kFloat32, causal);
+    p.mask = Mask(MaskType::kFloat32, false, true, true, true);
+    CheckForwardAgainstReference(context, p, seed + 2, ValuesFor(p, seed + 2));
+    CheckBackward(context, p, ValuesFor(p, seed + 3), seed + 3);
+    seed += 4;
+  }
+}
+
+TEST_CASE("masks: the bias's gradient is bit-identical run after run, summed over broadcast dimensions",
+          "[backward][mask]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  // (A mask without the keys dimension would have a gradient of 0: a bias the same for every key
+  // of a row does not change its softmax.)
+  for (const AttentionMask& mask : {Mask(MaskType::kFloat16, false, false, true, true), Mask(MaskType::kFloat32, true, false, false, true),
+                                    Mask(MaskType::kFloat32, false, true, false, true)}) {
+    AttentionParams p = MakeParams({2, 4, 2, 90, 75, 64}, DataType::kFloat16, true);
+    p.mask = mask;
+    INFO(Describe(p));
+    const ScoreValues values = ValuesFor(p, 25000);
+    const BackwardRun first = RunBackwardCase(context, p, 25001, values);
+    const BackwardRun second = RunBackwardCase(context, p, 25001, values);
+    REQUIRE(first.dbias.size() == MaskElements(p));
+    CHECK(std::memcmp(first.dbias.data(), second.dbias.data(), first.dbias.size() * sizeof(float)) == 0);
+    CHECK(first.dbias_error <= BackwardTolerance(p.dtype));
+    RequireNoValidationMessages();
+  }
+}
+
+TEST_CASE("mask parameters and buffers: checked, and refused before anything runs", "[api][mask]") {
+  AttentionParams p = MakeParams({2, 4, 2, 10, 12, 16}, DataType::kFloat32, false);
+  p.mask.type = MaskType(9);
+  CHECK(ValidateAttentionParams(p).code() == ErrorCode::kInvalidArgument);
+  p.mask = Mask(MaskType::kFloat16, true, false, true, true);
+  REQUIRE(ValidateAttentionParams(p).ok());
+  CHECK(MaskElements(p) == 2 * 10 * 12);
+  CHECK(MaskBytes(p) == 2 * 10 * 12 * 2);
+  p.mask = Mask(MaskType::kBool, false, false, false, true);
+  CHECK(MaskElements(p) == 12);
+  CHECK(MaskBytes(p) == 12);
+  p.mask = Mask(MaskType::kBool, false, false, true, false);
+  CHECK(MaskBytes(p) == 12);  // 10 bytes, whole words
+  p.mask = {};
+  CHECK(MaskElements(p) == 0);
+
+  Context& context = SharedContext(Knobs::kDevice);
+  const AttentionShape& s = p.shape;
+  const std::vector<uint8_t> marked(s.q_elements() * 4, 0x5a);
+  Buffer q = UploadedBuffer(context, std::vector<uint8_t>(s.q_elements() * 4));
+  Buffer k = UploadedBuffer(context, std::vector<uint8_t>(s.kv_elements() * 4));
+  Buffer v = UploadedBuffer(context, std::vector<uint8_t>(s.kv_elements() * 4));
+  Buffer lse = UploadedBuffer(context, std::vector<uint8_t>(s.lse_elements() * 4));
+  Buffer d_o = UploadedBuffer(context, std::vector<uint8_t>(s.q_elements() * 4));
+  Buffer o = UploadedBuffer(context, marked), dq = UploadedBuffer(context, marked);
+  Buffer dk = UploadedBuffer(context, std::vector<uint8_t>(s.kv_elements() * 4));
+  Buffer dv = UploadedBuffer(context, std::vector<uint8_t>(s.kv_elements() * 4));
+  const AttentionMask full = Mask(MaskType::kFloat32, true, true, true, true);
+  AttentionParams masked = p;
+  masked.mask = full;
+  Buffer mask = UploadedBuffer(context, std::vector<uint8_t>(MaskBytes(masked)));
+  Buffer dbias = UploadedBuffer(context, std::vector<uint8_t>(MaskElements(masked) * 4));
+  const BufferView short_mask{mask.handle(), 0, MaskBytes(masked) - 4};
+
+  struct Bad {
+    const char* what;
+    AttentionMask mask;
+    BufferView mask_view, dbias_view;
+  };
+  const Bad bad_calls[] = {
+      {"a mask without a buffer", full, {}, {}},
+      {"a mask buffer one element short", full, short_mask, {}},
+      {"a mask buffer without params.mask", {}, mask.view(), {}},
+      {"a dbias buffer without a mask", {}, {}, dbias.view()},
+      {"a dbias buffer with a boolean mask", Mask(MaskType::kBool, true, true, true, true), mask.view(), dbias.view()},
+      {"a dbias buffer one float short", full, mask.view(), BufferView{dbias.handle(), 0, MaskElements(masked) * 4 - 4}},
+      {"a dbias buffer that overlaps the mask", full, mask.view(), mask.view()},
+  };
+  for (const Bad& call : bad_calls) {
+    INFO(call.what);
+    AttentionParams bad = p;
+    bad.mask = call.mask;
+    if (call.dbias_view.empty()) {  // the forward has no dbias
+      ForwardBuffers f{q.view(), k.view(), v.view(), o.view(), lse.view()};
+      f.mask = call.mask_view;
+      const Status forward = context.Forward(bad, f);
+      INFO(forward.ToString());
+      CHECK(forward.code() == ErrorCode::kInvalidArgument);
+    }
+    BackwardBuffers b;
+    b.q = q.view();
+    b.k = k.view();
+    b.v = v.view();
+    b.o = o.view();
+    b.lse = lse.view();
+    b.d_o = d_o.view();
+    b.dq = dq.view();
+    b.dk = dk.view();
+    b.dv = dv.view();
+    b.mask = call.mask_view;
+    b.dbias = call.dbias_view;
+    const Status backward = context.Backward(bad, b);
+    INFO(backward.ToString());
+    CHECK(backward.code() == ErrorCode::kInvalidArgument);
+    CHECK(!backward.message().empty());
+  }
+  std::vector<uint8_t> after(marked.size());
+  REQUIRE(context.Download(o.view(), after.data(), after.size()).ok());
+  CHECK(after == marked);
+  REQUIRE(context.Download(dq.view(), after.data(), after.size()).ok());
+  CHECK(after == marked);
+  // With the buffers it needs, the same call runs.
+  ForwardBuffers f{q.view(), k.view(), v.view(), o.view(), lse.view()};
+  f.mask = mask.view();
+  CHECK(context.Forward(masked, f).ok());
+  RequireNoValidationMessages();
+}
