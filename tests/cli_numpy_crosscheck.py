@@ -161,6 +161,19 @@ def check_sequences(vkflash, path, rng):
     return failures
 
 
+def run_forward_and_backward(vkflash, path, io, flags, extra_outputs):
+    """`vkflash forward` (o.npy, lse.npy) and `backward` (dq/dk/dv.npy and `extra_outputs`) with
+    `flags`; False (and a line) where either fails or prints anything on stderr."""
+    for command in (["forward", *io, "--out", path("o.npy"), "--lse", path("lse.npy"), *flags],
+                    ["backward", *io, "--do", path("do.npy"), "--dq", path("dq.npy"), "--dk", path("dk.npy"),
+                     "--dv", path("dv.npy"), *extra_outputs, *flags]):
+        run = subprocess.run([vkflash, *command], capture_output=True, text=True)
+        if run.returncode != 0 or run.stderr:
+            print(f"FAIL vkflash {' '.join(command)}: exit {run.returncode}\n{run.stderr}")
+            return False
+    return True
+
+
 SCORE_CASES = [  # (B, Hq, Hkv, Nq, Nk, D, dtype, causal, window, softcap, slopes shape, sinks)
     (2, 4, 2, 23, 41, 32, np.float32, True, (-1, -1), 5.0, "head", True),
     (2, 4, 4, 30, 12, 64, np.float16, True, (6, -1), 0.0, "batch", True),  # Nq > Nk: rows see only the sink
@@ -188,13 +201,8 @@ def check_score_variants(vkflash, path, rng):
                     flags += ["--alibi" if name == "slopes" else "--sinks", path(name + ".npy")]
         io = ["--q", path("q.npy"), "--k", path("k.npy"), "--v", path("v.npy")]
         dsinks_out = ["--dsinks", path("dsinks.npy")] if with_sinks else []
-        for command in (["forward", *io, "--out", path("o.npy"), "--lse", path("lse.npy"), *flags],
-                        ["backward", *io, "--do", path("do.npy"), "--dq", path("dq.npy"), "--dk", path("dk.npy"),
-                         "--dv", path("dv.npy"), *dsinks_out, *flags]):
-            run = subprocess.run([vkflash, *command], capture_output=True, text=True)
-            if run.returncode != 0 or run.stderr:
-                print(f"FAIL vkflash {' '.join(command)}: exit {run.returncode}\n{run.stderr}")
-                return 1
+        if not run_forward_and_backward(vkflash, path, io, flags, dsinks_out):
+            return 1
         o, lse, grads = attention(*(x.astype(np.float64) for x in (q, k, v)), causal, d ** -0.5, softcap, slopes, sinks,
                                   window)
         dq, dk, dv, dsinks, dsinks_terms, _ = grads(do.astype(np.float64))
@@ -240,13 +248,8 @@ def check_masks(vkflash, path, rng):
         flags = (["--causal"] if causal else []) + ["--mask", path("mask.npy")]
         io = ["--q", path("q.npy"), "--k", path("k.npy"), "--v", path("v.npy")]
         dbias_out = ["--dbias", path("dbias.npy")] if mask_dtype != bool else []
-        for command in (["forward", *io, "--out", path("o.npy"), "--lse", path("lse.npy"), *flags],
-                        ["backward", *io, "--do", path("do.npy"), "--dq", path("dq.npy"), "--dk", path("dk.npy"),
-                         "--dv", path("dv.npy"), *dbias_out, *flags]):
-            run = subprocess.run([vkflash, *command], capture_output=True, text=True)
-            if run.returncode != 0 or run.stderr:
-                print(f"FAIL vkflash {' '.join(command)}: exit {run.returncode}\n{run.stderr}")
-                return 1
+        if not run_forward_and_backward(vkflash, path, io, flags, dbias_out):
+            return 1
         o, lse, grads = attention(*(x.astype(np.float64) for x in (q, k, v)), causal, d ** -0.5, mask=mask)
         dq, dk, dv, _, _, dbias = grads(do.astype(np.float64))
         fwd_tol, bwd_tol = (2e-4, 5e-4) if dtype == np.float32 else (5e-3, 1e-2)

@@ -305,16 +305,7 @@ TEST_CASE("mask parameters and buffers: checked, and refused before anything run
       INFO(forward.ToString());
       CHECK(forward.code() == ErrorCode::kInvalidArgument);
     }
-    BackwardBuffers b;
-    b.q = q.view();
-    b.k = k.view();
-    b.v = v.view();
-    b.o = o.view();
-    b.lse = lse.view();
-    b.d_o = d_o.view();
-    b.dq = dq.view();
-    b.dk = dk.view();
-    b.dv = dv.view();
+    BackwardBuffers b{q.view(), k.view(), v.view(), o.view(), lse.view(), d_o.view(), dq.view(), dk.view(), dv.view()};
     b.mask = call.mask_view;
     b.dbias = call.dbias_view;
     const Status backward = context.Backward(bad, b);
