@@ -66,8 +66,12 @@ ScoreHead score_head(uint batch, uint head) {
 }
 
 // The mask's term of query row q_row and key `key` (of the sequence) in base-2 units: the bias
-// times log2(e); a boolean mask's 0 where it allows the pair, -inf where it blocks it.
+// times log2(e); a boolean mask's 0 where it allows the pair, -inf where it blocks it. Kernels
+// also modify the scores of a last tile's padding rows and keys (past the sequence, discarded
+// later): those read the mask's last row or key instead of past its end.
 float mask_bias_log2(ScoreHead h, uint q_row, uint key) {
+  q_row = min(q_row, pc.mask_q_len - 1);
+  key = min(key, pc.mask_kv_len - 1);
   const uint at = h.mask_base + q_row * mask_row_stride() + ((MASK_DIMS & VKF_MASK_HAS_KEYS) != 0 ? key : 0u);
   if (MASK == VKF_MASK_FLOAT32) return uintBitsToFloat(mask_words[at]) * LOG2E;
   if (MASK == VKF_MASK_FLOAT16) return unpackHalf2x16(mask_words[at >> 1])[at & 1u] * LOG2E;

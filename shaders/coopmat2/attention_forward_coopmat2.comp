@@ -77,7 +77,7 @@ float mask_element(const uint row, const uint col, const float s, const uint q_b
   return key_visible(q_begin + row, kv_begin + col, q_len, kv_len) ? s : NEG_INF;
 }
 
-// The softcap and ALiBi of a tile's scores (row / col are tile-relative).
+// The softcap, ALiBi and mask of a tile's scores (row / col are tile-relative).
 float modify_score(const uint row, const uint col, const float s, const uint q_begin, const uint kv_begin,
                    const uint q_len, const uint kv_len, const ScoreHead modifiers) {
   return score_mod(s, modifiers, q_begin + row, kv_begin + col, q_len, kv_len);

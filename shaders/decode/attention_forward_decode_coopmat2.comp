@@ -76,7 +76,7 @@ float mask_packed(const uint row, const uint col, const float s, const uint kv_b
 uint packed_head(const uint row, const uint rows, const uint q_len) {
   return gl_WorkGroupID.y * (pc.q_heads / pc.kv_heads) + min(row, rows - 1) / q_len;
 }
-// The softcap and ALiBi of a packed row's scores.
+// The softcap, ALiBi and mask of a packed row's scores (score_head per element: rows of one tile belong to different heads).
 float modify_packed(const uint row, const uint col, const float s, const uint kv_begin, const uint rows,
                     const uint q_len, const uint kv_len) {
   return score_mod(s, score_head(gl_WorkGroupID.z, packed_head(row, rows, q_len)), row % q_len, kv_begin + col,
