@@ -111,12 +111,9 @@ const std::vector<AttentionShape> kBackwardShapes = {{1, 2, 2, 7, 13, 32}, {2, 2
 
 // Whether the mask (values as MaskValues makes them) leaves row i of (b, h) no key in its band.
 bool MaskBlocksRow(const AttentionParams& p, const std::vector<float>& mask, uint32_t b, uint32_t h, uint32_t i) {
-  const AttentionShape& s = p.shape;
-  const uint64_t keys = p.mask.keys ? s.kv_len : 1, rows = p.mask.rows ? s.q_len : 1, heads = p.mask.heads ? s.q_heads : 1;
-  for (uint32_t j = 0; j < s.kv_len; ++j) {
+  for (uint32_t j = 0; j < p.shape.kv_len; ++j) {
     if (!tools::KeyVisible(p, i, j)) continue;
-    const uint64_t at = (((p.mask.batch ? b : 0) * heads + (p.mask.heads ? h : 0)) * rows + (p.mask.rows ? i : 0)) * keys +
-                        (p.mask.keys ? j : 0);
+    const uint64_t at = tools::MaskIndex(p, b, h, i, j);
     if (p.mask.type == MaskType::kBool ? mask[at] != 0.0f : mask[at] != -kInf) return false;
   }
   return true;
@@ -151,7 +148,7 @@ void CheckBackward(Context& context, const AttentionParams& p, const ScoreValues
   CHECK(run.dk_error <= BackwardTolerance(p.dtype));
   CHECK(run.dv_error <= BackwardTolerance(p.dtype));
   if (p.sinks) CHECK(run.dsinks_error <= BackwardTolerance(p.dtype));
-  if (p.mask.type != MaskType::kBool) {
+  if (p.mask.additive()) {
     REQUIRE(run.dbias.size() == MaskElements(p));
     CHECK(run.dbias_error <= BackwardTolerance(p.dtype));
   }

@@ -120,7 +120,7 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   const AttentionShape& shape = call.planning.shape;  // lengths: the longest sequence's
   const bool has_queries = shape.q_elements() > 0, has_keys = shape.kv_elements() > 0;
   const bool write_dsinks = params.sinks && !buffers.dsinks.empty();
-  const bool additive_mask = params.mask.type == MaskType::kFloat32 || params.mask.type == MaskType::kFloat16;
+  const bool additive_mask = params.mask.additive();
   const bool write_dbias = additive_mask && !buffers.dbias.empty() && MaskElements(params) > 0;
   if (!has_queries && !has_keys && !write_dsinks && !write_dbias) return Status::Ok();
 

@@ -134,6 +134,9 @@ enum class MaskType : uint32_t { kNone = 0, kFloat32 = 1, kFloat16 = 2, kBool = 
 struct AttentionMask {
   MaskType type = MaskType::kNone;
   bool batch = true, heads = true, rows = true, keys = true;
+
+  // A bias (float32 or float16): the only kind with a gradient (BackwardBuffers::dbias).
+  bool additive() const { return type == MaskType::kFloat32 || type == MaskType::kFloat16; }
 };
 
 // Causal masking is bottom-right aligned per sequence: the window {-1, 0}.

@@ -221,7 +221,7 @@ BackwardRun RunBackwardWith(Context& context, const AttentionParams& params, std
   const BufferView sinks_view = params.sinks ? sinks.view() : BufferView{};
   Buffer mask = UploadedMask(context, params, values.mask);
   const BufferView mask_view = params.mask.type != MaskType::kNone ? mask.view() : BufferView{};
-  const bool additive_mask = params.mask.type == MaskType::kFloat32 || params.mask.type == MaskType::kFloat16;
+  const bool additive_mask = params.mask.additive();
   const uint64_t dbias_bytes = MaskElements(params) * sizeof(float);
   Buffer dbias = UploadedBuffer(context, std::vector<uint8_t>(std::max<uint64_t>(dbias_bytes, 4), 0xff));
 

@@ -398,7 +398,7 @@ Result<BackwardOutputs> RunBackward(Context& context, const AttentionInputs& in,
                                     bool dsinks, bool dbias) {
   const AttentionShape& shape = in.params.shape;
   dsinks = dsinks && in.params.sinks;
-  dbias = dbias && (in.params.mask.type == MaskType::kFloat32 || in.params.mask.type == MaskType::kFloat16);
+  dbias = dbias && in.params.mask.additive();
   BackwardOutputs out;
   out.dq = {in.q.dtype, in.q.shape, std::vector<uint8_t>(in.q.data.size(), 0)};
   out.dk = {in.k.dtype, in.k.shape, std::vector<uint8_t>(in.k.data.size(), 0)};

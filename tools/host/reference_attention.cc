@@ -28,13 +28,16 @@ void CheckVariants(const AttentionParams& params, const ReferenceVariants& varia
   if (params.mask.type != MaskType::kNone) RequireSize(variants.mask, MaskElements(params), "mask");
 }
 
-// Index of element (b, h, i, j) of params.mask in its buffer: 0 along the dimensions it broadcasts.
+}  // namespace
+
 uint64_t MaskIndex(const AttentionParams& params, uint64_t b, uint64_t h, uint64_t i, uint64_t j) {
   const AttentionMask& m = params.mask;
   const AttentionShape& s = params.shape;
   const uint64_t keys = m.keys ? s.kv_len : 1, rows = m.rows ? s.q_len : 1, heads = m.heads ? s.q_heads : 1;
   return (((m.batch ? b : 0) * heads + (m.heads ? h : 0)) * rows + (m.rows ? i : 0)) * keys + (m.keys ? j : 0);
 }
+
+namespace {
 
 // One query row's softmax over the keys it sees, with the score variants applied in the
 // contract's order: scale, softcap, ALiBi, mask; the sink in the denominator.
@@ -84,7 +87,7 @@ void ComputeRow(const AttentionParams& params, const ReferenceVariants& variants
       score = softcap * row->tanh[n];
     }
     if (params.alibi != AlibiSlopes::kNone) score -= slope * double(std::llabs(diagonal - int64_t(row->keys[n])));
-    if (params.mask.type == MaskType::kFloat32 || params.mask.type == MaskType::kFloat16) {
+    if (params.mask.additive()) {
       score += double(variants.mask[MaskIndex(params, b, h, i, row->keys[n])]);
     }
     row->p[n] = score;
@@ -148,7 +151,7 @@ ReferenceBackward ReferenceAttentionBackward(const AttentionParams& params, cons
   out.dk.assign(s.kv_elements(), 0.0);
   out.dv.assign(s.kv_elements(), 0.0);
   if (params.sinks) out.dsinks.assign(s.q_heads, 0.0), out.dsinks_terms.assign(s.q_heads, 0.0);
-  const bool additive_mask = params.mask.type == MaskType::kFloat32 || params.mask.type == MaskType::kFloat16;
+  const bool additive_mask = params.mask.additive();
   if (additive_mask) out.dbias.assign(MaskElements(params), 0.0);
   std::vector<double> dp(s.kv_len);
   RowSoftmax softmax;

@@ -14,6 +14,10 @@ namespace vkflash::tools {
 // not from the engine's band code, so that the tests compare two derivations.
 bool KeyVisible(const AttentionParams& params, uint64_t row, uint64_t key);
 
+// Index of element (b, h, i, j) of [B, Hq, Nq, Nk] in params.mask's buffer: 0 along the dimensions
+// it broadcasts.
+uint64_t MaskIndex(const AttentionParams& params, uint64_t b, uint64_t h, uint64_t i, uint64_t j);
+
 // The values the score variants read (the comment above AttentionParams): ALiBi slopes, [Hq] or
 // [B, Hq] as params.alibi says, the sinks, [Hq] with params.sinks, and params.mask's elements.
 // Softcap is params.softcap.
