@@ -2,6 +2,7 @@
 // bad-input contract (exit 2, one line on stderr, no output file left behind). Runs with
 // VKFLASH_VALIDATION=1: any validation message the CLI prints fails the test.
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -492,6 +493,26 @@ TEST_CASE("CLI --mask and --dbias: broadcast masks of each type, and bad ones re
   REQUIRE(made.exit_code == 0);
   CHECK(made.out.find(" mask ") != std::string::npos);
   CHECK(Slurp(Path("bench.json")).find("\"bias\": true") != std::string::npos);
+
+  // --mask-sparsity closes round(F x blocks) of the bias's 128 x 128 blocks: the kernels skip
+  // them and still match the reference, and bench counts FLOPs over the open blocks only.
+  made = RunCli("check --b 1 --hq 2 --hkv 1 --nq 300 --nk 270 --d 32 --mask --mask-sparsity 0.5 --repeats 1");
+  INFO(made.out << made.err);
+  REQUIRE(made.exit_code == 0);
+  CHECK(made.out.find("PASS") != std::string::npos);
+  made = RunCli("bench --b 1 --h 2 --n 256 --d 32 --mask --mask-sparsity 0.5 --mode fwd --no-naive --runs 3 --warmup 1 "
+                "--min-time-ms 0 --json " + Path("sparse.json"));
+  INFO(made.out << made.err);
+  REQUIRE(made.exit_code == 0);
+  CHECK(made.out.find("mask/closed=0.5") != std::string::npos);
+  const nlohmann::json sparse = nlohmann::json::parse(Slurp(Path("sparse.json")));
+  REQUIRE(sparse.size() == 1);
+  CHECK(sparse[0]["mask_sparsity"].get<double>() == Approx(0.5));
+  // 2 of the 4 blocks open: 4 * D FLOPs per pair, 2 heads.
+  const double flops = sparse[0]["tflops"].get<double>() * 1e12 * sparse[0]["ms"].get<double>() * 1e-3;
+  CHECK(flops == Approx(4.0 * 32 * 2 * 128 * 128 * 2).epsilon(1e-3));
+  RequireBadInput("bench --mask-sparsity 0.5", "--mask-sparsity needs --mask");
+  RequireBadInput("bench --mask --mask-sparsity 1.5", "--mask-sparsity must be a fraction from 0 to 1");
 }
 
 TEST_CASE("CLI bench times forward and backward and writes JSON rows", "[cli][bench]") {

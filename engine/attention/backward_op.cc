@@ -10,6 +10,7 @@
 #include "attention/backends/scalar_backend.h"
 #include "attention/chunk_plan.h"
 #include "attention/kernel_choice.h"
+#include "attention/mask_tiles_op.h"
 #include "attention/workspace_layout.h"
 #include "util/status_macros.h"
 #include "vulkan/barriers.h"
@@ -18,12 +19,14 @@
 namespace vkflash::attention {
 namespace {
 
-// The backward's workspace: the sequence table (with sequences), delta per query row (laid out as
+// The backward's workspace: the sequence table (with sequences), the mask's block summary (with a
+// mask), delta per query row (laid out as
 // the LSE), and where a gradient kernel runs in chunks, the float32 sums it keeps between them
 // (VKF_BWD_BINDING_*_STATE; rows of the planning shape); with atomic dQ, dQ's float32 sums (as the
 // chunked dQ kernel's).
 struct WorkspaceParts {
   VkDeviceSize table_offset = 0, table_bytes = 0;
+  VkDeviceSize mask_tiles_offset = 0, mask_tiles_bytes = 0;
   VkDeviceSize delta_offset = 0, delta_bytes = 0;
   VkDeviceSize dq_offset = 0, dq_bytes = 0;
   VkDeviceSize dk_offset = 0, dv_offset = 0, dkdv_bytes = 0;
@@ -36,6 +39,8 @@ WorkspaceParts BackwardWorkspaceParts(const DeviceInfo& device, const CallLayout
   WorkspaceParts parts;
   parts.table_bytes = call.sequence_table_bytes();
   if (parts.table_bytes > 0) parts.table_offset = layout.Add(parts.table_bytes);
+  parts.mask_tiles_bytes = MaskTilesOperator::SummaryBytes(call);
+  if (parts.mask_tiles_bytes > 0) parts.mask_tiles_offset = layout.Add(parts.mask_tiles_bytes);
   parts.delta_bytes = call.required_bytes[VKF_TENSOR_LSE];
   parts.delta_offset = layout.Add(parts.delta_bytes);
   if (dq_sums) {
@@ -63,6 +68,7 @@ Result<std::unique_ptr<BackwardOperator>> BackwardOperator::Create(const vk::Dev
                                                                    vk::PipelineStore& pipelines) {
   auto op = std::unique_ptr<BackwardOperator>(new BackwardOperator(info, overrides, layout, pipelines));
   VKF_ASSIGN_OR_RETURN(op->layout_, vk::KernelLayout::Create(device, VKF_BWD_BINDING_COUNT, sizeof(gpu::AttentionPush)));
+  VKF_ASSIGN_OR_RETURN(op->mask_tiles_, MaskTilesOperator::Create(device, info, pipelines));
   return op;
 }
 
@@ -265,7 +271,14 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   bindings[VKF_BWD_BINDING_DSINKS] = write_dsinks ? buffers.dsinks : dq.view;
   bindings[VKF_BWD_BINDING_MASK] = params.mask.type != MaskType::kNone && MaskElements(params) > 0 ? buffers.mask : q.view;
   bindings[VKF_BWD_BINDING_DBIAS] = write_dbias ? buffers.dbias : dq.view;
+  const bool summarize_mask = parts.mask_tiles_bytes > 0 && has_queries && has_keys;
+  bindings[VKF_BWD_BINDING_MASK_TILES] =
+      summarize_mask ? WorkspacePart(workspace.view, parts.mask_tiles_offset, parts.mask_tiles_bytes) : q.view;
   if (!table.empty()) RecordSequenceTable(cmd, call, table);
+  // The mask's block summary: read by the gradient kernels, after the preprocess's barrier.
+  if (summarize_mask) {
+    VKF_RETURN_IF_ERROR(mask_tiles_->Record(cmd, call, buffers.mask, bindings[VKF_BWD_BINDING_MASK_TILES]));
+  }
   const gpu::AttentionPush push = MakeAttentionPush(call);
 
   // Descriptors stay bound across the three pipelines (one layout).
@@ -275,7 +288,7 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   if (has_queries) {
     vkCmdDispatch(cmd, groups_rows, shape.q_heads, shape.batch);
     // delta is written by the preprocess and read by both gradient kernels; the dQ sums it zeroes
-    // (atomic dQ) are added to by the dK/dV kernel.
+    // (atomic dQ) are added to by the dK/dV kernel; so is the mask's summary read.
     vk::MemoryBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
   }

@@ -11,6 +11,7 @@
 #include "attention/coopmat_layout.h"
 #include "attention/chunk_plan.h"
 #include "attention/kernel_choice.h"
+#include "attention/mask_tiles_op.h"
 #include "common/shader_interface.h"
 #include "vulkan/device.h"
 #include "vulkan/kernel_layout.h"
@@ -27,7 +28,10 @@ class BackwardOperator {
 
   // buffers.workspace must be set (WorkspaceBytes).
   Status Record(VkCommandBuffer cmd, const AttentionParams& params, const BackwardBuffers& buffers);
-  void Forget(VkBuffer buffer) { layout_->Forget(buffer); }
+  void Forget(VkBuffer buffer) {
+    layout_->Forget(buffer);
+    mask_tiles_->Forget(buffer);
+  }
   Result<uint64_t> WorkspaceBytes(const AttentionParams& params) const;
   // The kernels and tiles Record runs `params` with (given views they can vector-load).
   Result<BackwardKernelChoice> Choose(const AttentionParams& params) const;
@@ -55,6 +59,7 @@ class BackwardOperator {
   const CoopmatLayout& coopmat_layout_;
   vk::PipelineStore& pipelines_;
   std::unique_ptr<vk::KernelLayout> layout_;
+  std::unique_ptr<MaskTilesOperator> mask_tiles_;  // the mask's block summary, before the kernels
 };
 
 }  // namespace vkflash::attention

@@ -13,6 +13,7 @@
 #include "attention/backends/scalar_backend.h"
 #include "attention/chunk_plan.h"
 #include "attention/kernel_choice.h"
+#include "attention/mask_tiles_op.h"
 #include "attention/workspace_layout.h"
 #include "util/status_macros.h"
 #include "vulkan/barriers.h"
@@ -22,19 +23,23 @@ namespace vkflash::attention {
 namespace {
 
 // The workspace's parts: the sequence table (VKF_FWD_BINDING_SEQUENCES) where the call has
-// sequences, then those bound to VKF_FWD_BINDING_O_STATE and _ROW_STATE: a chunked forward's state
-// between dispatches, or a split decode call's parts (o_bytes = row_bytes = 0: none).
+// sequences, the mask's block summary (VKF_FWD_BINDING_MASK_TILES) where it has a mask, then those
+// bound to VKF_FWD_BINDING_O_STATE and _ROW_STATE: a chunked forward's state between dispatches,
+// or a split decode call's parts (o_bytes = row_bytes = 0: none).
 struct StateParts {
   VkDeviceSize table_offset = 0, table_bytes = 0;
+  VkDeviceSize mask_tiles_offset = 0, mask_tiles_bytes = 0;
   VkDeviceSize o_offset = 0, o_bytes = 0, row_offset = 0, row_bytes = 0, total = 0;
 
-  VkDeviceSize largest() const { return std::max({table_bytes, o_bytes, row_bytes}); }
+  VkDeviceSize largest() const { return std::max({table_bytes, mask_tiles_bytes, o_bytes, row_bytes}); }
 };
 StateParts MakeStateParts(const DeviceInfo& device, const CallLayout& call, VkDeviceSize o_bytes, VkDeviceSize row_bytes) {
   WorkspaceLayout layout(device);
   StateParts parts;
   parts.table_bytes = call.sequence_table_bytes();
   if (parts.table_bytes > 0) parts.table_offset = layout.Add(parts.table_bytes);
+  parts.mask_tiles_bytes = MaskTilesOperator::SummaryBytes(call);
+  if (parts.mask_tiles_bytes > 0) parts.mask_tiles_offset = layout.Add(parts.mask_tiles_bytes);
   if (o_bytes > 0) {
     parts.o_bytes = o_bytes;
     parts.o_offset = layout.Add(o_bytes);
@@ -76,6 +81,7 @@ Result<std::unique_ptr<ForwardOperator>> ForwardOperator::Create(const vk::Devic
                                                                  vk::PipelineStore& pipelines) {
   auto op = std::unique_ptr<ForwardOperator>(new ForwardOperator(info, overrides, layout, pipelines));
   VKF_ASSIGN_OR_RETURN(op->layout_, vk::KernelLayout::Create(device, VKF_FWD_BINDING_COUNT, sizeof(gpu::AttentionPush)));
+  VKF_ASSIGN_OR_RETURN(op->mask_tiles_, MaskTilesOperator::Create(device, info, pipelines));
   return op;
 }
 
@@ -170,6 +176,7 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
   if (state.total > 0) {
     if (buffers.workspace.empty()) {
       if (call.sequence_table_bytes() > 0) return NeedsWorkspace(state.total, "the sequences' lengths are kept there");
+      if (state.mask_tiles_bytes > 0) return NeedsWorkspace(state.total, "the mask's block summary is kept there");
       return NeedsWorkspace(state.total, IsDecode(choice) ? "this driver ends long shader loops early, so the keys are "
                                                             "split over " + std::to_string(decode_splits) +
                                                                 " workgroups per KV head"
@@ -211,6 +218,13 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
   if (state.table_bytes > 0) {
     bindings[VKF_FWD_BINDING_SEQUENCES] = WorkspacePart(buffers.workspace, state.table_offset, state.table_bytes);
     RecordSequenceTable(cmd, call, bindings[VKF_FWD_BINDING_SEQUENCES]);
+  }
+  if (state.mask_tiles_bytes > 0) {  // the kernels skip the tiles the summary shows closed
+    bindings[VKF_FWD_BINDING_MASK_TILES] =
+        WorkspacePart(buffers.workspace, state.mask_tiles_offset, state.mask_tiles_bytes);
+    VKF_RETURN_IF_ERROR(mask_tiles_->Record(cmd, call, buffers.mask, bindings[VKF_FWD_BINDING_MASK_TILES]));
+    vk::MemoryBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                      VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
   }
   gpu::AttentionPush push = MakeAttentionPush(call);
   push.split_keys = split_keys;

@@ -1,5 +1,5 @@
-// The forward operator: checks a call, picks the kernel variant and tiles, and records one
-// dispatch. No barriers are recorded here (see Context::RecordForward for the contract).
+// The forward operator: checks a call, picks the kernel variant and tiles, and records its
+// dispatches. No barriers around them are recorded here (see Context::RecordForward for the contract).
 #pragma once
 
 #include <vkflash/device_info.hpp>
@@ -11,6 +11,7 @@
 #include "attention/coopmat_layout.h"
 #include "attention/chunk_plan.h"
 #include "attention/kernel_choice.h"
+#include "attention/mask_tiles_op.h"
 #include "vulkan/device.h"
 #include "vulkan/kernel_layout.h"
 #include "vulkan/pipeline_store.h"
@@ -28,7 +29,10 @@ class ForwardOperator {
   // A non-empty `stats` runs the instrumented scalar kernel (diagnostics.hpp).
   Status Record(VkCommandBuffer cmd, const AttentionParams& params, const ForwardBuffers& buffers,
                 const BufferView& stats = {});
-  void Forget(VkBuffer buffer) { layout_->Forget(buffer); }
+  void Forget(VkBuffer buffer) {
+    layout_->Forget(buffer);
+    mask_tiles_->Forget(buffer);
+  }
   // Bytes of ForwardBuffers::workspace that Record needs for `params` (0: none), with or without stats.
   Result<uint64_t> WorkspaceBytes(const AttentionParams& params, bool with_stats) const;
   // The kernel and tiles Record runs `params` with (given views it can vector-load).
@@ -55,6 +59,7 @@ class ForwardOperator {
   const CoopmatLayout& coopmat_layout_;
   vk::PipelineStore& pipelines_;
   std::unique_ptr<vk::KernelLayout> layout_;
+  std::unique_ptr<MaskTilesOperator> mask_tiles_;  // the mask's block summary, before the kernels
 };
 
 }  // namespace vkflash::attention

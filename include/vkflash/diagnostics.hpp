@@ -15,9 +15,9 @@ namespace vkflash {
 // for every query row i and every key tile t it visits, 5 floats at float index
 // ((((b * Hq + h) * Nq + i) * T + t) * 5), T = ceil(Nk / block_kv): the running max m (natural log
 // units), the running sum l, the rescale factor exp(m_old - m_new), the row's max score in the
-// tile, and the row's sum of exp(S - m) over the tile. Tiles a row never visits (causal) are not
-// written. Only the scalar kernel is instrumented: it runs, whatever Context::ChooseForwardKernel()
-// says for the plain call.
+// tile, and the row's sum of exp(S - m) over the tile. Tiles a row never visits (causal, outside a
+// window, or closed entirely by a mask) are not written. Only the scalar kernel is instrumented: it
+// runs, whatever Context::ChooseForwardKernel() says for the plain call.
 
 // Bytes of `stats` for `shape` with the kernel `choice` (its block_kv): take the choice from
 // ChooseInstrumentedForwardKernel().

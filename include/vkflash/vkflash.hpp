@@ -248,7 +248,9 @@ class Buffer {
 // `workspace`: scratch of Context::ForwardWorkspaceBytes(params) bytes, where that is not 0: a
 // decode call (few query rows per KV head, long KV) splits its keys over workgroups and keeps the
 // parts there, a call with sequences (AttentionParams::has_sequences) keeps their lengths there,
-// and a driver that ends long shader loops early (DeviceInfo::shader_loop_budget) walks long
+// a call with a mask keeps its block summary there (a dispatch it records before the kernels, with
+// the barrier between them: the kernels skip tiles the mask blocks entirely), and a driver that
+// ends long shader loops early (DeviceInfo::shader_loop_budget) walks long
 // sequences in chunks. Without it RecordForward runs a decode call as one part (slower) where the
 // loop budget allows, and fails otherwise; Forward() allocates one when it is left empty.
 // A call with sequences writes their lengths into the workspace with vkCmdUpdateBuffer (the
@@ -271,8 +273,8 @@ struct ForwardBuffers {
 // The buffers of one backward call. o and lse are the forward's outputs for the same params
 // (run the forward with an LSE buffer). d_o is like O; dq like Q; dk and dv like K.
 // workspace: Context::BackwardWorkspaceBytes(params) bytes of scratch (rowsum(dO * O) per query
-// row, the sequences' lengths as for the forward, on a driver with a loop budget the sums of long
-// loops between chunks, and with atomic dQ (AttentionParams::deterministic) dQ's float32 sums);
+// row, the sequences' lengths and the mask's block summary as for the forward, on a driver with
+// a loop budget the sums of long loops between chunks, and with atomic dQ (AttentionParams::deterministic) dQ's float32 sums);
 // RecordBackward needs one, Backward() allocates one when it is left empty. Two calls that share
 // a workspace need a compute-to-compute barrier between them (or one workspace each).
 // alibi_slopes and sinks as for the forward. dsinks (float32 [Hq]; optional, with params.sinks):

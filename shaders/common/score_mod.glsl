@@ -12,9 +12,10 @@
 // A pair the mask blocks gets the score -inf, P = 0 and dS = 0, like one the band masks; unlike
 // those, its K and V rows are still multiplied (by P = 0), so they must be finite, as in PyTorch's
 // masked attention (docs/design.md).
-// Include after common/attention_mask.glsl (diagonal_shift), with VKF_SCORE_MOD_BINDING_ALIBI and
-// VKF_SCORE_MOD_BINDING_MASK (the kernel's VKF_*_BINDING_ALIBI / _MASK) and, in kernels that start
-// a softmax, VKF_SCORE_MOD_BINDING_SINKS defined.
+// Include after common/attention_mask.glsl (diagonal_shift), with VKF_SCORE_MOD_BINDING_ALIBI,
+// VKF_SCORE_MOD_BINDING_MASK and VKF_SCORE_MOD_BINDING_MASK_TILES (the kernel's
+// VKF_*_BINDING_ALIBI / _MASK / _MASK_TILES) and, in kernels that start a softmax,
+// VKF_SCORE_MOD_BINDING_SINKS defined.
 #ifndef VKFLASH_SCORE_MOD_GLSL
 #define VKFLASH_SCORE_MOD_GLSL
 
@@ -23,12 +24,14 @@
 layout(constant_id = VKF_SPEC_SOFTCAP) const float SOFTCAP = 0.0;  // natural units; 0: none
 layout(constant_id = VKF_SPEC_ALIBI) const uint ALIBI = VKF_ALIBI_NONE;
 layout(constant_id = VKF_SPEC_SINKS) const bool SINKS = false;
-layout(constant_id = VKF_SPEC_MASK) const uint MASK = VKF_MASK_NONE;
-layout(constant_id = VKF_SPEC_MASK_DIMS) const uint MASK_DIMS = 15u;  // VKF_MASK_HAS_* bits
+#define VKF_MASK_ELEMENTS_BINDING VKF_SCORE_MOD_BINDING_MASK
+#include "common/mask_elements.glsl"
 
 layout(std430, set = 0, binding = VKF_SCORE_MOD_BINDING_ALIBI) readonly buffer alibi_block { float alibi_slopes[]; };
-// Read as words whatever the element type: no 8- or 16-bit storage needed.
-layout(std430, set = 0, binding = VKF_SCORE_MOD_BINDING_MASK) readonly buffer mask_block { uint mask_words[]; };
+// The mask's block summary (common/shader_interface.h), in the workspace.
+layout(std430, set = 0, binding = VKF_SCORE_MOD_BINDING_MASK_TILES) readonly buffer mask_tiles_block {
+  uint mask_tile_bits[];
+};
 #ifdef VKF_SCORE_MOD_BINDING_SINKS
 layout(std430, set = 0, binding = VKF_SCORE_MOD_BINDING_SINKS) readonly buffer sinks_block { float sink_logits[]; };
 #endif
@@ -37,7 +40,8 @@ layout(std430, set = 0, binding = VKF_SCORE_MOD_BINDING_SINKS) readonly buffer s
 bool scores_modified() { return SOFTCAP > 0.0 || ALIBI != VKF_ALIBI_NONE || MASK != VKF_MASK_NONE; }
 
 // What the modifiers need of a (batch, query head), found once per workgroup or row: ALiBi's
-// slope in base-2 units (0 without ALiBi), and the mask element of its row 0, key 0.
+// slope in base-2 units (0 without ALiBi) and the mask element of its row 0, key 0. Passed to
+// the coopmat2 kernels' per-element callbacks: keep it small.
 struct ScoreHead {
   float slope_log2;
   uint mask_base;
@@ -52,17 +56,27 @@ uint mask_head_elements() {
   return ((MASK_DIMS & VKF_MASK_HAS_ROWS) != 0 ? pc.mask_q_len : 1u) * ((MASK_DIMS & VKF_MASK_HAS_KEYS) != 0 ? pc.mask_kv_len : 1u);
 }
 
+// The mask's head (its batch x heads, C order) that query head `head` of batch entry `batch` reads.
+uint mask_head_of(uint batch, uint head) {
+  const uint heads = (MASK_DIMS & VKF_MASK_HAS_HEADS) != 0 ? pc.q_heads : 1u;
+  return ((MASK_DIMS & VKF_MASK_HAS_BATCH) != 0 ? batch * heads : 0u) + ((MASK_DIMS & VKF_MASK_HAS_HEADS) != 0 ? head : 0u);
+}
+
 ScoreHead score_head(uint batch, uint head) {
   ScoreHead h = ScoreHead(0.0, 0u);
   if (ALIBI != VKF_ALIBI_NONE) {
     h.slope_log2 = alibi_slopes[(ALIBI == VKF_ALIBI_PER_BATCH_HEAD ? batch * pc.q_heads : 0u) + head] * LOG2E;
   }
-  if (MASK != VKF_MASK_NONE) {
-    const uint heads = (MASK_DIMS & VKF_MASK_HAS_HEADS) != 0 ? pc.q_heads : 1u;
-    h.mask_base = (((MASK_DIMS & VKF_MASK_HAS_BATCH) != 0 ? batch * heads : 0u) +
-                   ((MASK_DIMS & VKF_MASK_HAS_HEADS) != 0 ? head : 0u)) * mask_head_elements();
-  }
+  if (MASK != VKF_MASK_NONE) h.mask_base = mask_head_of(batch, head) * mask_head_elements();
   return h;
+}
+
+// The first uint of the block summary of the mask head that (batch, head) reads: the tile skips
+// below take it (0 without a mask).
+uint mask_summary_base(uint batch, uint head) {
+  if (MASK == VKF_MASK_NONE) return 0u;
+  return mask_head_of(batch, head) * mask_tile_rows(mask_stored_rows(pc.mask_q_len)) *
+         mask_tile_words(mask_stored_keys(pc.mask_kv_len));
 }
 
 // The mask's term of query row q_row and key `key` (of the sequence) in base-2 units: the bias
@@ -73,10 +87,121 @@ float mask_bias_log2(ScoreHead h, uint q_row, uint key) {
   q_row = min(q_row, pc.mask_q_len - 1);
   key = min(key, pc.mask_kv_len - 1);
   const uint at = h.mask_base + q_row * mask_row_stride() + ((MASK_DIMS & VKF_MASK_HAS_KEYS) != 0 ? key : 0u);
-  if (MASK == VKF_MASK_FLOAT32) return uintBitsToFloat(mask_words[at]) * LOG2E;
-  if (MASK == VKF_MASK_FLOAT16) return unpackHalf2x16(mask_words[at >> 1])[at & 1u] * LOG2E;
-  if (MASK == VKF_MASK_BOOL) return ((mask_words[at >> 2] >> (8u * (at & 3u))) & 0xffu) != 0 ? 0.0 : NEG_INF;
-  return 0.0;
+  return mask_value(at) * LOG2E;
+}
+
+// Tiles the mask closes: the kernels skip them, as FlexAttention skips the blocks its block mask
+// closes. From the block summary (common/mask_elements.glsl), so conservative: a block that a tile
+// only overlaps counts whole. Rows and keys past the mask's own read its last (as mask_bias_log2
+// does); an empty range is never closed.
+
+// The summary's blocks that rows [q_begin, q_end) x keys [kv_begin, kv_end) overlap, inclusive.
+struct MaskBlocks {
+  uint row0, row1, key0, key1;
+};
+MaskBlocks mask_blocks_of(uint q_begin, uint q_end, uint kv_begin, uint kv_end) {
+  MaskBlocks b = MaskBlocks(0u, 0u, 0u, 0u);
+  if ((MASK_DIMS & VKF_MASK_HAS_ROWS) != 0) {
+    b.row0 = min(q_begin, pc.mask_q_len - 1) / VKF_MASK_TILE_ROWS;
+    b.row1 = (min(q_end, pc.mask_q_len) - 1) / VKF_MASK_TILE_ROWS;
+  }
+  if ((MASK_DIMS & VKF_MASK_HAS_KEYS) != 0) {
+    b.key0 = min(kv_begin, pc.mask_kv_len - 1) / VKF_MASK_TILE_KEYS;
+    b.key1 = (min(kv_end, pc.mask_kv_len) - 1) / VKF_MASK_TILE_KEYS;
+  }
+  return b;
+}
+
+// Bits [low, high] of a 32-bit word.
+uint bit_range(uint low, uint high) { return (0xffffffffu << low) & (0xffffffffu >> (31u - high)); }
+
+// Of summary word `word` (key blocks 32 word ..), the bits of blocks [b.key0, b.key1].
+uint mask_key_bits(MaskBlocks b, uint word) {
+  return bit_range(word == b.key0 / 32 ? b.key0 % 32 : 0u, word == b.key1 / 32 ? b.key1 % 32 : 31u);
+}
+
+// Bits of summary word `word` open in some row block of [b.row0, b.row1].
+uint mask_open_key_blocks(uint summary, MaskBlocks b, uint word) {
+  const uint words = mask_tile_words(mask_stored_keys(pc.mask_kv_len));
+  uint open = 0;
+  for (uint row_block = b.row0; row_block <= b.row1; ++row_block) {
+    open |= mask_tile_bits[summary + row_block * words + word];
+  }
+  return open;
+}
+
+// True if the mask closes every pair of the tile, read from the summary at every call. Loops use
+// the walks below, which read each summary word once, except where a walk measured slower (the
+// coopmat2 dK/dV kernel: docs/tuning-log.md).
+bool mask_closes_tile(uint summary, uint q_begin, uint q_end, uint kv_begin, uint kv_end) {
+  if (MASK == VKF_MASK_NONE || q_end <= q_begin || kv_end <= kv_begin) return false;
+  const MaskBlocks b = mask_blocks_of(q_begin, q_end, kv_begin, kv_end);
+  uint open = 0;
+  for (uint word = b.key0 / 32; word <= b.key1 / 32; ++word) {
+    open |= mask_open_key_blocks(summary, b, word) & mask_key_bits(b, word);
+  }
+  return open == 0;
+}
+
+// A loop's walk over tiles of one mask head, keeping the summary bits it last read: `at` is the
+// group of 32 blocks they describe (~0u: none yet), `open` one bit per block of the group.
+struct MaskWalk {
+  uint at;
+  uint open;
+};
+MaskWalk mask_walk() { return MaskWalk(0xffffffffu, 0u); }
+
+// mask_closes_tile for a loop over key tiles whose rows stay [q_begin, q_end): `walk` caches, per
+// 32 key blocks (512 keys), which of them some of the rows leaves open. Start each loop (and head)
+// with mask_walk().
+bool mask_closes_keys(inout MaskWalk walk, uint summary, uint q_begin, uint q_end, uint kv_begin, uint kv_end) {
+  if (MASK == VKF_MASK_NONE || q_end <= q_begin || kv_end <= kv_begin) return false;
+  const MaskBlocks b = mask_blocks_of(q_begin, q_end, kv_begin, kv_end);
+  for (uint word = b.key0 / 32; word <= b.key1 / 32; ++word) {
+    if (word != walk.at) walk = MaskWalk(word, mask_open_key_blocks(summary, b, word));
+    if ((walk.open & mask_key_bits(b, word)) != 0) return false;
+  }
+  return true;
+}
+
+// mask_closes_tile for a loop over query tiles whose keys stay [kv_begin, kv_end) (the dK/dV
+// kernels): `walk` caches, per 32 row blocks (512 rows), which of them leaves one of the keys open.
+// Start each loop (and head) with mask_walk().
+bool mask_closes_rows(inout MaskWalk walk, uint summary, uint q_begin, uint q_end, uint kv_begin, uint kv_end) {
+  if (MASK == VKF_MASK_NONE || q_end <= q_begin || kv_end <= kv_begin) return false;
+  const MaskBlocks b = mask_blocks_of(q_begin, q_end, kv_begin, kv_end);
+  const uint words = mask_tile_words(mask_stored_keys(pc.mask_kv_len));
+  const uint row_blocks = mask_tile_rows(mask_stored_rows(pc.mask_q_len));
+  for (uint group = b.row0 / 32; group <= b.row1 / 32; ++group) {
+    if (group != walk.at) {
+      walk = MaskWalk(group, 0u);
+      for (uint r = 0; r < 32 && group * 32 + r < row_blocks; ++r) {
+        uint open = 0;
+        for (uint word = b.key0 / 32; word <= b.key1 / 32; ++word) {
+          open |= mask_tile_bits[summary + (group * 32 + r) * words + word] & mask_key_bits(b, word);
+        }
+        if (open != 0) walk.open |= 1u << r;
+      }
+    }
+    const uint low = group == b.row0 / 32 ? b.row0 % 32 : 0u, high = group == b.row1 / 32 ? b.row1 % 32 : 31u;
+    if ((walk.open & bit_range(low, high)) != 0) return false;
+  }
+  return true;
+}
+
+// mask_closes_keys for every query head [head0, head0 + heads) of batch entry `batch`: the decode
+// kernels pack a GQA group's heads into one tile. A mask with a heads dimension reads the summary
+// at every call (one walk per head would cost registers); without one, the walk caches.
+bool mask_closes_heads_keys(inout MaskWalk walk, uint batch, uint head0, uint heads, uint q_begin, uint q_end,
+                            uint kv_begin, uint kv_end) {
+  if (MASK == VKF_MASK_NONE) return false;
+  if ((MASK_DIMS & VKF_MASK_HAS_HEADS) == 0) {
+    return mask_closes_keys(walk, mask_summary_base(batch, head0), q_begin, q_end, kv_begin, kv_end);
+  }
+  for (uint h = 0; h < heads; ++h) {
+    if (!mask_closes_tile(mask_summary_base(batch, head0 + h), q_begin, q_end, kv_begin, kv_end)) return false;
+  }
+  return true;
 }
 
 // ALiBi's term of query row q_row and key `key` (base 2): slope times the distance from the

@@ -84,7 +84,8 @@ using uint = std::uint32_t;
 #define VKF_FWD_BINDING_ALIBI 9       // ALiBi's slopes (VKF_SPEC_ALIBI)
 #define VKF_FWD_BINDING_SINKS 10      // the sink logits, float32 [Hq] (VKF_SPEC_SINKS)
 #define VKF_FWD_BINDING_MASK 11       // the mask / bias (VKF_SPEC_MASK), read as uint words
-#define VKF_FWD_BINDING_COUNT 12
+#define VKF_FWD_BINDING_MASK_TILES 12 // workspace: the mask's block summary (VKF_MASK_TILES_*)
+#define VKF_FWD_BINDING_COUNT 13
 
 // Instrumentation: floats per (query row, key tile), in this order.
 #define VKF_STATS_RUNNING_MAX 0   // m after the tile (natural log units)
@@ -130,7 +131,8 @@ using uint = std::uint32_t;
 #define VKF_BWD_BINDING_DSINKS 16     // their gradient, float32 [Hq] (the dsinks kernel)
 #define VKF_BWD_BINDING_MASK 17       // the mask / bias (VKF_SPEC_MASK), read as uint words
 #define VKF_BWD_BINDING_DBIAS 18      // the bias's gradient, float32, the mask's shape (the dbias kernel)
-#define VKF_BWD_BINDING_COUNT 19
+#define VKF_BWD_BINDING_MASK_TILES 19 // workspace: the mask's block summary (VKF_MASK_TILES_*)
+#define VKF_BWD_BINDING_COUNT 20
 
 // The cooperative-matrix layout probe (shaders/coopmat/coopmat_layout_probe.comp): for every lane l and
 // accumulator element i, the value 16 * row + column lands at float l * VKF_PROBE_STRIDE + i;
@@ -142,6 +144,18 @@ using uint = std::uint32_t;
 // the host writes; the push constant is the iteration count to try.
 #define VKF_LOOP_PROBE_BINDING 0
 #define VKF_LOOP_PROBE_ITERATIONS (1u << 20)
+
+// The mask's block summary (shaders/scalar/attention_mask_tiles.comp, read by the mask_closes_*
+// functions in common/score_mod.glsl): for each head of the mask (its batch x heads, C order) and each block of
+// VKF_MASK_TILE_ROWS rows x VKF_MASK_TILE_KEYS keys of it, one bit: 1 if the mask leaves some pair
+// of the block open. A head's bits are rows of blocks, each ceil(key blocks / 32) uints (block k in
+// bit k % 32 of uint k / 32). A dimension the mask broadcasts has one block.
+#define VKF_MASK_TILE_ROWS 16u
+#define VKF_MASK_TILE_KEYS 16u
+#define VKF_MASK_TILES_BINDING_MASK 0
+#define VKF_MASK_TILES_BINDING_SUMMARY 1
+#define VKF_MASK_TILES_BINDING_COUNT 2
+#define VKF_MASK_TILES_WORKGROUP_SIZE 256u  // each workgroup: one uint, 16 rows x 512 keys
 
 // The read-bandwidth probe (shaders/probes/read_stream.comp): a source of 16-byte words, and a sink
 // where each workgroup writes the XOR of the words it read (16 bytes each).
@@ -205,6 +219,13 @@ struct AttentionPush {
   // longest sequence's; a sequence's row i and key j are its element [.., i, j].
   uint mask_q_len;
   uint mask_kv_len;
+};
+
+// The mask summary's kernel: the mask's own extents of rows and keys (1 where it broadcasts).
+// Dispatched (words per block row, block rows, the mask's heads).
+struct MaskTilesPush {
+  uint rows;
+  uint keys;
 };
 
 struct ReadStreamPush {

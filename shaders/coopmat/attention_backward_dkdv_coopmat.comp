@@ -30,6 +30,7 @@ const uint TILE_STRIDE = VKF_TILE_STRIDE(ROW_U4);
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_BWD_BINDING_ALIBI
 #define VKF_SCORE_MOD_BINDING_MASK VKF_BWD_BINDING_MASK
+#define VKF_SCORE_MOD_BINDING_MASK_TILES VKF_BWD_BINDING_MASK_TILES
 #include "common/score_mod.glsl"
 #define VKF_SEQUENCES_BINDING VKF_BWD_BINDING_SEQUENCES
 #include "common/sequences.glsl"  // strides are multiples of 8 elements here (the engine checks)
@@ -99,7 +100,18 @@ void main() {
     const uint q_base = tensor_base(VKF_TENSOR_Q, batch, head, seq.q_row0);
     const uint do_base = tensor_base(VKF_TENSOR_DO, batch, head, seq.q_row0);
     const ScoreHead modifiers = score_head(batch, head);
+    const uint mask_summary = mask_summary_base(batch, head);  // for the tiles the mask closes
+    MaskWalk closed_rows = mask_walk();  // the tiles the mask closes, read as the loop goes
     for (uint q_begin = q_first; q_begin < q_loop_end; q_begin += BLOCK_Q) {
+      if (mask_closes_rows(closed_rows, mask_summary, q_begin, min(q_begin + BLOCK_Q, q_len), kv_begin,
+                           min(kv_begin + BLOCK_KV, kv_len))) {
+        // Skipped, its place in the crossed runs kept: the fix-ups read the runs as without a mask.
+        const uint q_valid = min(BLOCK_Q, q_len - q_begin);
+        if (tile_crosses_band(q_begin, q_valid, kv_begin, BLOCK_KV, q_len, kv_len)) {
+          note_crossed_tile(crossed, q_begin, q_begin + q_valid);
+        }
+        continue;
+      }
       barrier();  // the previous step's tile is no longer read (first step: owned rows visible)
       ++step;
       const uint q_valid = min(BLOCK_Q, q_len - q_begin);

@@ -28,6 +28,7 @@ const uint ROWS_PER_LANE = VKF_CM_ROWS_PER_LANE;
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_BWD_BINDING_ALIBI
 #define VKF_SCORE_MOD_BINDING_MASK VKF_BWD_BINDING_MASK
+#define VKF_SCORE_MOD_BINDING_MASK_TILES VKF_BWD_BINDING_MASK_TILES
 #include "common/score_mod.glsl"
 #define VKF_SEQUENCES_BINDING VKF_BWD_BINDING_SEQUENCES
 #include "common/sequences.glsl"  // strides are multiples of 8 elements here (the engine checks)
@@ -79,6 +80,7 @@ void main() {
 
   // LSE (base 2, +inf where P must be 0) and delta of the lane's rows, per slot.
   const ScoreHead modifiers = score_head(batch, head);
+  const uint mask_summary = mask_summary_base(batch, head);  // for the tiles the mask closes
   float lse_row[ROWS_PER_LANE], delta_row[ROWS_PER_LANE];
   [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
     const uint r = row0 + cm_row(coord, i);
@@ -92,7 +94,9 @@ void main() {
   // Key tiles outside [kv_first, kv_end) are wholly masked for the workgroup's rows: never visited.
   const uint kv_first = first_visible_kv_tile(q_begin, BLOCK_KV, q_len, kv_len);
   const uint kv_end = visible_kv_end(q_begin, q_end, q_len, kv_len);
+  MaskWalk closed_keys = mask_walk();  // the tiles the mask closes, read as the loop goes
   for (uint kv_begin = kv_first, step = 1; kv_begin < kv_end; kv_begin += BLOCK_KV, ++step) {
+    if (mask_closes_keys(closed_keys, mask_summary, q_begin, q_end, kv_begin, min(kv_begin + BLOCK_KV, kv_len))) continue;
     const uint kv_valid = min(BLOCK_KV, kv_len - kv_begin);
     // Stage K and V (K's infinities and NaNs zeroed where the band's edge crosses the tile). Both
     // tests take the workgroup's rows: the staging serves every subgroup, and the zeroed_key test

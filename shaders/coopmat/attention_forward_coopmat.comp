@@ -36,6 +36,7 @@ const uint ROWS_PER_LANE = VKF_CM_ROWS_PER_LANE;
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_FWD_BINDING_ALIBI
 #define VKF_SCORE_MOD_BINDING_MASK VKF_FWD_BINDING_MASK
+#define VKF_SCORE_MOD_BINDING_MASK_TILES VKF_FWD_BINDING_MASK_TILES
 #define VKF_SCORE_MOD_BINDING_SINKS VKF_FWD_BINDING_SINKS
 #include "common/score_mod.glsl"
 #define VKF_SEQUENCES_BINDING VKF_FWD_BINDING_SEQUENCES
@@ -92,13 +93,22 @@ void main() {
   if ((lane & VKF_CM_ROW_LANE_MASK) != 0) sink_l = 0.0;
   [[unroll]] for (uint j = 0; j < M_BLOCKS * ROWS_PER_LANE; ++j) { m_run[j] = sink_m; l_part[j] = sink_l; }
   const ScoreHead modifiers = score_head(batch, head);
+  const uint mask_summary = mask_summary_base(batch, head);  // for the tiles the mask closes
   [[unroll]] for (uint j = 0; j < M_BLOCKS * D_BLOCKS; ++j) o_acc[j] = VKF_ACC(0.0);
 
   // Key tiles outside [kv_first, kv_end) are wholly masked for the workgroup's rows: never visited.
   const uint kv_first = first_visible_kv_tile(q_begin, BLOCK_KV, q_len, kv_len);
   const uint kv_end = visible_kv_end(q_begin, q_end, q_len, kv_len);
   CrossedRuns crossed = no_crossed_tiles(kv_first, kv_len);
+  MaskWalk closed_keys = mask_walk();  // the tiles the mask closes, read as the loop goes
   for (uint kv_begin = kv_first; kv_begin < kv_end; kv_begin += BLOCK_KV) {
+    if (mask_closes_keys(closed_keys, mask_summary, q_begin, q_end, kv_begin, min(kv_begin + BLOCK_KV, kv_len))) {
+      // Skipped, its place in the crossed runs kept: the fix-ups read the runs as without a mask.
+      if (tile_crosses_band(q_begin, q_end - q_begin, kv_begin, BLOCK_KV, q_len, kv_len)) {
+        note_crossed_tile(crossed, kv_begin, kv_begin + BLOCK_KV);
+      }
+      continue;
+    }
     const uint kv_valid = min(BLOCK_KV, kv_len - kv_begin);  // rows past kv_len: zeros
     // Stage K and V (V's infinities and NaNs zeroed where the band's edge crosses the tile).
     const bool masked_tile = tile_needs_mask(q_begin, q_end - q_begin, kv_begin, BLOCK_KV, q_len, kv_len);

@@ -50,6 +50,7 @@ layout(constant_id = VKF_SPEC_SUBGROUP_SIZE) const uint SUBGROUP_SIZE = 32;
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_BWD_BINDING_ALIBI
 #define VKF_SCORE_MOD_BINDING_MASK VKF_BWD_BINDING_MASK
+#define VKF_SCORE_MOD_BINDING_MASK_TILES VKF_BWD_BINDING_MASK_TILES
 #include "common/score_mod.glsl"
 
 layout(std430, set = 0, binding = VKF_BWD_BINDING_Q) readonly buffer q_block { uvec4 q_u4[]; };
@@ -208,9 +209,12 @@ void add_dq(const uint q_begin, const uint q_len, const uint kv_begin, const uin
 void dkdv_step(const bool masked, const bool crossing, const uint step, const uint q_begin, const uint q_len,
                const uint kv_len, const uint q_base, const uint do_base, const uint lse_row0, const uint k_base,
                const uint dq_row0, const uint kv_begin, const uint own_row, const ScoreHead modifiers,
-               const KEYS_X_DIM(float16_t, gl_MatrixUseA) k_frag,
+               const uint mask_summary, const KEYS_X_DIM(float16_t, gl_MatrixUseA) k_frag,
                inout KEYS_X_DIM(float, gl_MatrixUseAccumulator) dk_acc,
                inout KEYS_X_DIM(float, gl_MatrixUseAccumulator) dv_acc) {
+  if (mask_closes_tile(mask_summary, q_begin, min(q_begin + BLOCK_Q, q_len), kv_begin, min(kv_begin + BLOCK_KV, kv_len))) {
+    return;  // the mask closes the tile (the same in the whole workgroup)
+  }
   // This step's rows, LSE and delta, read from the buffers while waiting for every matrix
   // load of the previous step (the first step: for the K loads); then stored.
   const uint q_valid = min(BLOCK_Q, q_len - q_begin);
@@ -339,6 +343,7 @@ void main() {
     const uint do_base = tensor_base(VKF_TENSOR_DO, batch, head, seq.q_row0);
     const uint lse_row0 = lse_index(batch, head, seq, 0);
     const ScoreHead modifiers = score_head(batch, head);
+    const uint mask_summary = mask_summary_base(batch, head);  // for the tiles the mask closes
     uint q_begin = q_first;
     [[dont_unroll]] for (; q_begin < q_loop_end &&
                            tile_needs_mask(q_begin, min(BLOCK_Q, q_len - q_begin), kv_begin, BLOCK_KV, q_len, kv_len);
@@ -346,7 +351,7 @@ void main() {
       const bool crossing = tile_crosses_band(q_begin, min(BLOCK_Q, q_len - q_begin), kv_begin, BLOCK_KV, q_len, kv_len);
       if (crossing) note_crossed_tile(crossed, q_begin, min(q_begin + BLOCK_Q, q_len));
       dkdv_step(true, crossing, ++step, q_begin, q_len, kv_len, q_base, do_base, lse_row0, k_base, dq_row0, kv_begin,
-                own_row, modifiers, k_frag, dk_acc, dv_acc);
+                own_row, modifiers, mask_summary, k_frag, dk_acc, dv_acc);
     }
     // With atomic dQ, workgroups of neighbouring key tiles start at different query tiles, so that
     // their atomics do not all add to the same dQ rows at a time.
@@ -355,7 +360,7 @@ void main() {
     [[dont_unroll]] for (uint t = 0; t < unmasked_tiles; ++t) {
       const uint tile = t + first_tile < unmasked_tiles ? t + first_tile : t + first_tile - unmasked_tiles;
       dkdv_step(false, false, ++step, q_begin + tile * BLOCK_Q, q_len, kv_len, q_base, do_base, lse_row0, k_base,
-                dq_row0, kv_begin, own_row, modifiers, k_frag, dk_acc, dv_acc);
+                dq_row0, kv_begin, own_row, modifiers, mask_summary, k_frag, dk_acc, dv_acc);
     }
     if (WINDOW_LEFT) {
       [[dont_unroll]] for (q_begin += unmasked_tiles * BLOCK_Q; q_begin < q_loop_end; q_begin += BLOCK_Q) {
@@ -363,7 +368,7 @@ void main() {
             tile_crosses_band(q_begin, min(BLOCK_Q, q_len - q_begin), kv_begin, BLOCK_KV, q_len, kv_len);
         if (crossing) note_crossed_tile(crossed, q_begin, min(q_begin + BLOCK_Q, q_len));
         dkdv_step(true, crossing, ++step, q_begin, q_len, kv_len, q_base, do_base, lse_row0, k_base, dq_row0,
-                  kv_begin, own_row, modifiers, k_frag, dk_acc, dv_acc);
+                  kv_begin, own_row, modifiers, mask_summary, k_frag, dk_acc, dv_acc);
       }
     }
   }

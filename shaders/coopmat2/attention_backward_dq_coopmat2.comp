@@ -32,6 +32,7 @@ layout(constant_id = VKF_SPEC_SUBGROUP_SIZE) const uint SUBGROUP_SIZE = 32;
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_BWD_BINDING_ALIBI
 #define VKF_SCORE_MOD_BINDING_MASK VKF_BWD_BINDING_MASK
+#define VKF_SCORE_MOD_BINDING_MASK_TILES VKF_BWD_BINDING_MASK_TILES
 #include "common/score_mod.glsl"
 
 layout(std430, set = 0, binding = VKF_BWD_BINDING_Q) readonly buffer q_block { float16_t q_h[]; };
@@ -96,10 +97,15 @@ float masked_ds_of_dp(const uint row, const uint col, const float dp, const floa
 // each tile: docs/tuning-log.md). q_rows: the tile's rows below q_len. k_base, v_base: elements
 // where the KV head's key 0 starts in K and V.
 void dq_step(const bool masked, const uint kv_begin, const uint step, const uint q_begin, const uint q_rows,
-             const uint own_row, const ScoreHead modifiers, const uint q_len, const uint kv_len, const uint k_base, const uint v_base,
+             const uint own_row, const ScoreHead modifiers, const uint mask_summary,
+             inout MaskWalk closed_keys, const uint q_len,
+             const uint kv_len, const uint k_base, const uint v_base,
              const QUERIES_X_DIM(float16_t, gl_MatrixUseA) q_frag,
              const QUERIES_X_DIM(float16_t, gl_MatrixUseA) do_frag,
              inout QUERIES_X_DIM(float, gl_MatrixUseAccumulator) dq_acc) {
+  if (mask_closes_keys(closed_keys, mask_summary, q_begin, q_begin + q_rows, kv_begin, min(kv_begin + BLOCK_KV, kv_len))) {
+    return;  // the mask closes the tile (the same in the whole workgroup)
+  }
   // stage this step's K and V rows (read before the barrier, as in the forward), zeroing K's
   // infinities and NaNs where the band's edge crosses the tile
   uvec4 k_words[KV_WORDS], v_words[KV_WORDS];
@@ -157,6 +163,7 @@ void main() {
   const uint k_base = tensor_base(VKF_TENSOR_K, batch, kv_head, seq.kv_row0);
   const uint v_base = tensor_base(VKF_TENSOR_V, batch, kv_head, seq.kv_row0);
   const ScoreHead modifiers = score_head(batch, head);
+  const uint mask_summary = mask_summary_base(batch, head);  // for the tiles the mask closes
 
   // [q_len, HEAD_DIM] with the tensors' row strides; reads past the last row give 0, writes there
   // are dropped.
@@ -186,18 +193,22 @@ void main() {
   const uint q_rows = q_end - q_begin;
   const uint kv_end = visible_kv_end(q_begin, q_end, q_len, kv_len);
   uint kv_begin = first_visible_kv_tile(q_begin, BLOCK_KV, q_len, kv_len), step = 1;
+  MaskWalk closed_keys = mask_walk();  // the tiles the mask closes, read as the loops go
   if (WINDOW_LEFT) {
     [[dont_unroll]] for (; kv_begin < kv_end && tile_needs_mask(q_begin, q_rows, kv_begin, BLOCK_KV, q_len, kv_len);
                          kv_begin += BLOCK_KV, ++step) {
-      dq_step(true, kv_begin, step, q_begin, q_rows, own_row, modifiers, q_len, kv_len, k_base, v_base, q_frag, do_frag, dq_acc);
+      dq_step(true, kv_begin, step, q_begin, q_rows, own_row, modifiers, mask_summary, closed_keys, q_len, kv_len,
+              k_base, v_base, q_frag, do_frag, dq_acc);
     }
   }
   [[dont_unroll]] for (; kv_begin < kv_end && !tile_needs_mask(q_begin, q_rows, kv_begin, BLOCK_KV, q_len, kv_len);
                        kv_begin += BLOCK_KV, ++step) {
-    dq_step(false, kv_begin, step, q_begin, q_rows, own_row, modifiers, q_len, kv_len, k_base, v_base, q_frag, do_frag, dq_acc);
+    dq_step(false, kv_begin, step, q_begin, q_rows, own_row, modifiers, mask_summary, closed_keys, q_len, kv_len,
+            k_base, v_base, q_frag, do_frag, dq_acc);
   }
   [[dont_unroll]] for (; kv_begin < kv_end; kv_begin += BLOCK_KV, ++step) {
-    dq_step(true, kv_begin, step, q_begin, q_rows, own_row, modifiers, q_len, kv_len, k_base, v_base, q_frag, do_frag, dq_acc);
+    dq_step(true, kv_begin, step, q_begin, q_rows, own_row, modifiers, mask_summary, closed_keys, q_len, kv_len,
+            k_base, v_base, q_frag, do_frag, dq_acc);
   }
 
   dq_acc *= pc.scale_log2 / LOG2E;

@@ -47,6 +47,7 @@ layout(constant_id = VKF_SPEC_CM2_STAT_COLUMNS) const uint STAT_COLUMNS = 32;
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_FWD_BINDING_ALIBI
 #define VKF_SCORE_MOD_BINDING_MASK VKF_FWD_BINDING_MASK
+#define VKF_SCORE_MOD_BINDING_MASK_TILES VKF_FWD_BINDING_MASK_TILES
 #define VKF_SCORE_MOD_BINDING_SINKS VKF_FWD_BINDING_SINKS
 #include "common/score_mod.glsl"
 #define VKF_SEQUENCES_BINDING VKF_FWD_BINDING_SEQUENCES
@@ -121,6 +122,7 @@ void main() {
   ROW_VECTOR(float) m_run = ROW_VECTOR(float)(m_start);  // every column holds the row's value
   ROW_VECTOR(float) l_run = ROW_VECTOR(float)(l_start);
   const ScoreHead modifiers = score_head(batch, head);
+  const uint mask_summary = mask_summary_base(batch, head);  // for the tiles the mask closes
 
   const ONES_COLUMNS ones = ONES_COLUMNS(1.0);
   if (gl_LocalInvocationIndex == 0) nonfinite_v = 0;  // before the first step's barriers
@@ -129,7 +131,15 @@ void main() {
   const uint kv_first = first_visible_kv_tile(q_begin, BLOCK_KV, q_len, kv_len);
   const uint kv_end = visible_kv_end(q_begin, q_end, q_len, kv_len);
   CrossedRuns crossed = no_crossed_tiles(kv_first, kv_len);  // where V was zeroed
+  MaskWalk closed_keys = mask_walk();  // the tiles the mask closes, read as the loop goes
   [[dont_unroll]] for (uint kv_begin = kv_first; kv_begin < kv_end; kv_begin += BLOCK_KV) {
+    if (mask_closes_keys(closed_keys, mask_summary, q_begin, q_end, kv_begin, min(kv_begin + BLOCK_KV, kv_len))) {
+      // Skipped, its place in the crossed runs kept: the fix-ups read the runs as without a mask.
+      if (tile_crosses_band(q_begin, q_rows, kv_begin, BLOCK_KV, q_len, kv_len)) {
+        note_crossed_tile(crossed, kv_begin, kv_begin + BLOCK_KV);
+      }
+      continue;
+    }
     // stage this step's K and V rows: read them while waiting for every matrix load of the
     // previous step, then store (zeroing V's infinities and NaNs where the band's edge crosses
     // the tile)

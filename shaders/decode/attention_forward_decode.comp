@@ -28,6 +28,7 @@
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_FWD_BINDING_ALIBI
 #define VKF_SCORE_MOD_BINDING_MASK VKF_FWD_BINDING_MASK
+#define VKF_SCORE_MOD_BINDING_MASK_TILES VKF_FWD_BINDING_MASK_TILES
 #define VKF_SCORE_MOD_BINDING_SINKS VKF_FWD_BINDING_SINKS
 #include "common/score_mod.glsl"
 #define VKF_SEQUENCES_BINDING VKF_FWD_BINDING_SEQUENCES
@@ -96,8 +97,13 @@ void main() {
   // that a group's reads stay in flight while it computes, and the first step's before Q's.
   const uint key_step = KEY_GROUPS * KEYS_PER_STEP;
   uvec4 k_words[KEYS_PER_STEP][U4_PER_THREAD], v_words[KEYS_PER_STEP][U4_PER_THREAD];
+  // A step whose keys the mask closes for every packed row is neither loaded nor computed (the same
+  // in the whole key group: its lanes' shuffles stay together).
   const uint first_key = key_begin + key_group * KEYS_PER_STEP;
-  if (first_key < key_end) load_step(first_key, key_end, k_base, k_stride, v_base, v_stride, lane, k_words, v_words);
+  MaskWalk closed_keys = mask_walk();  // the steps the mask closes, read as the loop goes
+  bool closed = first_key < key_end && mask_closes_heads_keys(closed_keys, batch, kv_head * group_size, group_size, 0,
+                                                              q_len, first_key, min(first_key + KEYS_PER_STEP, key_end));
+  if (first_key < key_end && !closed) load_step(first_key, key_end, k_base, k_stride, v_base, v_stride, lane, k_words, v_words);
   // Packed row r is query row r % q_len of head kv_head * group_size + r / q_len.
   vec4 q[ROWS][2 * U4_PER_THREAD];
   uint q_row[ROWS];
@@ -131,8 +137,22 @@ void main() {
   }
 
   for (uint key0 = first_key; key0 < key_end; key0 += key_step) {
+    const uint next_key0 = key0 + key_step;
+    const bool next_closed =
+        next_key0 < key_end && mask_closes_heads_keys(closed_keys, batch, kv_head * group_size, group_size, 0, q_len,
+                                                      next_key0, min(next_key0 + KEYS_PER_STEP, key_end));
     uvec4 k_next[KEYS_PER_STEP][U4_PER_THREAD], v_next[KEYS_PER_STEP][U4_PER_THREAD];
-    load_step(key0 + key_step, key_end, k_base, k_stride, v_base, v_stride, lane, k_next, v_next);
+    if (!next_closed) load_step(next_key0, key_end, k_base, k_stride, v_base, v_stride, lane, k_next, v_next);
+    if (closed) {  // nothing to add: take the next step's words
+      [[unroll]] for (uint u = 0; u < KEYS_PER_STEP; ++u) {
+        [[unroll]] for (uint c = 0; c < U4_PER_THREAD; ++c) {
+          k_words[u][c] = k_next[u][c];
+          v_words[u][c] = v_next[u][c];
+        }
+      }
+      closed = next_closed;
+      continue;
+    }
     float s[KEYS_PER_STEP][ROWS];
     [[unroll]] for (uint u = 0; u < KEYS_PER_STEP; ++u) {
       vec4 k_cols[2 * U4_PER_THREAD];
@@ -182,6 +202,7 @@ void main() {
         v_words[u][c] = v_next[u][c];
       }
     }
+    closed = next_closed;
   }
 
   // Merge the key groups: the rows' max over groups, then each group's sum and O rescaled to it,

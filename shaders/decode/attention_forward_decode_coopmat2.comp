@@ -35,6 +35,7 @@ layout(constant_id = VKF_SPEC_CM2_STAT_COLUMNS) const uint STAT_COLUMNS = 32;
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_FWD_BINDING_ALIBI
 #define VKF_SCORE_MOD_BINDING_MASK VKF_FWD_BINDING_MASK
+#define VKF_SCORE_MOD_BINDING_MASK_TILES VKF_FWD_BINDING_MASK_TILES
 #define VKF_SCORE_MOD_BINDING_SINKS VKF_FWD_BINDING_SINKS
 #include "common/score_mod.glsl"
 #define VKF_SEQUENCES_BINDING VKF_FWD_BINDING_SEQUENCES
@@ -141,7 +142,16 @@ void main() {
   }
   const ONES_COLUMNS ones = ONES_COLUMNS(1.0);
   CrossedRuns crossed = no_crossed_tiles(key_begin, key_end);  // where V was zeroed
+  MaskWalk closed_keys = mask_walk();  // the tiles the mask closes for every packed head, read as the loop goes
   [[dont_unroll]] for (uint kv_begin = key_begin; kv_begin < key_end; kv_begin += BLOCK_KV) {
+    if (mask_closes_heads_keys(closed_keys, batch, kv_head * group_size, group_size, 0, q_len, kv_begin,
+                               min(kv_begin + BLOCK_KV, key_end))) {
+      // Skipped, its place in the crossed runs kept: the fix-ups read the runs as without a mask.
+      if (tile_crosses_band(0, q_len, kv_begin, BLOCK_KV, q_len, kv_len)) {
+        note_crossed_tile(crossed, kv_begin, kv_begin + BLOCK_KV);
+      }
+      continue;
+    }
     // Staged as in the prefill kernel; the first barrier also waits for Q's load from the tiles.
     // Tiles start at multiples of BLOCK_KV (so does split_keys); a split's last may end past its keys.
     const bool masked_tile = kv_begin + BLOCK_KV > key_end || tile_needs_mask(0, q_len, kv_begin, BLOCK_KV, q_len, kv_len);

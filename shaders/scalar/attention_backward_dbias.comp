@@ -22,6 +22,7 @@
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_BWD_BINDING_ALIBI
 #define VKF_SCORE_MOD_BINDING_MASK VKF_BWD_BINDING_MASK
+#define VKF_SCORE_MOD_BINDING_MASK_TILES VKF_BWD_BINDING_MASK_TILES
 #include "common/score_mod.glsl"
 
 VKF_TENSOR_IN(VKF_BWD_BINDING_Q, q_data);
@@ -58,12 +59,15 @@ void main() {
     for (uint head = has_heads ? mask_head : 0; head < head_end; ++head) {
       const uint kv_head = head / (pc.q_heads / pc.kv_heads);
       const ScoreHead modifiers = score_head(batch, head);
+      const uint mask_summary = mask_summary_base(batch, head);  // for the tiles the mask closes
       const uint q_base = tensor_base(VKF_TENSOR_Q, batch, head, seq.q_row0), q_stride = tensor_row_stride(VKF_TENSOR_Q);
       const uint do_base = tensor_base(VKF_TENSOR_DO, batch, head, seq.q_row0), do_stride = tensor_row_stride(VKF_TENSOR_DO);
       const uint k_base = tensor_base(VKF_TENSOR_K, batch, kv_head, seq.kv_row0), k_stride = tensor_row_stride(VKF_TENSOR_K);
       const uint v_base = tensor_base(VKF_TENSOR_V, batch, kv_head, seq.kv_row0), v_stride = tensor_row_stride(VKF_TENSOR_V);
       for (uint q0 = rows_begin; q0 < rows_end; q0 += BLOCK_Q) {
         for (uint k0 = keys_begin; k0 < keys_end; k0 += BLOCK_KV) {
+          // pairs the mask blocks add dS = 0: a tile it closes is skipped
+          if (mask_closes_tile(mask_summary, q0, min(q0 + BLOCK_Q, rows_end), k0, min(k0 + BLOCK_KV, keys_end))) continue;
           float s = 0.0, dp = 0.0;
           for (uint d0 = 0; d0 < HEAD_DIM; d0 += CHUNK) {
             barrier();  // everyone is done with the last chunk

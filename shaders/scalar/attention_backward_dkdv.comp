@@ -25,6 +25,7 @@ const uint VEC4_PER_THREAD = (HEAD_VEC4 + THREADS_PER_ROW - 1) / THREADS_PER_ROW
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_BWD_BINDING_ALIBI
 #define VKF_SCORE_MOD_BINDING_MASK VKF_BWD_BINDING_MASK
+#define VKF_SCORE_MOD_BINDING_MASK_TILES VKF_BWD_BINDING_MASK_TILES
 #include "common/score_mod.glsl"
 #define VKF_SEQUENCES_BINDING VKF_BWD_BINDING_SEQUENCES
 #include "common/sequences.glsl"
@@ -108,11 +109,17 @@ void main() {
   for (uint h = q_tiles == 0 ? 0 : step_begin / q_tiles; h < heads_end; ++h) {
     const uint head = kv_head * group + h;
     const ScoreHead modifiers = score_head(batch, head);
+    const uint mask_summary = mask_summary_base(batch, head);  // for the tiles the mask closes
     const uint q_base = tensor_base(VKF_TENSOR_Q, batch, head, seq.q_row0), q_stride = tensor_row_stride(VKF_TENSOR_Q);
     const uint do_base = tensor_base(VKF_TENSOR_DO, batch, head, seq.q_row0), do_stride = tensor_row_stride(VKF_TENSOR_DO);
     const uint tile_begin = max(q_first / BLOCK_Q, step_begin > h * q_tiles ? step_begin - h * q_tiles : 0);
     const uint tile_end = min(min(own_q_tiles, (q_stop + BLOCK_Q - 1) / BLOCK_Q), step_end - h * q_tiles);
+    MaskWalk closed_rows = mask_walk();  // the tiles the mask closes, read as the loop goes
     for (uint q_begin = tile_begin * BLOCK_Q; q_begin < tile_end * BLOCK_Q; q_begin += BLOCK_Q) {
+      if (mask_closes_rows(closed_rows, mask_summary, q_begin, min(q_begin + BLOCK_Q, q_len), kv_begin,
+                           min(kv_begin + BLOCK_KV, kv_len))) {
+        continue;
+      }
       barrier();  // the previous step's tiles are no longer read (first step: K/V rows visible)
       for (uint i = tid; i < BLOCK_Q * HEAD_VEC4; i += WORKGROUP_SIZE) {
         const uint r = i / HEAD_VEC4, d4 = i % HEAD_VEC4;

@@ -22,6 +22,7 @@ const uint VEC4_PER_THREAD = (HEAD_VEC4 + THREADS_PER_ROW - 1) / THREADS_PER_ROW
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_BWD_BINDING_ALIBI
 #define VKF_SCORE_MOD_BINDING_MASK VKF_BWD_BINDING_MASK
+#define VKF_SCORE_MOD_BINDING_MASK_TILES VKF_BWD_BINDING_MASK_TILES
 #include "common/score_mod.glsl"
 #define VKF_SEQUENCES_BINDING VKF_BWD_BINDING_SEQUENCES
 #include "common/sequences.glsl"
@@ -76,6 +77,7 @@ void main() {
   const float lse = row_lse_log2(lse_index(batch, head, seq, q_row), q_row, q_len);
   const float delta = row_delta(lse_index(batch, head, seq, q_row), q_row, q_len);
   const ScoreHead modifiers = score_head(batch, head);
+  const uint mask_summary = mask_summary_base(batch, head);  // for the tiles the mask closes
 
   vec4 dq[VEC4_PER_THREAD];  // this lane's columns: vec4 d4 = lane + k * THREADS_PER_ROW
   for (uint k = 0; k < VEC4_PER_THREAD; ++k) dq[k] = vec4(0.0);
@@ -90,7 +92,9 @@ void main() {
   const uint kv_first = first_visible_kv_tile(q_begin, BLOCK_KV, q_len, kv_len);
   const uint kv_end = CHUNKED ? min(visible_kv_end(q_begin, q_end, q_len, kv_len), pc.chunk_end)
                               : visible_kv_end(q_begin, q_end, q_len, kv_len);
+  MaskWalk closed_keys = mask_walk();  // the tiles the mask closes, read as the loop goes
   for (uint kv_begin = CHUNKED ? max(pc.chunk_begin, kv_first) : kv_first; kv_begin < kv_end; kv_begin += BLOCK_KV) {
+    if (mask_closes_keys(closed_keys, mask_summary, q_begin, q_end, kv_begin, min(kv_begin + BLOCK_KV, kv_len))) continue;
     barrier();  // the previous step's tiles are no longer read (first step: Q / dO rows visible)
     for (uint i = tid; i < BLOCK_KV * HEAD_VEC4; i += WORKGROUP_SIZE) {
       const uint r = i / HEAD_VEC4, d4 = i % HEAD_VEC4;

@@ -30,6 +30,7 @@ layout(constant_id = VKF_SPEC_CHUNKED) const bool CHUNKED = false;  // false: on
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_BWD_BINDING_ALIBI
 #define VKF_SCORE_MOD_BINDING_MASK VKF_BWD_BINDING_MASK
+#define VKF_SCORE_MOD_BINDING_MASK_TILES VKF_BWD_BINDING_MASK_TILES
 #include "common/score_mod.glsl"
 #define VKF_SEQUENCES_BINDING VKF_BWD_BINDING_SEQUENCES
 #include "common/sequences.glsl"
@@ -162,18 +163,23 @@ void main() {
     }
   }
 
+  const ScoreHead modifiers = score_head(batch, head);
+
+  const uint mask_summary = mask_summary_base(batch, head);  // for the tiles the mask closes
   // Tiles wholly outside the rows' band are never visited; a chunk visits its own keys only.
   const uint kv_first = first_visible_kv_tile(q_begin, BLOCK_KV, q_len, kv_len);
   const uint kv_end = CHUNKED ? min(visible_kv_end(q_begin, q_end, q_len, kv_len), pc.chunk_end)
                               : visible_kv_end(q_begin, q_end, q_len, kv_len);
+  MaskWalk closed_keys = mask_walk();  // the tiles the mask closes, read as the loop goes
   for (uint kv_begin = CHUNKED ? max(pc.chunk_begin, kv_first) : kv_first; kv_begin < kv_end; kv_begin += BLOCK_KV) {
+    if (mask_closes_keys(closed_keys, mask_summary, q_begin, q_end, kv_begin, min(kv_begin + BLOCK_KV, kv_len))) continue;
     barrier();  // the previous step's tiles are no longer read (first step: Q and dO staged)
     stage_k(k_base, k_stride, kv_begin, kv_len, 0);
     stage_v(v_base, v_stride, kv_begin, kv_len, 0);
     barrier();
 
     const bool masked_tile = tile_needs_mask(q_begin, BLOCK_Q, kv_begin, BLOCK_KV, q_len, kv_len);
-    score_gradients(q_begin, kv_begin, q_len, kv_len, masked_tile, lse, delta, score_head(batch, head));
+    score_gradients(q_begin, kv_begin, q_len, kv_len, masked_tile, lse, delta, modifiers);
     barrier();  // dS visible
 
     const uint c_end = min(BLOCK_KV, kv_len - kv_begin);

@@ -30,6 +30,7 @@ const uint VEC4_PER_THREAD = (HEAD_VEC4 + THREADS_PER_ROW - 1) / THREADS_PER_ROW
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_FWD_BINDING_ALIBI
 #define VKF_SCORE_MOD_BINDING_MASK VKF_FWD_BINDING_MASK
+#define VKF_SCORE_MOD_BINDING_MASK_TILES VKF_FWD_BINDING_MASK_TILES
 #define VKF_SCORE_MOD_BINDING_SINKS VKF_FWD_BINDING_SINKS
 #include "common/score_mod.glsl"
 #define VKF_SEQUENCES_BINDING VKF_FWD_BINDING_SEQUENCES
@@ -109,6 +110,7 @@ void main() {
   softmax_start(head, NEG_INF, m, l_partial);  // from the sink, if any: lane 0's share holds it
   if (lane != 0) l_partial = 0.0;
   const ScoreHead modifiers = score_head(batch, head);
+  const uint mask_summary = mask_summary_base(batch, head);  // for the tiles the mask closes
   vec4 acc[VEC4_PER_THREAD];  // this lane's columns of the unnormalized O row: vec4 d4 = lane + k * THREADS_PER_ROW
   for (uint k = 0; k < VEC4_PER_THREAD; ++k) acc[k] = vec4(0.0);
   const uint row_index = (batch * pc.q_heads + head) * pc.q_len + q_row;  // of the row state
@@ -132,7 +134,9 @@ void main() {
   const uint kv_first = first_visible_kv_tile(q_begin, BLOCK_KV, q_len, kv_len);
   const uint kv_end = CHUNKED ? min(visible_kv_end(q_begin, q_end, q_len, kv_len), pc.chunk_end)
                               : visible_kv_end(q_begin, q_end, q_len, kv_len);
+  MaskWalk closed_keys = mask_walk();  // the tiles the mask closes, read as the loop goes
   for (uint kv_begin = CHUNKED ? max(pc.chunk_begin, kv_first) : kv_first; kv_begin < kv_end; kv_begin += BLOCK_KV) {
+    if (mask_closes_keys(closed_keys, mask_summary, q_begin, q_end, kv_begin, min(kv_begin + BLOCK_KV, kv_len))) continue;
     load_kv_tile(false, k_base, k_stride, kv_begin, kv_len);
     barrier();  // K tile (and, on the first pass, the Q tile) visible
 

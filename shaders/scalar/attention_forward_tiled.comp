@@ -33,6 +33,7 @@ layout(constant_id = VKF_SPEC_CHUNKED) const bool CHUNKED = false;  // false: on
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_FWD_BINDING_ALIBI
 #define VKF_SCORE_MOD_BINDING_MASK VKF_FWD_BINDING_MASK
+#define VKF_SCORE_MOD_BINDING_MASK_TILES VKF_FWD_BINDING_MASK_TILES
 #define VKF_SCORE_MOD_BINDING_SINKS VKF_FWD_BINDING_SINKS
 #include "common/score_mod.glsl"
 #define VKF_SEQUENCES_BINDING VKF_FWD_BINDING_SEQUENCES
@@ -198,6 +199,7 @@ void main() {
   float sink_m, sink_l;  // where each row's softmax starts: from the sink, if any (lane 0's share holds it)
   softmax_start(head, NEG_INF, sink_m, sink_l);
   const ScoreHead modifiers = score_head(batch, head);
+  const uint mask_summary = mask_summary_base(batch, head);  // for the tiles the mask closes
   [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
     m[r] = sink_m;
     l[r] = lane == 0 ? sink_l : 0.0;
@@ -222,7 +224,9 @@ void main() {
   const uint kv_first = first_visible_kv_tile(q_begin, BLOCK_KV, q_len, kv_len);
   const uint kv_end = CHUNKED ? min(visible_kv_end(q_begin, q_end, q_len, kv_len), pc.chunk_end)
                               : visible_kv_end(q_begin, q_end, q_len, kv_len);
+  MaskWalk closed_keys = mask_walk();  // the tiles the mask closes, read as the loop goes
   for (uint kv_begin = CHUNKED ? max(pc.chunk_begin, kv_first) : kv_first; kv_begin < kv_end; kv_begin += BLOCK_KV) {
+    if (mask_closes_keys(closed_keys, mask_summary, q_begin, q_end, kv_begin, min(kv_begin + BLOCK_KV, kv_len))) continue;
     stage_k(k_base, k_stride, kv_begin, kv_len, 0);
 #if VKF_FLOAT16_MATH
     // Workgroup scope: the default, device scope, needs vulkanMemoryModelDeviceScope where the

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <exception>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <string>
 #include <tuple>
@@ -25,12 +26,6 @@ std::string ShapeText(const std::vector<uint64_t>& shape) {
 }
 
 Status Bad(const std::string& message) { return Status::Error(ErrorCode::kInvalidArgument, message); }
-
-std::string FloatText(float value) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%g", value);
-  return text;
-}
 
 // Device buffers for the slopes, sinks and mask `in` holds (none where unused), kept in `held`.
 Status UploadVariantValues(Context& context, const AttentionInputs& in, std::vector<Buffer>* held,
@@ -72,6 +67,12 @@ Result<size_t> ReadFloat32Of(const std::string& option, const std::string& path,
 }
 
 }  // namespace
+
+std::string FloatText(float value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", value);
+  return text;
+}
 
 Result<Buffer> UploadBuffer(Context& context, const std::vector<uint8_t>& data, uint64_t bytes) {
   auto buffer = context.CreateBuffer(bytes > 4 ? bytes : 4);
@@ -123,6 +124,8 @@ void AddVariantOptions(CLI::App* app, VariantOptions* options, VariantValues val
     app->add_flag("--sinks", options->made_sinks, "Attention sinks, random Normal(0, 1) per query head");
     app->add_flag("--mask", options->made_mask,
                   "A float32 bias [1, 1, Nq, Nk], random Normal(0, 1), about one pair in ten blocked (-inf)");
+    app->add_option("--mask-sparsity", options->mask_sparsity,
+                    "With --mask: close this fraction (0-1) of the bias's 128 x 128 blocks entirely, at random");
   }
 }
 
@@ -132,6 +135,10 @@ Status ApplyVariantOptions(const VariantOptions& options, AttentionParams* param
     return Bad("--softcap must be a finite number > 0 (0 for none), got " + FloatText(options.softcap));
   }
   params->softcap = options.softcap;
+  if (!(options.mask_sparsity >= 0.0f && options.mask_sparsity <= 1.0f)) {
+    return Bad("--mask-sparsity must be a fraction from 0 to 1, got " + FloatText(options.mask_sparsity));
+  }
+  if (options.mask_sparsity > 0.0f && !options.made_mask) return Bad("--mask-sparsity needs --mask");
   if (!options.window.empty()) {
     // Two integers and nothing else: "L,R".
     const std::string& text = options.window;
@@ -219,6 +226,30 @@ std::vector<float> RandomBias(uint32_t q_len, uint32_t kv_len, uint32_t seed) {
   return bias;
 }
 
+ClosedBiasBlocks ChooseClosedBiasBlocks(uint32_t q_len, uint32_t kv_len, float fraction, uint32_t seed) {
+  constexpr uint32_t kBlock = ClosedBiasBlocks::kSize;
+  ClosedBiasBlocks blocks{q_len, kv_len, (kv_len + kBlock - 1) / kBlock, {}};
+  const uint64_t count = uint64_t((q_len + kBlock - 1) / kBlock) * blocks.key_blocks;
+  std::vector<uint64_t> order(count);
+  std::iota(order.begin(), order.end(), uint64_t{0});
+  std::shuffle(order.begin(), order.end(), std::mt19937(seed));
+  blocks.closed.assign(count, false);
+  for (uint64_t i = 0; i < uint64_t(std::llround(double(fraction) * count)); ++i) blocks.closed[order[i]] = true;
+  return blocks;
+}
+
+bool ClosedBiasBlocks::Closes(uint32_t row, uint32_t key) const {
+  return closed[uint64_t(row / kSize) * key_blocks + key / kSize];
+}
+
+void CloseBiasBlocks(const ClosedBiasBlocks& blocks, float* bias) {
+  for (uint32_t i = 0; i < blocks.q_len; ++i) {
+    for (uint32_t j = 0; j < blocks.kv_len; ++j) {
+      if (blocks.Closes(i, j)) bias[uint64_t(i) * blocks.kv_len + j] = -std::numeric_limits<float>::infinity();
+    }
+  }
+}
+
 void MakeVariantValues(const VariantOptions& options, uint32_t seed, AttentionInputs* in) {
   if (options.made_alibi) {
     in->params.alibi = AlibiSlopes::kPerHead;
@@ -231,7 +262,8 @@ void MakeVariantValues(const VariantOptions& options, uint32_t seed, AttentionIn
   if (options.made_mask) {
     AttentionParams& p = in->params;
     p.mask = {MaskType::kFloat32, false, false, true, true};
-    const std::vector<float> bias = RandomBias(p.shape.q_len, p.shape.kv_len, seed + 1);
+    std::vector<float> bias = RandomBias(p.shape.q_len, p.shape.kv_len, seed + 1);
+    CloseBiasBlocks(ChooseClosedBiasBlocks(p.shape.q_len, p.shape.kv_len, options.mask_sparsity, seed + 2), bias.data());
     in->mask.assign(MaskBytes(p), 0);
     if (!bias.empty()) std::memcpy(in->mask.data(), bias.data(), bias.size() * sizeof(float));
     in->mask_shape = {1, 1, p.shape.q_len, p.shape.kv_len};

@@ -46,6 +46,7 @@ struct VariantOptions {
   float softcap = 0.0f;
   std::string alibi, sinks, mask;  // kFiles: .npy paths; empty: none
   bool made_alibi = false, made_sinks = false, made_mask = false;  // kMade
+  float mask_sparsity = 0.0f;  // kMade, with --mask: the fraction of the bias's 128 x 128 blocks closed
 };
 enum class VariantValues { kFiles, kMade };
 // Adds the options above to a command.
@@ -65,8 +66,22 @@ std::vector<float> RandomSinks(uint32_t heads, uint32_t seed);
 // A float32 bias [1, 1, Nq, Nk] for --mask in check and bench: Normal(0, 1) from `seed`, about one
 // pair in ten blocked (-inf).
 std::vector<float> RandomBias(uint32_t q_len, uint32_t kv_len, uint32_t seed);
+// The 128 x 128 blocks of a [Nq, Nk] bias that --mask-sparsity closes: round(fraction * blocks)
+// of them, chosen at random from `seed`. A block-sparse mask: vkflash's kernels skip the tiles it
+// closes (128 is a multiple of every kernel's tile).
+struct ClosedBiasBlocks {
+  static constexpr uint32_t kSize = 128;
+  uint32_t q_len = 0, kv_len = 0, key_blocks = 0;
+  std::vector<bool> closed;  // [row block * key_blocks + key block]
+  bool Closes(uint32_t row, uint32_t key) const;
+};
+ClosedBiasBlocks ChooseClosedBiasBlocks(uint32_t q_len, uint32_t kv_len, float fraction, uint32_t seed);
+// Sets every element of the closed blocks of a float32 bias [Nq, Nk] (row-major at `bias`) to -inf.
+void CloseBiasBlocks(const ClosedBiasBlocks& blocks, float* bias);
 // Those values for the flags given, for `inputs->params.shape`; sets params.alibi, sinks and mask.
 void MakeVariantValues(const VariantOptions& options, uint32_t seed, AttentionInputs* inputs);
+// A float as the CLI prints it (%g).
+std::string FloatText(float value);
 // The score variants a call has, e.g. "softcap=50 alibi sinks mask" ("alibi[B,Hq]" for per-batch
 // slopes, "mask=bool" for a boolean mask), `separator` between them; "" for none.
 std::string ScoreVariantsText(const AttentionParams& params, char separator = ' ');

@@ -1,7 +1,8 @@
 // `vkflash bench`: GPU time of the forward and backward passes from timestamp queries (warm-up,
 // then the median of many runs), in TFLOP/s counted as FlashAttention's benchmarks count them:
 // forward 4 * D per (query row, key) pair the call computes (VisiblePairs: B * H * N * N without a
-// mask, about half of it causal, N * window with a sliding window), backward 2.5x the forward. Beside the
+// mask, about half of it causal, N * window with a sliding window; with --mask-sparsity only the
+// blocks it leaves open), backward 2.5x the forward. Beside the
 // FlashAttention kernels it times the naive three-pass baseline (S, softmax, PV through an N x N
 // buffer) wherever that buffer fits the device, so the ratio shows on any GPU.
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -21,6 +23,7 @@
 #include "cli_error.h"
 #include "commands.h"
 #include "output_files.h"
+#include "reference_attention.h"
 
 namespace vkflash::cli {
 namespace {
@@ -42,7 +45,17 @@ struct BenchConfig {
   bool forward = true, backward = true;
 };
 
-double ForwardFlops(const AttentionParams& p) { return 4.0 * p.shape.head_dim * double(VisiblePairs(p)); }
+// The forward's FLOPs: 4 * D per visible pair; with --mask-sparsity, only the pairs of the blocks
+// left open (the kernels skip the closed ones, as FlexAttention's benchmarks count block-sparse
+// attention).
+double ForwardFlops(const AttentionParams& p, const ClosedBiasBlocks* closed = nullptr) {
+  if (closed == nullptr) return 4.0 * p.shape.head_dim * double(VisiblePairs(p));
+  uint64_t pairs = 0;
+  for (uint32_t i = 0; i < p.shape.q_len; ++i) {
+    for (uint32_t j = 0; j < p.shape.kv_len; ++j) pairs += !closed->Closes(i, j) && tools::KeyVisible(p, i, j);
+  }
+  return 4.0 * p.shape.head_dim * double(pairs) * p.shape.batch * p.shape.q_heads;
+}
 
 // The table's mask column: no, causal, or the window as wL,R (with causal: the right side 0).
 std::string MaskName(const AttentionParams& p) {
@@ -51,8 +64,9 @@ std::string MaskName(const AttentionParams& p) {
 }
 
 // The table's score column: the score variants joined by '+', or "-".
-std::string ScoreName(const AttentionParams& p) {
-  const std::string text = ScoreVariantsText(p, '+');
+std::string ScoreName(const AttentionParams& p, float mask_sparsity) {
+  std::string text = ScoreVariantsText(p, '+');
+  if (mask_sparsity > 0.0f) text += "/closed=" + FloatText(mask_sparsity);  // of the bias's blocks
   return text.empty() ? "-" : text;
 }
 
@@ -183,16 +197,22 @@ Status RunConfig(Context& context, const BenchConfig& c, const BenchOptions& o, 
   }
   f.alibi_slopes = b.alibi_slopes;
   f.sinks = b.sinks;
-  if (p.mask.type != MaskType::kNone) {  // --mask: RandomBias's values, its first 2^20 repeating past that
+  std::optional<ClosedBiasBlocks> closed_blocks;  // --mask-sparsity's
+  if (p.mask.type != MaskType::kNone) {
+    // --mask: a float32 bias [1, 1, Nq, Nk] of RandomBias's values, its first 2^20 repeating past
+    // that; --mask-sparsity closes that fraction of its 128 x 128 blocks.
     const std::vector<float> block = RandomBias(1, uint32_t(std::min<uint64_t>(MaskElements(p), 1u << 20)), 1);
-    std::vector<uint8_t> bytes(MaskBytes(p));
-    for (uint64_t at = 0; at < bytes.size(); at += block.size() * sizeof(float)) {
-      std::memcpy(bytes.data() + at, block.data(), std::min<uint64_t>(block.size() * sizeof(float), bytes.size() - at));
+    std::vector<float> bias(MaskElements(p));
+    for (uint64_t at = 0; at < bias.size(); at += block.size()) {
+      std::copy_n(block.begin(), std::min<uint64_t>(block.size(), bias.size() - at), bias.begin() + at);
     }
-    auto made = UploadBuffer(context, bytes, bytes.size());
+    if (o.variants.mask_sparsity > 0.0f) {
+      closed_blocks = ChooseClosedBiasBlocks(s.q_len, s.kv_len, o.variants.mask_sparsity, 2);
+      CloseBiasBlocks(*closed_blocks, bias.data());
+    }
+    auto made = UploadFloats(context, bias, &held);
     if (!made.ok()) return made.status();
-    held.push_back(std::move(made).value());
-    f.mask = b.mask = held.back().view();
+    f.mask = b.mask = *made;
   }
   if (Status st = context.Forward(p, f); !st.ok()) return st;  // O and LSE for the backward; pipeline made
 
@@ -226,13 +246,14 @@ Status RunConfig(Context& context, const BenchConfig& c, const BenchOptions& o, 
     out->push_back({mode, std::move(kernel), measured.median_ms, flops / seconds / 1e12, kv_bytes / seconds / 1e9,
                     measured.runs});
   };
+  const double forward_flops = ForwardFlops(p, closed_blocks ? &*closed_blocks : nullptr);
   if (c.forward) {
     auto measured = time([&](VkCommandBuffer cmd) { return context.RecordForward(cmd, p, f); }, o.runs);
     if (!measured.ok()) return measured.status();
     auto choice = context.ChooseForwardKernel(p);
     const std::string kernel = choice->kernel + " " + std::to_string(choice->block_q) + "x" +
                                std::to_string(choice->block_kv) + "/" + std::to_string(choice->workgroup_size);
-    add_row("fwd", kernel, *measured, ForwardFlops(p));
+    add_row("fwd", kernel, *measured, forward_flops);
     if (o.read_ceiling || o.preset == "decode") {
       // The same K and V bytes read once by the read probe: the ceiling of this forward.
       const std::array<BufferView, 2> sources = {BufferView{b.k.buffer, b.k.offset, b.k.size / 16 * 16},
@@ -261,7 +282,7 @@ Status RunConfig(Context& context, const BenchConfig& c, const BenchOptions& o, 
     auto measured = time([&](VkCommandBuffer cmd) { return context.RecordBackward(cmd, p, b); }, o.runs);
     if (!measured.ok()) return measured.status();
     auto kernels = context.ChooseBackwardKernels(p);
-    add_row("bwd", kernels->dkdv.kernel + "+" + kernels->dq.kernel, *measured, 2.5 * ForwardFlops(p));
+    add_row("bwd", kernels->dkdv.kernel + "+" + kernels->dq.kernel, *measured, 2.5 * forward_flops);
   }
   return Status::Ok();
 }
@@ -292,7 +313,7 @@ int RunBench(const BenchOptions& o) {
     const AttentionParams& p = configs[i].params;
     std::fprintf(stderr, "\r[%zu/%zu] B=%u H=%u Nq=%u Nk=%u D=%u%s ...", i + 1, configs.size(), p.shape.batch,
                  p.shape.q_heads, p.shape.q_len, p.shape.kv_len, p.shape.head_dim,
-                 (" " + MaskName(p) + " " + ScoreName(p)).c_str());
+                 (" " + MaskName(p) + " " + ScoreName(p, o.variants.mask_sparsity)).c_str());
     std::fflush(stderr);
     std::vector<Timing> timings;
     // A grid's shapes past what one binding can reach are skipped (the library refuses them too).
@@ -312,13 +333,13 @@ int RunBench(const BenchOptions& o) {
       if (t.read_gbps > 0) std::snprintf(ceiling, sizeof(ceiling), "%9.1f %6.2f", t.read_gbps, t.kv_gbps / t.read_gbps);
       std::printf("%5u %4u %4u %6u %6u %4u %5s %9s %-12s %4s %-36s %10.3f %8.2f %9.1f %s\n", p.shape.batch,
                   p.shape.q_heads, p.shape.kv_heads, p.shape.q_len, p.shape.kv_len, p.shape.head_dim,
-                  p.dtype == DataType::kFloat16 ? "f16" : "f32", MaskName(p).c_str(), ScoreName(p).c_str(),
+                  p.dtype == DataType::kFloat16 ? "f16" : "f32", MaskName(p).c_str(), ScoreName(p, o.variants.mask_sparsity).c_str(),
                   t.mode.c_str(), t.kernel.c_str(), t.ms, t.tflops, t.kv_gbps, ceiling);
       std::fflush(stdout);
       rows.push_back({{"device", device}, {"B", p.shape.batch}, {"H", p.shape.q_heads}, {"Hkv", p.shape.kv_heads},
                       {"N", p.shape.q_len}, {"Nq", p.shape.q_len}, {"Nk", p.shape.kv_len}, {"D", p.shape.head_dim}, {"dtype", p.dtype == DataType::kFloat16 ? "f16" : "f32"},
                       {"causal", p.causal}, {"window", {p.window.left, p.window.right}}, {"softcap", p.softcap},
-                      {"alibi", p.alibi != AlibiSlopes::kNone}, {"sinks", p.sinks}, {"bias", p.mask.type != MaskType::kNone}, {"mode", t.mode}, {"kernel", t.kernel}, {"ms", t.ms},
+                      {"alibi", p.alibi != AlibiSlopes::kNone}, {"sinks", p.sinks}, {"bias", p.mask.type != MaskType::kNone}, {"mask_sparsity", o.variants.mask_sparsity}, {"mode", t.mode}, {"kernel", t.kernel}, {"ms", t.ms},
                       {"tflops", t.tflops}, {"kv_gbps", t.kv_gbps}, {"runs", t.runs}});
       if (t.read_gbps > 0) rows.back()["read_gbps"] = t.read_gbps;
     }

@@ -1,0 +1,51 @@
+// The mask's block summary (common/shader_interface.h, VKF_MASK_TILE_*): one bit per block of 16
+// rows x 16 keys of each mask head, 1 where the mask leaves some pair of the block open (an element
+// other than -inf, or a true). The attention kernels read it to skip tiles the mask closes (the
+// mask_closes_* functions in common/score_mod.glsl), as FlexAttention's block mask and llama.cpp's
+// mask pre-pass do. One workgroup writes one uint: 16 rows x 32 blocks of keys, each invocation two
+// columns of keys (coalesced reads), OR-ed into the word in shared memory. Dispatch: (uints per
+// block row, block rows, the mask's heads), before the kernels that read it.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_memory_scope_semantics : require  // a workgroup-scope shared-memory atomic
+#include "common/shader_interface.h"
+
+layout(local_size_x = VKF_MASK_TILES_WORKGROUP_SIZE) in;
+layout(push_constant) uniform PushBlock { MaskTilesPush pc; };
+
+#define VKF_MASK_ELEMENTS_BINDING VKF_MASK_TILES_BINDING_MASK
+#include "common/mask_elements.glsl"
+
+layout(std430, set = 0, binding = VKF_MASK_TILES_BINDING_SUMMARY) writeonly buffer summary_block { uint summary[]; };
+
+const uint KEYS_PER_WORD = 32u * VKF_MASK_TILE_KEYS;
+const uint KEY_COLUMNS = KEYS_PER_WORD / VKF_MASK_TILES_WORKGROUP_SIZE;  // per invocation
+
+shared uint open_blocks;
+
+void main() {
+  const uint word = gl_WorkGroupID.x, row_block = gl_WorkGroupID.y, mask_head = gl_WorkGroupID.z;
+  const uint lane = gl_LocalInvocationIndex;
+  if (lane == 0) open_blocks = 0;
+  barrier();
+
+  const uint head_base = mask_head * pc.rows * pc.keys;
+  uint bits = 0;
+  for (uint c = 0; c < KEY_COLUMNS; ++c) {
+    const uint offset = lane + c * VKF_MASK_TILES_WORKGROUP_SIZE;  // key within the word's keys
+    const uint key = word * KEYS_PER_WORD + offset;
+    if (key >= pc.keys) continue;
+    const uint row_end = min(pc.rows, (row_block + 1) * VKF_MASK_TILE_ROWS);
+    for (uint row = row_block * VKF_MASK_TILE_ROWS; row < row_end; ++row) {
+      if (mask_value(head_base + row * pc.keys + key) != NEG_INF) {
+        bits |= 1u << (offset / VKF_MASK_TILE_KEYS);
+        break;
+      }
+    }
+  }
+  // An order-independent OR. Workgroup scope: the default, device scope, needs
+  // vulkanMemoryModelDeviceScope where a Context enables the Vulkan memory model.
+  if (bits != 0) atomicOr(open_blocks, bits, gl_ScopeWorkgroup, 0, 0);
+  barrier();
+  if (lane == 0) summary[(mask_head * gl_NumWorkGroups.y + row_block) * gl_NumWorkGroups.x + word] = open_blocks;
+}
