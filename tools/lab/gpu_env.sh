@@ -1,5 +1,5 @@
 # Sourced on the GPU machine, from the project's root: the Vulkan loader and NVIDIA driver
-# (.gpu/env.sh, from ../shared/gpu/prepare.sh), libglvnd (.gl/: the driver fails to create an
+# (.gpu/env.sh, from the GPU recipe's prepare.sh), libglvnd (.gl/: the driver fails to create an
 # instance without it), bookworm's validation layer (VK_LAYER_PATH; vulkan-validationlayers in
 # .gpu/extra) and, where tools/lab/fetch-trixie-layer.sh filled .gpu/trixie, `trixie_run CMD...`:
 # CMD under trixie's loader and validation layer 1.4.309, which know VK_KHR_cooperative_matrix and
