@@ -6,6 +6,7 @@
 // and buffer checks.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -223,74 +224,99 @@ TEST_CASE("masks: a padding mask over a KV cache, decode and speculative rows", 
   }
 }
 
-// A mask of 16 x 16 blocks (the summary's), each block open or closed at random per head,
-// keys [128, 256) closed for every row; what is left open blocks about a fifth of its pairs.
+// A mask of 16 x 16 blocks (the summary's), each block open or closed at random per mask head,
+// keys [128, 256) closed for every row, and where the mask has rows and there are more than 140,
+// rows [0, 140) closed for every key (query tiles the mask closes whole); what is left open blocks
+// about a fifth of its pairs.
 std::vector<float> BlockSparseMask(const AttentionParams& p, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
   const AttentionShape& s = p.shape;
-  const bool boolean = p.mask.type == MaskType::kBool;
-  const uint32_t row_blocks = (s.q_len + 15) / 16, key_blocks = (s.kv_len + 15) / 16;
+  const AttentionMask& m = p.mask;
+  const bool boolean = m.type == MaskType::kBool;
+  const uint32_t rows = m.rows ? s.q_len : 1, keys = m.keys ? s.kv_len : 1;
+  const uint32_t row_blocks = (rows + 15) / 16, key_blocks = (keys + 15) / 16;
   std::vector<float> values(MaskElements(p));
-  for (uint32_t h = 0; h < s.q_heads; ++h) {
-    std::vector<bool> closed(uint64_t(row_blocks) * key_blocks);
-    for (uint64_t i = 0; i < closed.size(); ++i) closed[i] = uniform(rng) < 0.5f;
-    for (uint32_t i = 0; i < s.q_len; ++i)
-      for (uint32_t j = 0; j < s.kv_len; ++j) {
-        const bool blocked = closed[uint64_t(i / 16) * key_blocks + j / 16] || (j >= 128 && j < 256) || uniform(rng) < 0.2f;
-        const float bias = blocked ? -kInf : tools::RoundToHalf(uniform(rng) * 2.0f - 1.0f);
-        values[tools::MaskIndex(p, 0, h, i, j)] = boolean ? (blocked ? 0.0f : 1.0f) : bias;
-      }
-  }
+  for (uint32_t b = 0; b < (m.batch ? s.batch : 1); ++b)
+    for (uint32_t h = 0; h < (m.heads ? s.q_heads : 1); ++h) {
+      std::vector<bool> closed(uint64_t(row_blocks) * key_blocks);
+      for (uint64_t i = 0; i < closed.size(); ++i) closed[i] = uniform(rng) < 0.5f;
+      for (uint32_t i = 0; i < rows; ++i)
+        for (uint32_t j = 0; j < keys; ++j) {
+          const bool blocked = closed[uint64_t(i / 16) * key_blocks + j / 16] || (j >= 128 && j < 256) ||
+                               (rows > 140 && i < 140) || uniform(rng) < 0.2f;
+          const float bias = blocked ? -kInf : tools::RoundToHalf(uniform(rng) * 2.0f - 1.0f);
+          values[tools::MaskIndex(p, b, h, i, j)] = boolean ? (blocked ? 0.0f : 1.0f) : bias;
+        }
+    }
   return values;
+}
+
+// NaN in the K and V rows of keys [128, 256) of every batch entry and KV head.
+void PoisonClosedKeys(const AttentionShape& shape, std::vector<float>* k, std::vector<float>* v) {
+  for (uint32_t b = 0; b < shape.batch; ++b)
+    for (uint32_t h = 0; h < shape.kv_heads; ++h)
+      for (uint32_t j = 128; j < std::min(256u, shape.kv_len); ++j)
+        for (uint32_t d = 0; d < shape.head_dim; ++d) {
+          const uint64_t at = ((uint64_t(b) * shape.kv_heads + h) * shape.kv_len + j) * shape.head_dim + d;
+          (*k)[at] = (*v)[at] = std::numeric_limits<float>::quiet_NaN();
+        }
 }
 
 TEST_CASE("masks: tiles the mask closes are skipped, their K and V never read", "[forward][backward][mask]") {
   // NaN in the K and V rows of keys [128, 256), which the mask closes for every row: a kernel
   // that visited their tiles would multiply them by P = 0 and return NaN; one that skips them
   // matches the reference (which never reads blocked keys). Prefill shapes (every family's tiles,
-  // row tiles that end inside a block) and decode shapes (the tensor-core decode kernel's tiles;
-  // the register decode kernel selects instead of multiplying, so there this shows only that its
-  // skipping keeps the results).
+  // row tiles that end inside a block, query tiles the mask closes whole) and decode shapes (the
+  // tensor-core decode kernel's tiles; the register decode kernel selects instead of multiplying,
+  // so there this shows only that its skipping keeps the results). Masks per head, and per batch
+  // entry without heads (one walk for every packed head in the decode kernels).
   Context& context = SharedContext(Knobs::kDevice);
-  const float nan = std::numeric_limits<float>::quiet_NaN();
   uint32_t seed = 26000;
-  // The last shape runs the kernels' walks over the summary past one group of 32 blocks (512 rows
-  // or keys) in both directions.
-  for (const AttentionShape& shape : std::vector<AttentionShape>{{1, 4, 2, 150, 400, 64}, {1, 8, 2, 1, 600, 128},
-                                                                 {1, 4, 1, 3, 300, 64}, {1, 2, 2, 70, 290, 128},
-                                                                 {1, 2, 1, 600, 1100, 32}}) {
+  struct Case {
+    AttentionShape shape;
+    AttentionMask mask;
+  };
+  std::vector<Case> cases;
+  // The fifth shape runs the kernels' walks over the summary past one group of 32 blocks (512
+  // rows or keys) in both directions.
+  for (const AttentionShape& shape : {AttentionShape{1, 4, 2, 150, 400, 64}, AttentionShape{1, 8, 2, 1, 600, 128},
+                                      AttentionShape{1, 4, 1, 3, 300, 64}, AttentionShape{1, 2, 2, 70, 290, 128},
+                                      AttentionShape{1, 2, 1, 600, 1100, 32}}) {
     for (MaskType type : {MaskType::kBool, MaskType::kFloat32, MaskType::kFloat16}) {
-      for (bool causal : {false, true}) {
-        AttentionParams p = MakeParams(shape, DataType::kFloat16, causal);
-        p.mask = Mask(type, false, true, true, true);
-        INFO(Describe(p));
-        ScoreValues values;
-        values.mask = BlockSparseMask(p, seed);
-        std::vector<float> q = RandomValues(shape.q_elements(), p.dtype, seed + 1);
-        std::vector<float> k = RandomValues(shape.kv_elements(), p.dtype, seed + 2);
-        std::vector<float> v = RandomValues(shape.kv_elements(), p.dtype, seed + 3);
-        const std::vector<float> d_o = RandomValues(shape.q_elements(), p.dtype, seed + 4);
-        for (uint32_t h = 0; h < shape.kv_heads; ++h)
-          for (uint32_t j = 128; j < 256; ++j)
-            for (uint32_t d = 0; d < shape.head_dim; ++d) {
-              const uint64_t at = (uint64_t(h) * shape.kv_len + j) * shape.head_dim + d;
-              k[at] = v[at] = nan;
-            }
-        const ForwardRun forward = RunForwardWith(context, p, q, k, v, values);
-        CHECK(forward.o_error <= ForwardTolerance(p.dtype));
-        CHECK(forward.lse_error <= ForwardTolerance(p.dtype));
-        RequireDecodeWhereUsed(context, p);
-        if (shape.q_len > 1) {
-          const BackwardRun backward = RunBackwardWith(context, p, q, k, v, d_o, values);
-          CHECK(backward.dq_error <= BackwardTolerance(p.dtype));
-          CHECK(backward.dk_error <= BackwardTolerance(p.dtype));
-          CHECK(backward.dv_error <= BackwardTolerance(p.dtype));
-          if (p.mask.additive()) CHECK(backward.dbias_error <= BackwardTolerance(p.dtype));
-        }
-        RequireNoValidationMessages();
-        seed += 5;
+      cases.push_back({shape, Mask(type, false, true, true, true)});
+    }
+  }
+  for (const AttentionShape& shape : {AttentionShape{2, 4, 2, 150, 400, 64}, AttentionShape{2, 8, 2, 1, 600, 128},
+                                      AttentionShape{2, 4, 1, 3, 300, 64}}) {
+    cases.push_back({shape, Mask(MaskType::kFloat16, true, false, true, true)});
+    cases.push_back({shape, Mask(MaskType::kBool, true, false, false, true)});
+  }
+  for (const Case& c : cases) {
+    for (bool causal : {false, true}) {
+      AttentionParams p = MakeParams(c.shape, DataType::kFloat16, causal);
+      p.mask = c.mask;
+      INFO(Describe(p) << MaskName(p.mask));
+      ScoreValues values;
+      values.mask = BlockSparseMask(p, seed);
+      std::vector<float> q = RandomValues(c.shape.q_elements(), p.dtype, seed + 1);
+      std::vector<float> k = RandomValues(c.shape.kv_elements(), p.dtype, seed + 2);
+      std::vector<float> v = RandomValues(c.shape.kv_elements(), p.dtype, seed + 3);
+      const std::vector<float> d_o = RandomValues(c.shape.q_elements(), p.dtype, seed + 4);
+      PoisonClosedKeys(c.shape, &k, &v);
+      const ForwardRun forward = RunForwardWith(context, p, q, k, v, values);
+      CHECK(forward.o_error <= ForwardTolerance(p.dtype));
+      CHECK(forward.lse_error <= ForwardTolerance(p.dtype));
+      RequireDecodeWhereUsed(context, p);
+      if (c.shape.q_len > 1) {
+        const BackwardRun backward = RunBackwardWith(context, p, q, k, v, d_o, values);
+        CHECK(backward.dq_error <= BackwardTolerance(p.dtype));
+        CHECK(backward.dk_error <= BackwardTolerance(p.dtype));
+        CHECK(backward.dv_error <= BackwardTolerance(p.dtype));
+        if (p.mask.additive()) CHECK(backward.dbias_error <= BackwardTolerance(p.dtype));
       }
+      RequireNoValidationMessages();
+      seed += 5;
     }
   }
 }
@@ -387,6 +413,24 @@ TEST_CASE("mask parameters and buffers: checked, and refused before anything run
   CHECK(after == marked);
   REQUIRE(context.Download(dq.view(), after.data(), after.size()).ok());
   CHECK(after == marked);
+  // A call with nothing to compute (no query rows, no keys) refuses stray views the same way.
+  AttentionParams empty = MakeParams({2, 4, 2, 0, 0, 16}, DataType::kFloat32, false);
+  ForwardBuffers empty_forward{q.view(), k.view(), v.view(), o.view(), lse.view()};
+  CHECK(context.Forward(empty, empty_forward).ok());
+  empty_forward.mask = mask.view();
+  CHECK(context.Forward(empty, empty_forward).code() == ErrorCode::kInvalidArgument);
+  BackwardBuffers empty_backward{q.view(), k.view(), v.view(), o.view(), lse.view(), d_o.view(), dq.view(), dk.view(), dv.view()};
+  CHECK(context.Backward(empty, empty_backward).ok());
+  for (const auto& [what, stray] : {std::pair{"mask", &BackwardBuffers::mask}, {"dbias", &BackwardBuffers::dbias},
+                                    {"dsinks", &BackwardBuffers::dsinks}}) {
+    INFO("a stray " << what << " view on an empty call");
+    BackwardBuffers b = empty_backward;
+    b.*stray = mask.view();
+    CHECK(context.Backward(empty, b).code() == ErrorCode::kInvalidArgument);
+  }
+  empty.mask = Mask(MaskType::kBool, true, true, true, true);
+  empty_backward.dbias = dbias.view();
+  CHECK(context.Backward(empty, empty_backward).code() == ErrorCode::kInvalidArgument);  // no gradient
   // With the buffers it needs, the same call runs.
   ForwardBuffers f{q.view(), k.view(), v.view(), o.view(), lse.view()};
   f.mask = mask.view();

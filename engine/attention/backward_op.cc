@@ -128,6 +128,16 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   const bool write_dsinks = params.sinks && !buffers.dsinks.empty();
   const bool additive_mask = params.mask.additive();
   const bool write_dbias = additive_mask && !buffers.dbias.empty() && MaskElements(params) > 0;
+  // Views given without their variant are refused even where there is nothing to compute.
+  VKF_RETURN_IF_ERROR(CheckNoStrayScoreModViews(params, buffers.alibi_slopes, buffers.sinks, buffers.mask));
+  if (!params.sinks && !buffers.dsinks.empty()) {
+    return Status::Error(ErrorCode::kInvalidArgument, "buffer 'dsinks' is given but the call has no sinks (params.sinks)");
+  }
+  if (!additive_mask && !buffers.dbias.empty()) {
+    return Status::Error(ErrorCode::kInvalidArgument, params.mask.type == MaskType::kBool
+                                                          ? "buffer 'dbias' is given but a boolean mask has no gradient"
+                                                          : "buffer 'dbias' is given but the call has no mask (params.mask)");
+  }
   if (!has_queries && !has_keys && !write_dsinks && !write_dbias) return Status::Ok();
 
   const bool aligned = VectorAligned({buffers.q, buffers.k, buffers.v, buffers.d_o, buffers.dq, buffers.dk, buffers.dv}) &&
@@ -172,18 +182,12 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   if (write_dsinks) {
     VKF_RETURN_IF_ERROR(CheckViews(info_, {dsinks}));
     outputs.push_back(dsinks);
-  } else if (!buffers.dsinks.empty()) {
-    return Status::Error(ErrorCode::kInvalidArgument, "buffer 'dsinks' is given but the call has no sinks (params.sinks)");
   }
   // The bias's gradient (an additive mask's only: a boolean mask has none).
   const NamedView dbias{"dbias", buffers.dbias, MaskElements(params) * sizeof(float)};
   if (write_dbias) {
     VKF_RETURN_IF_ERROR(CheckViews(info_, {dbias}));
     outputs.push_back(dbias);
-  } else if (!buffers.dbias.empty() && !additive_mask) {
-    return Status::Error(ErrorCode::kInvalidArgument, params.mask.type == MaskType::kBool
-                                                          ? "buffer 'dbias' is given but a boolean mask has no gradient"
-                                                          : "buffer 'dbias' is given but the call has no mask (params.mask)");
   }
   VKF_RETURN_IF_ERROR(CheckNoOverlap(outputs, inputs));
   const KernelChoice dbias_kernel = DbiasChoice(params);
@@ -274,11 +278,12 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   const bool summarize_mask = parts.mask_tiles_bytes > 0 && has_queries && has_keys;
   bindings[VKF_BWD_BINDING_MASK_TILES] =
       summarize_mask ? WorkspacePart(workspace.view, parts.mask_tiles_offset, parts.mask_tiles_bytes) : q.view;
-  if (!table.empty()) RecordSequenceTable(cmd, call, table);
-  // The mask's block summary: read by the gradient kernels, after the preprocess's barrier.
+  // The mask's block summary (read by the gradient kernels, after the preprocess's barrier) first:
+  // where it fails (its limits), nothing has been recorded.
   if (summarize_mask) {
     VKF_RETURN_IF_ERROR(mask_tiles_->Record(cmd, call, buffers.mask, bindings[VKF_BWD_BINDING_MASK_TILES]));
   }
+  if (!table.empty()) RecordSequenceTable(cmd, call, table);
   const gpu::AttentionPush push = MakeAttentionPush(call);
 
   // Descriptors stay bound across the three pipelines (one layout).

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "util/status_macros.h"
+
 namespace vkflash::attention {
 namespace {
 
@@ -59,9 +61,8 @@ Status CheckNoOverlap(const std::vector<NamedView>& outputs, const std::vector<N
   return Status::Ok();
 }
 
-Result<std::vector<NamedView>> CheckScoreModViews(const DeviceInfo& device, const AttentionParams& params,
-                                                  const BufferView& alibi_slopes, const BufferView& sinks,
-                                                  const BufferView& mask) {
+Status CheckNoStrayScoreModViews(const AttentionParams& params, const BufferView& alibi_slopes, const BufferView& sinks,
+                                 const BufferView& mask) {
   if (params.alibi == AlibiSlopes::kNone && !alibi_slopes.empty()) {
     return Status::Error(ErrorCode::kInvalidArgument, "buffer 'alibi_slopes' is given but the call has no ALiBi (params.alibi)");
   }
@@ -71,6 +72,13 @@ Result<std::vector<NamedView>> CheckScoreModViews(const DeviceInfo& device, cons
   if (params.mask.type == MaskType::kNone && !mask.empty()) {
     return Status::Error(ErrorCode::kInvalidArgument, "buffer 'mask' is given but the call has no mask (params.mask)");
   }
+  return Status::Ok();
+}
+
+Result<std::vector<NamedView>> CheckScoreModViews(const DeviceInfo& device, const AttentionParams& params,
+                                                  const BufferView& alibi_slopes, const BufferView& sinks,
+                                                  const BufferView& mask) {
+  VKF_RETURN_IF_ERROR(CheckNoStrayScoreModViews(params, alibi_slopes, sinks, mask));
   const uint64_t heads = params.shape.q_heads;
   std::vector<NamedView> views;
   if (params.alibi == AlibiSlopes::kPerHead) views.push_back({"alibi_slopes", alibi_slopes, heads * sizeof(float)});

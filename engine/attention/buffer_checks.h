@@ -26,11 +26,15 @@ Status CheckViews(const DeviceInfo& device, const std::vector<NamedView>& views)
 // workgroups write outputs.
 Status CheckNoOverlap(const std::vector<NamedView>& outputs, const std::vector<NamedView>& inputs);
 
-// The score modifiers' views a call reads (AttentionParams::alibi, sinks, mask), checked as
-// CheckViews does: float32 slopes, [Hq] or [B, Hq], sink logits, [Hq], and the mask (MaskBytes). A
-// slopes, sinks or mask view on a call without that variant is an error, not silently ignored (a
-// forgotten flag would otherwise compute plain attention). Returns the views the call reads (none
-// without variants).
+// A slopes, sinks or mask view on a call without that variant (AttentionParams::alibi, sinks,
+// mask) is an error, not silently ignored: a forgotten flag would otherwise compute plain
+// attention. Checked by every call, even one with nothing to compute.
+Status CheckNoStrayScoreModViews(const AttentionParams& params, const BufferView& alibi_slopes, const BufferView& sinks,
+                                 const BufferView& mask);
+
+// The score modifiers' views a call reads, checked as CheckViews does: float32 slopes, [Hq] or
+// [B, Hq], sink logits, [Hq], and the mask (MaskBytes); and CheckNoStrayScoreModViews. Returns the
+// views the call reads (none without variants).
 Result<std::vector<NamedView>> CheckScoreModViews(const DeviceInfo& device, const AttentionParams& params,
                                                   const BufferView& alibi_slopes, const BufferView& sinks,
                                                   const BufferView& mask);

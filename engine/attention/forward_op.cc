@@ -119,6 +119,7 @@ Result<KernelChoice> ForwardOperator::Choose(const AttentionParams& params) cons
 Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& params, const ForwardBuffers& buffers,
                                const BufferView& stats_view) {
   VKF_ASSIGN_OR_RETURN(const CallLayout call, ResolveCallLayout(params, /*backward=*/false));
+  VKF_RETURN_IF_ERROR(CheckNoStrayScoreModViews(params, buffers.alibi_slopes, buffers.sinks, buffers.mask));
   const AttentionShape& shape = call.planning.shape;  // lengths: the longest sequence's
   if (shape.q_elements() == 0) return Status::Ok();   // nothing to compute (no batch or no query rows)
 
@@ -215,16 +216,17 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
     bindings[VKF_FWD_BINDING_O_STATE] = WorkspacePart(buffers.workspace, state.o_offset, state.o_bytes);
     bindings[VKF_FWD_BINDING_ROW_STATE] = WorkspacePart(buffers.workspace, state.row_offset, state.row_bytes);
   }
-  if (state.table_bytes > 0) {
-    bindings[VKF_FWD_BINDING_SEQUENCES] = WorkspacePart(buffers.workspace, state.table_offset, state.table_bytes);
-    RecordSequenceTable(cmd, call, bindings[VKF_FWD_BINDING_SEQUENCES]);
-  }
+  // The mask's block summary first: where it fails (its limits), nothing has been recorded.
   if (state.mask_tiles_bytes > 0) {  // the kernels skip the tiles the summary shows closed
     bindings[VKF_FWD_BINDING_MASK_TILES] =
         WorkspacePart(buffers.workspace, state.mask_tiles_offset, state.mask_tiles_bytes);
     VKF_RETURN_IF_ERROR(mask_tiles_->Record(cmd, call, buffers.mask, bindings[VKF_FWD_BINDING_MASK_TILES]));
     vk::MemoryBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
+  }
+  if (state.table_bytes > 0) {
+    bindings[VKF_FWD_BINDING_SEQUENCES] = WorkspacePart(buffers.workspace, state.table_offset, state.table_bytes);
+    RecordSequenceTable(cmd, call, bindings[VKF_FWD_BINDING_SEQUENCES]);
   }
   gpu::AttentionPush push = MakeAttentionPush(call);
   push.split_keys = split_keys;

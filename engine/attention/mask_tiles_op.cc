@@ -1,5 +1,6 @@
 #include "attention/mask_tiles_op.h"
 
+#include <algorithm>
 #include <array>
 
 #include "attention/kernel_constants.h"
@@ -42,12 +43,10 @@ Status MaskTilesOperator::Record(VkCommandBuffer cmd, const CallLayout& call, co
                                  const BufferView& summary) {
   const SummaryGrid grid = GridOf(call);
   if (grid.words() == 0) return Status::Ok();
-  if (VKF_MASK_TILES_WORKGROUP_SIZE > info_.max_workgroup_invocations) {
-    return Status::Error(ErrorCode::kUnsupported, "the mask's summary needs 256 invocations per workgroup");
-  }
-  if (grid.words_per_row > info_.max_workgroup_count[0] || grid.block_rows > info_.max_workgroup_count[1] ||
-      grid.heads > info_.max_workgroup_count[2]) {
-    return Status::Error(ErrorCode::kUnsupported, "the mask's keys / rows / heads exceed maxComputeWorkGroupCount");
+  // 128 invocations run everywhere (Vulkan's minimum); the heads go in several dispatches where
+  // they exceed the z count, as the attention kernels' batch x heads does not.
+  if (grid.words_per_row > info_.max_workgroup_count[0] || grid.block_rows > info_.max_workgroup_count[1]) {
+    return Status::Error(ErrorCode::kUnsupported, "the mask's keys / rows exceed maxComputeWorkGroupCount");
   }
   const vk::ShaderBlob* shader = vk::FindShader("mask_tiles");
   if (shader == nullptr) return Status::Error(ErrorCode::kUnsupported, "the mask summary's kernel is not built");
@@ -56,14 +55,18 @@ Status MaskTilesOperator::Record(VkCommandBuffer cmd, const CallLayout& call, co
   spec[VKF_SPEC_MASK_DIMS] = call.mask.dims;
   VKF_ASSIGN_OR_RETURN(VkPipeline pipeline, pipelines_.Get(*shader, layout_->pipeline_layout(), spec));
 
-  const gpu::MaskTilesPush push{call.mask.mask_rows(), call.mask.mask_keys()};
   std::array<BufferView, VKF_MASK_TILES_BINDING_COUNT> bindings;
   bindings[VKF_MASK_TILES_BINDING_MASK] = mask;
   bindings[VKF_MASK_TILES_BINDING_SUMMARY] = summary;
   vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
   VKF_RETURN_IF_ERROR(layout_->BindBuffers(cmd, bindings));
-  vkCmdPushConstants(cmd, layout_->pipeline_layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
-  vkCmdDispatch(cmd, uint32_t(grid.words_per_row), uint32_t(grid.block_rows), uint32_t(grid.heads));
+  const uint64_t heads_per_dispatch = info_.max_workgroup_count[2];
+  for (uint64_t head0 = 0; head0 < grid.heads; head0 += heads_per_dispatch) {
+    const gpu::MaskTilesPush push{call.mask.mask_rows(), call.mask.mask_keys(), uint32_t(head0)};
+    vkCmdPushConstants(cmd, layout_->pipeline_layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
+    vkCmdDispatch(cmd, uint32_t(grid.words_per_row), uint32_t(grid.block_rows),
+                  uint32_t(std::min(heads_per_dispatch, grid.heads - head0)));
+  }
   return Status::Ok();
 }
 

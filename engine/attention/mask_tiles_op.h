@@ -1,7 +1,7 @@
 // The mask's block summary (shaders/scalar/attention_mask_tiles.comp): one bit per 16 x 16 block
 // of each mask head, whether the mask leaves some pair of it open. The forward and backward
 // operators record it into their workspace before their kernels, which skip the tiles whose blocks
-// are all closed (mask_blocks_tile in shaders/common/score_mod.glsl).
+// are all closed (the mask_closes_* functions in shaders/common/score_mod.glsl).
 #pragma once
 
 #include <vkflash/device_info.hpp>

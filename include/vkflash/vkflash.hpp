@@ -481,8 +481,9 @@ class Context {
   Result<BackwardKernelChoice> ChooseBackwardKernels(const AttentionParams& params) const;
 
   // Records the backward pass (FlashAttention-2: P recomputed from Q, K and LSE; no N x N
-  // buffer): a preprocess dispatch, a barrier, then the dK/dV and dQ dispatches (with atomic dQ:
-  // the dK/dV dispatch, a barrier and one that stores dQ). Deterministic unless
+  // buffer): with a mask its block summary first, a preprocess dispatch, a barrier, then the dK/dV
+  // and dQ dispatches (with atomic dQ: the dK/dV dispatch, a barrier and one that stores dQ), and
+  // where asked for, the sinks' and the bias's gradient kernels after a barrier. Deterministic unless
   // params.deterministic is false: no atomics, the same inputs give bit-identical gradients. The
   // caller's barriers are as for RecordForward (inputs: q, k, v, o, lse, d_o; outputs: dq, dk, dv
   // and the workspace).

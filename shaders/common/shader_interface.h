@@ -155,7 +155,7 @@ using uint = std::uint32_t;
 #define VKF_MASK_TILES_BINDING_MASK 0
 #define VKF_MASK_TILES_BINDING_SUMMARY 1
 #define VKF_MASK_TILES_BINDING_COUNT 2
-#define VKF_MASK_TILES_WORKGROUP_SIZE 256u  // each workgroup: one uint, 16 rows x 512 keys
+#define VKF_MASK_TILES_WORKGROUP_SIZE 128u  // each workgroup: one uint, 16 rows x 512 keys (128: every device)
 
 // The read-bandwidth probe (shaders/probes/read_stream.comp): a source of 16-byte words, and a sink
 // where each workgroup writes the XOR of the words it read (16 bytes each).
@@ -221,11 +221,13 @@ struct AttentionPush {
   uint mask_kv_len;
 };
 
-// The mask summary's kernel: the mask's own extents of rows and keys (1 where it broadcasts).
-// Dispatched (words per block row, block rows, the mask's heads).
+// The mask summary's kernel: the mask's own extents of rows and keys (1 where it broadcasts), and
+// the first mask head of the dispatch (its batch x heads, C order). Dispatched (words per block
+// row, block rows, mask heads), in several dispatches where the heads exceed the device's z count.
 struct MaskTilesPush {
   uint rows;
   uint keys;
+  uint head0;
 };
 
 struct ReadStreamPush {

@@ -132,6 +132,8 @@ void main() {
   const uint kv_end = visible_kv_end(q_begin, q_end, q_len, kv_len);
   CrossedRuns crossed = no_crossed_tiles(kv_first, kv_len);  // where V was zeroed
   MaskWalk closed_keys = mask_walk();  // the tiles the mask closes, read as the loop goes
+  // Whether a step ran (its barriers made nonfinite_v's zero visible): a mask can close every tile.
+  bool staged = false;
   [[dont_unroll]] for (uint kv_begin = kv_first; kv_begin < kv_end; kv_begin += BLOCK_KV) {
     if (mask_closes_keys(closed_keys, mask_summary, q_begin, q_end, kv_begin, min(kv_begin + BLOCK_KV, kv_len))) {
       // Skipped, its place in the crossed runs kept: the fix-ups read the runs as without a mask.
@@ -140,6 +142,7 @@ void main() {
       }
       continue;
     }
+    staged = true;
     // stage this step's K and V rows: read them while waiting for every matrix load of the
     // previous step, then store (zeroing V's infinities and NaNs where the band's edge crosses
     // the tile)
@@ -177,7 +180,7 @@ void main() {
   // flag was raised before the last step's second barrier; common/nonfinite.glsl). The whole
   // workgroup does it on the stored O, element by element: any per-element operation on an O-shaped
   // matrix, even after the loop, cost the H100 3.5% at D=128 (docs/tuning-log.md). inf / l is inf.
-  if (kv_first < kv_end && nonfinite_v != 0) {
+  if (staged && nonfinite_v != 0) {
     controlBarrier(gl_ScopeWorkgroup, gl_ScopeWorkgroup, gl_StorageSemanticsBuffer,
                    gl_SemanticsAcquireRelease | gl_SemanticsMakeAvailable | gl_SemanticsMakeVisible);
     for (uint e = gl_LocalInvocationIndex; e < BLOCK_Q * HEAD_DIM; e += WORKGROUP_SIZE) {

@@ -143,56 +143,48 @@ void main() {
                                                       next_key0, min(next_key0 + KEYS_PER_STEP, key_end));
     uvec4 k_next[KEYS_PER_STEP][U4_PER_THREAD], v_next[KEYS_PER_STEP][U4_PER_THREAD];
     if (!next_closed) load_step(next_key0, key_end, k_base, k_stride, v_base, v_stride, lane, k_next, v_next);
-    if (closed) {  // nothing to add: take the next step's words
+    if (!closed) {  // a step the mask closes adds nothing
+      float s[KEYS_PER_STEP][ROWS];
       [[unroll]] for (uint u = 0; u < KEYS_PER_STEP; ++u) {
-        [[unroll]] for (uint c = 0; c < U4_PER_THREAD; ++c) {
-          k_words[u][c] = k_next[u][c];
-          v_words[u][c] = v_next[u][c];
+        vec4 k_cols[2 * U4_PER_THREAD];
+        [[unroll]] for (uint c = 0; c < U4_PER_THREAD; ++c) unpack8(k_words[u][c], k_cols[2 * c], k_cols[2 * c + 1]);
+        [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+          float dot_part = 0.0;
+          [[unroll]] for (uint c = 0; c < 2 * U4_PER_THREAD; ++c) dot_part += dot(q[r][c], k_cols[c]);
+          [[unroll]] for (uint m = 1; m < T; m <<= 1) dot_part += subgroupShuffleXor(dot_part, m);
+          // Masked (past the split, outside the row's band, a padding row) or a score of -inf: no effect.
+          const uint key = key0 + u;
+          const bool visible = key < key_end && r < rows && key_visible(q_row[r], key, q_len, seq.kv_len);
+          if (scores_modified()) dot_part = score_mod(dot_part, modifiers[r], q_row[r], key, q_len, seq.kv_len);
+          s[u][r] = visible ? dot_part : NEG_INF;
         }
       }
-      closed = next_closed;
-      continue;
-    }
-    float s[KEYS_PER_STEP][ROWS];
-    [[unroll]] for (uint u = 0; u < KEYS_PER_STEP; ++u) {
-      vec4 k_cols[2 * U4_PER_THREAD];
-      [[unroll]] for (uint c = 0; c < U4_PER_THREAD; ++c) unpack8(k_words[u][c], k_cols[2 * c], k_cols[2 * c + 1]);
+      // Online softmax, branch-free: a row that has seen nothing yet keeps O = 0 and sum 0.
+      float p[KEYS_PER_STEP][ROWS];
       [[unroll]] for (uint r = 0; r < ROWS; ++r) {
-        float dot_part = 0.0;
-        [[unroll]] for (uint c = 0; c < 2 * U4_PER_THREAD; ++c) dot_part += dot(q[r][c], k_cols[c]);
-        [[unroll]] for (uint m = 1; m < T; m <<= 1) dot_part += subgroupShuffleXor(dot_part, m);
-        // Masked (past the split, outside the row's band, a padding row) or a score of -inf: no effect.
-        const uint key = key0 + u;
-        const bool visible = key < key_end && r < rows && key_visible(q_row[r], key, q_len, seq.kv_len);
-        if (scores_modified()) dot_part = score_mod(dot_part, modifiers[r], q_row[r], key, q_len, seq.kv_len);
-        s[u][r] = visible ? dot_part : NEG_INF;
+        float step_max = s[0][r];
+        [[unroll]] for (uint u = 1; u < KEYS_PER_STEP; ++u) step_max = max_keeping_nan(step_max, s[u][r]);
+        const float new_max = max_keeping_nan(row_max[r], step_max);
+        const float base = new_max == NEG_INF ? 0.0 : new_max;  // exp2(-inf - base) = 0, never NaN
+        const float rescale = exp2(row_max[r] - base);          // 0 the first time
+        row_sum[r] *= rescale;
+        [[unroll]] for (uint c = 0; c < 2 * U4_PER_THREAD; ++c) o[r][c] *= rescale;
+        [[unroll]] for (uint u = 0; u < KEYS_PER_STEP; ++u) {
+          p[u][r] = exp2(s[u][r] - base);  // 0 where masked; NaN for a NaN or +inf score, as the contract says
+          row_sum[r] += p[u][r];
+        }
+        row_max[r] = new_max;
       }
-    }
-    // Online softmax, branch-free: a row that has seen nothing yet keeps O = 0 and sum 0.
-    float p[KEYS_PER_STEP][ROWS];
-    [[unroll]] for (uint r = 0; r < ROWS; ++r) {
-      float step_max = s[0][r];
-      [[unroll]] for (uint u = 1; u < KEYS_PER_STEP; ++u) step_max = max_keeping_nan(step_max, s[u][r]);
-      const float new_max = max_keeping_nan(row_max[r], step_max);
-      const float base = new_max == NEG_INF ? 0.0 : new_max;  // exp2(-inf - base) = 0, never NaN
-      const float rescale = exp2(row_max[r] - base);          // 0 the first time
-      row_sum[r] *= rescale;
-      [[unroll]] for (uint c = 0; c < 2 * U4_PER_THREAD; ++c) o[r][c] *= rescale;
       [[unroll]] for (uint u = 0; u < KEYS_PER_STEP; ++u) {
-        p[u][r] = exp2(s[u][r] - base);  // 0 where masked; NaN for a NaN or +inf score, as the contract says
-        row_sum[r] += p[u][r];
-      }
-      row_max[r] = new_max;
-    }
-    [[unroll]] for (uint u = 0; u < KEYS_PER_STEP; ++u) {
-      [[unroll]] for (uint c = 0; c < U4_PER_THREAD; ++c) {
-        vec4 lo, hi;
-        unpack8(v_words[u][c], lo, hi);
-        [[unroll]] for (uint r = 0; r < ROWS; ++r) {
-          // A masked key's V never enters (a select, not a product with 0): it may hold inf or NaN.
-          const bool seen = s[u][r] != NEG_INF;
-          o[r][2 * c] = seen ? o[r][2 * c] + p[u][r] * lo : o[r][2 * c];
-          o[r][2 * c + 1] = seen ? o[r][2 * c + 1] + p[u][r] * hi : o[r][2 * c + 1];
+        [[unroll]] for (uint c = 0; c < U4_PER_THREAD; ++c) {
+          vec4 lo, hi;
+          unpack8(v_words[u][c], lo, hi);
+          [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+            // A masked key's V never enters (a select, not a product with 0): it may hold inf or NaN.
+            const bool seen = s[u][r] != NEG_INF;
+            o[r][2 * c] = seen ? o[r][2 * c] + p[u][r] * lo : o[r][2 * c];
+            o[r][2 * c + 1] = seen ? o[r][2 * c + 1] + p[u][r] * hi : o[r][2 * c + 1];
+          }
         }
       }
     }

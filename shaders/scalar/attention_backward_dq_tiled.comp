@@ -164,7 +164,6 @@ void main() {
   }
 
   const ScoreHead modifiers = score_head(batch, head);
-
   const uint mask_summary = mask_summary_base(batch, head);  // for the tiles the mask closes
   // Tiles wholly outside the rows' band are never visited; a chunk visits its own keys only.
   const uint kv_first = first_visible_kv_tile(q_begin, BLOCK_KV, q_len, kv_len);

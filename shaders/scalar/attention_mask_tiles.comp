@@ -2,9 +2,9 @@
 // rows x 16 keys of each mask head, 1 where the mask leaves some pair of the block open (an element
 // other than -inf, or a true). The attention kernels read it to skip tiles the mask closes (the
 // mask_closes_* functions in common/score_mod.glsl), as FlexAttention's block mask and llama.cpp's
-// mask pre-pass do. One workgroup writes one uint: 16 rows x 32 blocks of keys, each invocation two
-// columns of keys (coalesced reads), OR-ed into the word in shared memory. Dispatch: (uints per
-// block row, block rows, the mask's heads), before the kernels that read it.
+// mask pre-pass do. One workgroup writes one uint: 16 rows x 32 blocks of keys, each invocation
+// four columns of keys (coalesced reads), OR-ed into the word in shared memory. Dispatch: (uints
+// per block row, block rows, mask heads from pc.head0), before the kernels that read it.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_memory_scope_semantics : require  // a workgroup-scope shared-memory atomic
@@ -24,7 +24,7 @@ const uint KEY_COLUMNS = KEYS_PER_WORD / VKF_MASK_TILES_WORKGROUP_SIZE;  // per 
 shared uint open_blocks;
 
 void main() {
-  const uint word = gl_WorkGroupID.x, row_block = gl_WorkGroupID.y, mask_head = gl_WorkGroupID.z;
+  const uint word = gl_WorkGroupID.x, row_block = gl_WorkGroupID.y, mask_head = pc.head0 + gl_WorkGroupID.z;
   const uint lane = gl_LocalInvocationIndex;
   if (lane == 0) open_blocks = 0;
   barrier();
