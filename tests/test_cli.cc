@@ -468,6 +468,22 @@ TEST_CASE("CLI --mask and --dbias: broadcast masks of each type, and bad ones re
   CHECK(dbias->shape == std::vector<uint64_t>{8, 10});  // the mask's own shape
   CHECK(dbias->dtype == DataType::kFloat32);
 
+  // A 0-d bias broadcasts to every pair, as NumPy's scalars do: O as without it (the softmax does
+  // not see a constant), a gradient of 0-d shape (0 in exact arithmetic).
+  WriteFloats("bias_0d.npy", {}, {0.75f});
+  REQUIRE(RunCli("forward" + io + " --out " + Path("o_plain.npy")).exit_code == 0);
+  REQUIRE(RunCli("forward" + io + " --out " + Path("o_scalar.npy") + " --mask " + Path("bias_0d.npy")).exit_code == 0);
+  const std::vector<float> o_plain = ReadFloats("o_plain.npy");
+  CHECK(tools::RelativeError(ReadFloats("o_scalar.npy"), std::vector<double>(o_plain.begin(), o_plain.end())) <= 2e-6);
+  const CliResult scalar = RunCli("backward" + io + grads + " --mask " + Path("bias_0d.npy") + " --dbias " +
+                                  Path("dbias_0d.npy"));
+  INFO(scalar.err);
+  REQUIRE(scalar.exit_code == 0);
+  auto dbias_0d = tools::ReadNpy(Path("dbias_0d.npy"));
+  REQUIRE(dbias_0d.ok());
+  CHECK(dbias_0d->shape.empty());
+  CHECK(std::abs(dbias_0d->at(0)) <= 1e-4);
+
   const std::string out = " --out " + Path("bad_out.npy") + " --lse " + Path("bad_lse.npy");
   RequireBadInput("forward" + io + out + " --mask " + Path("bias_bad.npy"), "does not broadcast to [B, Hq, Nq, Nk] = (2, 4, 8, 10)");
   RequireBadInput("forward" + io + out + " --mask " + Path("bias_5d.npy"), "bias_5d.npy");

@@ -183,7 +183,7 @@ Status LoadVariantValues(const VariantOptions& options, AttentionInputs* in) {
     const std::array<uint32_t, 4> full = MaskBroadcastShape(p);
     const std::string target = "[B, Hq, Nq, Nk] = " + ShapeText({full[0], full[1], full[2], full[3]});
     const size_t rank = mask->shape.size();
-    if (rank < 1 || rank > 4) {
+    if (rank > 4) {  // 0-d: one bias for every pair, as NumPy broadcasts a scalar
       return Bad("--mask '" + options.mask + "' has shape " + ShapeText(mask->shape) + "; it must broadcast to " + target);
     }
     bool has[4];
