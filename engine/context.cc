@@ -31,8 +31,8 @@
 namespace vkflash {
 
 // Members are destroyed bottom-up: operators, pipelines and the runner before the device, the
-// device before the instance.
-struct Context::Impl {
+// device before the instance. Hidden: a nested class takes the exported Context's visibility.
+struct VKFLASH_INTERNAL Context::Impl {
   ContextOptions options;
   DeviceInfo info;
   std::unique_ptr<vk::Instance> instance;  // null when adopted

@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   cmake g++ make                 # build
+  pkgconf                        # tests/consumers: a program built with pkg-config's flags
   libvulkan-dev                  # Vulkan headers + loader
   glslang-tools                  # glslangValidator: GLSL -> SPIR-V at build time
   mesa-vulkan-drivers            # lavapipe: a CPU Vulkan device when there is no GPU

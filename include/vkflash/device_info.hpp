@@ -101,8 +101,8 @@ struct DeviceInfo {
   bool use_decode_kernels = false;
 };
 
-const char* DeviceTypeName(VkPhysicalDeviceType type);
-const char* CooperativeMatrixApiName(CooperativeMatrixApi api);
+VKFLASH_API const char* DeviceTypeName(VkPhysicalDeviceType type);
+VKFLASH_API const char* CooperativeMatrixApiName(CooperativeMatrixApi api);
 
 // The kernel and tiles chosen for a AttentionParams on this context's device.
 struct KernelChoice {
@@ -136,13 +136,13 @@ struct BackwardKernelChoice {
 
 // The values ContextOptions::kernels takes: "auto", "coopmat", then each kernel family's names,
 // preferred family first ("decode", "coopmat2", "coopmat_nv", "coopmat_khr", "scalar").
-std::vector<std::string> KernelsOptionValues();
+VKFLASH_API std::vector<std::string> KernelsOptionValues();
 
 // Lists the Vulkan devices with their capabilities (no device is created).
-Result<std::vector<DeviceInfo>> EnumerateDevices();
+VKFLASH_API Result<std::vector<DeviceInfo>> EnumerateDevices();
 
 // The index (into EnumerateDevices()) of the device Context::Create would use for `selector`
 // (an index or a name substring; empty: VKFLASH_DEVICE, else the best device). No device is created.
-Result<uint32_t> SelectDeviceIndex(const std::string& selector = "");
+VKFLASH_API Result<uint32_t> SelectDeviceIndex(const std::string& selector = "");
 
 }  // namespace vkflash

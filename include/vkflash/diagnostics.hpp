@@ -21,17 +21,17 @@ namespace vkflash {
 
 // Bytes of `stats` for `shape` with the kernel `choice` (its block_kv): take the choice from
 // ChooseInstrumentedForwardKernel().
-uint64_t ForwardStatsBytes(const AttentionShape& shape, const KernelChoice& choice);
+VKFLASH_API uint64_t ForwardStatsBytes(const AttentionShape& shape, const KernelChoice& choice);
 
 // The kernel and tiles the instrumented forward runs with here.
-Result<KernelChoice> ChooseInstrumentedForwardKernel(const Context& context, const AttentionParams& params);
+VKFLASH_API Result<KernelChoice> ChooseInstrumentedForwardKernel(const Context& context, const AttentionParams& params);
 // Bytes of ForwardBuffers::workspace it needs here (as Context::ForwardWorkspaceBytes).
-Result<uint64_t> InstrumentedForwardWorkspaceBytes(const Context& context, const AttentionParams& params);
+VKFLASH_API Result<uint64_t> InstrumentedForwardWorkspaceBytes(const Context& context, const AttentionParams& params);
 // Records it: as Context::RecordForward, and `stats` (written, like O) as above.
-Status RecordInstrumentedForward(Context& context, VkCommandBuffer cmd, const AttentionParams& params,
+VKFLASH_API Status RecordInstrumentedForward(Context& context, VkCommandBuffer cmd, const AttentionParams& params,
                                  const ForwardBuffers& buffers, const BufferView& stats);
 // ...on the context's queue, then waits (as Context::Forward).
-Status InstrumentedForward(Context& context, const AttentionParams& params, const ForwardBuffers& buffers,
+VKFLASH_API Status InstrumentedForward(Context& context, const AttentionParams& params, const ForwardBuffers& buffers,
                            const BufferView& stats);
 
 // Bytes of the scores scratch of the naive baseline (Context::RecordNaiveForward): Nq * Nk floats.
@@ -41,7 +41,7 @@ inline uint64_t NaiveScoresBytes(const AttentionShape& shape) { return uint64_t(
 // softmax in place, O = P V, one (batch, head) after another: O(N^2) memory traffic. For
 // benchmarks and cross-checks; writes O only (buffers.lse is ignored). Needs kv_len > 0.
 // Barriers as for Context::RecordForward; `scores` is both written and read.
-Status RecordNaiveForward(Context& context, VkCommandBuffer cmd, const AttentionParams& params,
+VKFLASH_API Status RecordNaiveForward(Context& context, VkCommandBuffer cmd, const AttentionParams& params,
                           const ForwardBuffers& buffers, const BufferView& scores);
 
 // The device's read bandwidth over these bytes, for benchmarks: reads every 16-byte word of each
@@ -50,14 +50,14 @@ Status RecordNaiveForward(Context& context, VkCommandBuffer cmd, const Attention
 // as they were): over a zeroed sink, the XOR of all its 16-byte words is the XOR of the sources'.
 // A decode step must read K and V once: timed over the same buffers, this is its ceiling.
 // Sources: multiples of 16 bytes. Barriers as for Context::RecordForward.
-uint64_t ReadStreamSinkBytes(const Context& context, std::span<const BufferView> sources);
-Status RecordReadStream(Context& context, VkCommandBuffer cmd, std::span<const BufferView> sources,
+VKFLASH_API uint64_t ReadStreamSinkBytes(const Context& context, std::span<const BufferView> sources);
+VKFLASH_API Status RecordReadStream(Context& context, VkCommandBuffer cmd, std::span<const BufferView> sources,
                         const BufferView& sink);
 
 // For benchmarks: records `record` `runs` times into one submission on the context's queue, each
 // run between timestamp queries and followed by a full barrier, and returns each run's GPU time in
 // milliseconds. kUnsupported where the queue has no timestamps.
-Result<std::vector<double>> MeasureGpuTime(Context& context, const std::function<Status(VkCommandBuffer)>& record,
+VKFLASH_API Result<std::vector<double>> MeasureGpuTime(Context& context, const std::function<Status(VkCommandBuffer)>& record,
                                            uint32_t runs);
 
 }  // namespace vkflash

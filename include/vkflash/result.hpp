@@ -4,6 +4,7 @@
 // that can fail returns a Status, or a Result<T> holding either a T or a Status.
 #pragma once
 
+#include <vkflash/export.h>
 #include <vulkan/vulkan.h>
 
 #include <cassert>
@@ -23,10 +24,10 @@ enum class ErrorCode {
   kIo,               // file read/write failed (pipeline cache, .npy)
 };
 
-const char* ErrorCodeName(ErrorCode code);
+VKFLASH_API const char* ErrorCodeName(ErrorCode code);
 
 // Success, or an error code with a human-readable reason (and the VkResult when Vulkan failed).
-class Status {
+class VKFLASH_API Status {
  public:
   Status() = default;
   static Status Ok() { return Status(); }

@@ -37,6 +37,7 @@
 #include <stdint.h>
 #include <vulkan/vulkan.h>
 
+#include <vkflash/export.h>
 #include <vkflash/version.h>
 
 #ifdef __cplusplus
@@ -61,19 +62,19 @@ typedef enum VkfResult {
 } VkfResult;
 
 /* "ok", "invalid argument", ... (a static string; "unknown error" for other values). */
-const char* vkfResultName(VkfResult result);
+VKFLASH_API const char* vkfResultName(VkfResult result);
 
 /* The last VkfResult-returning call on this thread: its error as "<kind>: <reason>" (the C++
  * Status::ToString()), or "" if it succeeded. Valid until the next vkflash call on this thread. */
-const char* vkfGetLastErrorMessage(void);
+VKFLASH_API const char* vkfGetLastErrorMessage(void);
 
 /* The VkResult of the last call on this thread when it failed with VKF_ERROR_VULKAN (or a Vulkan
  * allocation failure), else VK_SUCCESS. */
-VkResult vkfGetLastVkResult(void);
+VKFLASH_API VkResult vkfGetLastVkResult(void);
 
 /* The library's version (VKFLASH_VERSION_* of the library that is linked, which may differ from
  * the header's). Any pointer may be NULL. */
-void vkfGetVersion(uint32_t* major, uint32_t* minor, uint32_t* patch);
+VKFLASH_API void vkfGetVersion(uint32_t* major, uint32_t* minor, uint32_t* patch);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Handles                                                                                     */
@@ -99,7 +100,7 @@ typedef enum VkfDataType {
 } VkfDataType;
 
 /* Bytes per element: 4, 2, or 0 for an unknown type. */
-size_t vkfDataTypeSize(VkfDataType type);
+VKFLASH_API size_t vkfDataTypeSize(VkfDataType type);
 
 /* Q is [batch, q_heads, q_len, head_dim], K and V [batch, kv_heads, kv_len, head_dim];
  * q_heads % kv_heads == 0. */
@@ -206,19 +207,19 @@ typedef struct VkfAttentionParams {
 
 /* Checks params against the contract without a device: VKF_ERROR_INVALID_ARGUMENT or
  * VKF_ERROR_UNSUPPORTED with the reason (vkflash::ValidateAttentionParams). */
-VkfResult vkfValidateAttentionParams(const VkfAttentionParams* params);
+VKFLASH_API VkfResult vkfValidateAttentionParams(const VkfAttentionParams* params);
 
 /* The (query row, key) pairs a call computes over every batch entry and query head (VisiblePairs). */
-VkfResult vkfVisiblePairs(const VkfAttentionParams* params, uint64_t* pairs);
+VKFLASH_API VkfResult vkfVisiblePairs(const VkfAttentionParams* params, uint64_t* pairs);
 
 /* The mask's elements (0 without one), the bytes its buffer must hold (whole 4-byte words), and
  * the [B, Hq, Nq, Nk] it broadcasts to (MaskElements, MaskBytes, MaskBroadcastShape). */
-VkfResult vkfMaskElements(const VkfAttentionParams* params, uint64_t* elements);
-VkfResult vkfMaskBytes(const VkfAttentionParams* params, uint64_t* bytes);
-VkfResult vkfMaskBroadcastShape(const VkfAttentionParams* params, uint32_t shape[4]);
+VKFLASH_API VkfResult vkfMaskElements(const VkfAttentionParams* params, uint64_t* elements);
+VKFLASH_API VkfResult vkfMaskBytes(const VkfAttentionParams* params, uint64_t* bytes);
+VKFLASH_API VkfResult vkfMaskBroadcastShape(const VkfAttentionParams* params, uint32_t shape[4]);
 
 /* The packed strides of `layout` for `heads` x `rows` rows of `head_dim` elements per batch entry. */
-VkfResult vkfPackedStrides(VkfTensorLayout layout, uint32_t heads, uint32_t rows, uint32_t head_dim,
+VKFLASH_API VkfResult vkfPackedStrides(VkfTensorLayout layout, uint32_t heads, uint32_t rows, uint32_t head_dim,
                            VkfTensorStrides* strides);
 
 /* ------------------------------------------------------------------------------------------ */
@@ -295,19 +296,19 @@ typedef struct VkfDeviceInfo {
 /* Lists the Vulkan devices (no device is created). Writes the first min(capacity, devices) into
  * `infos` (which may be NULL when capacity is 0) and sets *count to the number of devices. The
  * array's stride is infos[0].struct_size: set struct_size in every element. */
-VkfResult vkfEnumerateDevices(VkfDeviceInfo* infos, uint32_t capacity, uint32_t* count);
+VKFLASH_API VkfResult vkfEnumerateDevices(VkfDeviceInfo* infos, uint32_t capacity, uint32_t* count);
 
 /* The index (into vkfEnumerateDevices) of the device vkfCreateContext would use for `selector`:
  * an index or a case-insensitive name substring; NULL or "": VKFLASH_DEVICE, else the best. */
-VkfResult vkfSelectDeviceIndex(const char* selector, uint32_t* index);
+VKFLASH_API VkfResult vkfSelectDeviceIndex(const char* selector, uint32_t* index);
 
 /* The values VkfContextCreateInfo::kernels takes ("auto", "coopmat", then each family's names,
  * preferred first), one by index; NULL past the last. Static strings. */
-const char* vkfGetKernelsOptionValue(uint32_t index);
+VKFLASH_API const char* vkfGetKernelsOptionValue(uint32_t index);
 
 /* Static names: "discrete GPU", ...; "VK_NV_cooperative_matrix", ... ("none"). */
-const char* vkfDeviceTypeName(VkPhysicalDeviceType type);
-const char* vkfCooperativeMatrixApiName(VkfCooperativeMatrixApi api);
+VKFLASH_API const char* vkfDeviceTypeName(VkPhysicalDeviceType type);
+VKFLASH_API const char* vkfCooperativeMatrixApiName(VkfCooperativeMatrixApi api);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Contexts                                                                                    */
@@ -367,7 +368,7 @@ typedef struct VkfContextCreateInfo {
 
 /* Makes a context with its own instance and device. `info` may be NULL (all defaults). On failure
  * *context is NULL. */
-VkfResult vkfCreateContext(const VkfContextCreateInfo* info, VkfContext* context);
+VKFLASH_API VkfResult vkfCreateContext(const VkfContextCreateInfo* info, VkfContext* context);
 
 /* What an engine enabled on its VkDevice that vkflash may use (vkflash::AdoptedDeviceFeature;
  * vkflash.hpp says what each needs). */
@@ -398,20 +399,20 @@ typedef struct VkfExternalDevice {
 
 /* Makes a context on an engine's device. `info` may be NULL (its device_selector and
  * enable_validation are ignored here). On failure *context is NULL. */
-VkfResult vkfAdoptDevice(const VkfExternalDevice* device, const VkfContextCreateInfo* info, VkfContext* context);
+VKFLASH_API VkfResult vkfAdoptDevice(const VkfExternalDevice* device, const VkfContextCreateInfo* info, VkfContext* context);
 
 /* Destroys a context: the buffers it made that are still alive first (their handles become
  * invalid), then its pipelines, and its device and instance unless adopted; saves the pipeline
  * cache where it has a path. The caller makes sure nothing recorded with it is still pending.
  * NULL is a no-op. */
-void vkfDestroyContext(VkfContext context);
+VKFLASH_API void vkfDestroyContext(VkfContext context);
 
 /* What the context's device offers and what it uses (after the probes that ran at creation). */
-VkfResult vkfGetDeviceInfo(VkfContext context, VkfDeviceInfo* info);
+VKFLASH_API VkfResult vkfGetDeviceInfo(VkfContext context, VkfDeviceInfo* info);
 
 /* The context's VkDevice (the engine's own for an adopted one): for the caller's own objects
  * (buffers, barriers) on the same device. Owned by the context unless adopted. */
-VkfResult vkfGetDevice(VkfContext context, VkDevice* device);
+VKFLASH_API VkfResult vkfGetDevice(VkfContext context, VkDevice* device);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Buffers                                                                                     */
@@ -430,23 +431,23 @@ typedef struct VkfBufferView {
 
 /* A device-local buffer of `bytes` (> 0) bytes with storage and transfer usage, owned by the
  * context: free it with vkfDestroyBuffer (vkfDestroyContext frees those left). */
-VkfResult vkfCreateBuffer(VkfContext context, VkDeviceSize bytes, VkfBuffer* buffer);
+VKFLASH_API VkfResult vkfCreateBuffer(VkfContext context, VkDeviceSize bytes, VkfBuffer* buffer);
 
 /* Frees a buffer the context made (nothing recorded with it may still be pending). NULL, or a
  * buffer that is not this context's, is left alone. */
-void vkfDestroyBuffer(VkfContext context, VkfBuffer buffer);
+VKFLASH_API void vkfDestroyBuffer(VkfContext context, VkfBuffer buffer);
 
 /* The whole buffer as a view ({VK_NULL_HANDLE, 0, 0} for NULL). */
-VkfBufferView vkfGetBufferView(VkfBuffer buffer);
+VKFLASH_API VkfBufferView vkfGetBufferView(VkfBuffer buffer);
 
 /* Copies `bytes` from host memory into the view, or from the view into host memory, through a
  * staging buffer on the context's queue, and waits. `bytes` must fit the view. */
-VkfResult vkfUpload(VkfContext context, VkfBufferView dst, const void* src, size_t bytes);
-VkfResult vkfDownload(VkfContext context, VkfBufferView src, void* dst, size_t bytes);
+VKFLASH_API VkfResult vkfUpload(VkfContext context, VkfBufferView dst, const void* src, size_t bytes);
+VKFLASH_API VkfResult vkfDownload(VkfContext context, VkfBufferView src, void* dst, size_t bytes);
 
 /* Without push descriptors vkflash keeps descriptor sets per VkBuffer: call this before destroying
  * a VkBuffer of yours that was passed in (when nothing recorded with it is pending). */
-VkfResult vkfForgetBuffer(VkfContext context, VkBuffer buffer);
+VKFLASH_API VkfResult vkfForgetBuffer(VkfContext context, VkBuffer buffer);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Attention                                                                                   */
@@ -512,36 +513,36 @@ typedef struct VkfKernelChoice {
 } VkfKernelChoice;
 
 /* Which kernel a forward call with these params runs with on this context's device. */
-VkfResult vkfChooseForwardKernel(VkfContext context, const VkfAttentionParams* params, VkfKernelChoice* choice);
+VKFLASH_API VkfResult vkfChooseForwardKernel(VkfContext context, const VkfAttentionParams* params, VkfKernelChoice* choice);
 
 /* Which kernels the backward's two gradient kernels run with (dK/dV and dQ), and whether dQ is
  * summed with float atomics (atomic_dq may be NULL). */
-VkfResult vkfChooseBackwardKernels(VkfContext context, const VkfAttentionParams* params, VkfKernelChoice* dkdv,
+VKFLASH_API VkfResult vkfChooseBackwardKernels(VkfContext context, const VkfAttentionParams* params, VkfKernelChoice* dkdv,
                                    VkfKernelChoice* dq, VkBool32* atomic_dq);
 
 /* Bytes of workspace a forward call (0 where it needs none) or a backward call needs here. */
-VkfResult vkfForwardWorkspaceBytes(VkfContext context, const VkfAttentionParams* params, uint64_t* bytes);
-VkfResult vkfBackwardWorkspaceBytes(VkfContext context, const VkfAttentionParams* params, uint64_t* bytes);
+VKFLASH_API VkfResult vkfForwardWorkspaceBytes(VkfContext context, const VkfAttentionParams* params, uint64_t* bytes);
+VKFLASH_API VkfResult vkfBackwardWorkspaceBytes(VkfContext context, const VkfAttentionParams* params, uint64_t* bytes);
 
 /* Records the forward pass into `command_buffer` (recording state, a queue family with compute)
  * (Context::RecordForward). Barriers: before the call make your writes to q, k, v (and
  * alibi_slopes, sinks, mask) visible to COMPUTE_SHADER reads; after it, o, lse and the workspace
  * are COMPUTE_SHADER SHADER_WRITEs for you to barrier on. Binds its own pipeline and descriptors:
  * re-bind yours afterwards. The buffers must stay alive until the command buffer completes. */
-VkfResult vkfRecordForward(VkfContext context, VkCommandBuffer command_buffer, const VkfAttentionParams* params,
+VKFLASH_API VkfResult vkfRecordForward(VkfContext context, VkCommandBuffer command_buffer, const VkfAttentionParams* params,
                            const VkfForwardBuffers* buffers);
 
 /* Records on the context's queue, submits and waits (making a workspace where needed and none is given). */
-VkfResult vkfForward(VkfContext context, const VkfAttentionParams* params, const VkfForwardBuffers* buffers);
+VKFLASH_API VkfResult vkfForward(VkfContext context, const VkfAttentionParams* params, const VkfForwardBuffers* buffers);
 
 /* Records the backward pass (Context::RecordBackward): barriers as for vkfRecordForward, with
  * inputs q, k, v, o, lse, d_o (and alibi_slopes, sinks, mask) and outputs dq, dk, dv, dsinks,
  * dbias and the workspace. Needs a workspace. */
-VkfResult vkfRecordBackward(VkfContext context, VkCommandBuffer command_buffer, const VkfAttentionParams* params,
+VKFLASH_API VkfResult vkfRecordBackward(VkfContext context, VkCommandBuffer command_buffer, const VkfAttentionParams* params,
                             const VkfBackwardBuffers* buffers);
 
 /* Records on the context's queue, submits and waits (making a workspace where none is given). */
-VkfResult vkfBackward(VkfContext context, const VkfAttentionParams* params, const VkfBackwardBuffers* buffers);
+VKFLASH_API VkfResult vkfBackward(VkfContext context, const VkfAttentionParams* params, const VkfBackwardBuffers* buffers);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Pipelines and memory                                                                        */
@@ -559,19 +560,19 @@ typedef enum VkfPipelineCacheState {
 } VkfPipelineCacheState;
 
 /* A static name: "not used", "loaded", ... */
-const char* vkfPipelineCacheStateName(VkfPipelineCacheState state);
+VKFLASH_API const char* vkfPipelineCacheStateName(VkfPipelineCacheState state);
 
 /* Saves the pipeline cache to `path` (NULL or "": the create info's pipeline_cache_path). */
-VkfResult vkfSavePipelineCache(VkfContext context, const char* path);
-VkfResult vkfGetPipelineCacheState(VkfContext context, VkfPipelineCacheState* state);
+VKFLASH_API VkfResult vkfSavePipelineCache(VkfContext context, const char* path);
+VKFLASH_API VkfResult vkfGetPipelineCacheState(VkfContext context, VkfPipelineCacheState* state);
 /* Pipelines created so far (one per kernel variant). */
-VkfResult vkfGetPipelineCount(VkfContext context, uint64_t* count);
+VKFLASH_API VkfResult vkfGetPipelineCount(VkfContext context, uint64_t* count);
 
 /* Bytes of device memory vkflash itself holds now (its buffers, workspaces, staging; not the
  * caller's), and the most since creation or the last vkfResetPeakAllocatedBytes. */
-VkfResult vkfGetAllocatedBytes(VkfContext context, uint64_t* bytes);
-VkfResult vkfGetPeakAllocatedBytes(VkfContext context, uint64_t* bytes);
-VkfResult vkfResetPeakAllocatedBytes(VkfContext context);
+VKFLASH_API VkfResult vkfGetAllocatedBytes(VkfContext context, uint64_t* bytes);
+VKFLASH_API VkfResult vkfGetPeakAllocatedBytes(VkfContext context, uint64_t* bytes);
+VKFLASH_API VkfResult vkfResetPeakAllocatedBytes(VkfContext context);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Diagnostics (diagnostics.hpp)                                                               */
@@ -585,7 +586,7 @@ typedef VkfResult (*VkfRecordCallback)(VkCommandBuffer command_buffer, void* use
  * each run between timestamp queries and followed by a full barrier, and writes each run's GPU
  * time in milliseconds to milliseconds[0 .. runs - 1]. VKF_ERROR_UNSUPPORTED where the queue has
  * no timestamps (VkfDeviceInfo::timestamp_period_ns is 0). */
-VkfResult vkfMeasureGpuTime(VkfContext context, VkfRecordCallback record, void* user_data, uint32_t runs,
+VKFLASH_API VkfResult vkfMeasureGpuTime(VkfContext context, VkfRecordCallback record, void* user_data, uint32_t runs,
                             double* milliseconds);
 
 #ifdef __cplusplus

@@ -37,8 +37,8 @@ namespace vkflash {
 // Storage type of Q, K, V, O (and dO, dQ, dK, dV). Arithmetic is always float32.
 enum class DataType : uint32_t { kFloat32 = 0, kFloat16 = 1 };
 
-size_t DataTypeSize(DataType type);
-const char* DataTypeName(DataType type);  // "float32" / "float16"
+VKFLASH_API size_t DataTypeSize(DataType type);
+VKFLASH_API const char* DataTypeName(DataType type);  // "float32" / "float16"
 
 // Head dims the kernels accept: 1..kMaxHeadDim.
 inline constexpr uint32_t kMaxHeadDim = 256;
@@ -87,7 +87,7 @@ enum class TensorLayout : uint32_t { kBhsd = 0, kBshd = 1 };
 
 // The packed strides of `layout` for a tensor of `heads` x `rows` rows of `head_dim` elements per
 // batch entry.
-TensorStrides PackedStrides(TensorLayout layout, uint32_t heads, uint32_t rows, uint32_t head_dim);
+VKFLASH_API TensorStrides PackedStrides(TensorLayout layout, uint32_t heads, uint32_t rows, uint32_t head_dim);
 
 // What to compute (forward and backward take the same parameters).
 //
@@ -147,7 +147,7 @@ struct AttentionMask {
 //   the pair); then keys outside the causal / window band are masked. With sinks, each row's softmax
 // denominator also holds exp(sink[h]) (a logit with no value row): O = sum_j P_j V_j with
 // P_j = exp(s_j) / (sum_k exp(s_k) + exp(sink[h])), and the LSE includes the sink.
-struct AttentionParams {
+struct VKFLASH_API AttentionParams {
   AttentionShape shape;
   DataType dtype = DataType::kFloat32;
   bool causal = false;
@@ -191,12 +191,12 @@ struct AttentionParams {
 
 // Checks an AttentionParams against the contract (shape, heads, head dim, finite scale) without
 // touching any device. Returns kInvalidArgument or kUnsupported with the reason.
-Status ValidateAttentionParams(const AttentionParams& params);
+VKFLASH_API Status ValidateAttentionParams(const AttentionParams& params);
 
 // The (query row, key) pairs a call computes, over every batch entry and query head: the rows'
 // visible keys after causal masking, the window and the sequences' lengths. FLOP counts multiply
 // it (the forward's matrix products: 4 * head_dim per pair).
-uint64_t VisiblePairs(const AttentionParams& params);
+VKFLASH_API uint64_t VisiblePairs(const AttentionParams& params);
 
 // ---------------------------------------------------------------------------------------------
 // Buffers
@@ -218,7 +218,7 @@ class Context;
 
 // A device-local buffer owned by vkflash (storage + transfer usage). Move-only; frees its memory
 // when destroyed. It must not outlive the Context that made it.
-class Buffer {
+class VKFLASH_API Buffer {
  public:
   Buffer() = default;
   Buffer(Buffer&& other) noexcept;
@@ -296,10 +296,10 @@ struct BackwardBuffers {
 
 // The [B, Hq, Nq, Nk] a call's mask broadcasts to (AttentionMask: Nq and Nk are the longest
 // sequence's with cu_seqlens); the mask has each of these sizes, or 1.
-std::array<uint32_t, 4> MaskBroadcastShape(const AttentionParams& params);
+VKFLASH_API std::array<uint32_t, 4> MaskBroadcastShape(const AttentionParams& params);
 // The mask's elements (AttentionParams::mask; 0 without one) and the bytes its buffer must hold.
-uint64_t MaskElements(const AttentionParams& params);
-uint64_t MaskBytes(const AttentionParams& params);
+VKFLASH_API uint64_t MaskElements(const AttentionParams& params);
+VKFLASH_API uint64_t MaskBytes(const AttentionParams& params);
 
 // ---------------------------------------------------------------------------------------------
 // Kernel tuning
@@ -432,11 +432,11 @@ enum class PipelineCacheState {
   kIgnoredCorrupt,  // truncated, bad checksum or not a vkflash cache: not trusted
   kIgnoredUnreadable,  // a file that cannot be opened or read (permissions, I/O error): not used
 };
-const char* PipelineCacheStateName(PipelineCacheState state);
+VKFLASH_API const char* PipelineCacheStateName(PipelineCacheState state);
 
 // One device, its pipelines and operators. Not thread-safe: record and call from one thread at
 // a time (or guard it). Buffers it made must be destroyed before it.
-class Context {
+class VKFLASH_API Context {
  public:
   static Result<std::unique_ptr<Context>> Create(const ContextOptions& options = {});
   static Result<std::unique_ptr<Context>> Adopt(const ExternalDevice& device,
