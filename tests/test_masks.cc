@@ -341,6 +341,26 @@ TEST_CASE("masks: the bias's gradient is bit-identical run after run, summed ove
   }
 }
 
+TEST_CASE("masks: the gradient of a bias without the keys dimension is 0, as the softmax cannot see it",
+          "[backward][mask]") {
+  // A bias the same for every key of a row ([B, Hq, Nq, 1], [1, 1, Nq, 1]) shifts the row's scores
+  // alike: dBias = sum_j dS_j = sum_j P_j (dP_j - delta) = 0. The kernels sum the row's dS in float32:
+  // 0 to its rounding (a sum that forgot delta would be of the order of dP, about 1 here).
+  Context& context = SharedContext(Knobs::kDevice);
+  for (const AttentionMask& mask : {Mask(MaskType::kFloat32, true, true, true, false), Mask(MaskType::kFloat16, false, false, true, false)}) {
+    AttentionParams p = MakeParams({2, 4, 2, 40, 70, 32}, DataType::kFloat32, true);
+    p.mask = mask;
+    INFO(Describe(p) << MaskName(p.mask));
+    const BackwardRun run = RunBackwardCase(context, p, 25100, ValuesFor(p, 25100));
+    REQUIRE(run.dbias.size() == MaskElements(p));
+    double largest = 0.0;
+    for (float x : run.dbias) largest = std::max(largest, double(std::fabs(x)));
+    CHECK(largest <= 1e-5);
+    CHECK(run.dq_error <= BackwardTolerance(p.dtype));
+    RequireNoValidationMessages();
+  }
+}
+
 TEST_CASE("mask parameters and buffers: checked, and refused before anything runs", "[api][mask]") {
   AttentionParams p = MakeParams({2, 4, 2, 10, 12, 16}, DataType::kFloat32, false);
   p.mask.type = MaskType(9);
