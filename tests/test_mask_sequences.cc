@@ -27,26 +27,6 @@ namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-// Sequence b's rows of Q (from q0) and keys of K (from k0), as docs/design.md gives them.
-struct SequenceRows {
-  uint32_t q0, q_len, k0, k_len;
-};
-
-std::vector<SequenceRows> SequencesOf(const AttentionParams& p) {
-  std::vector<SequenceRows> seqs;
-  for (uint32_t b = 0; b < p.shape.batch; ++b) {
-    SequenceRows s{0, p.shape.q_len, 0, p.shape.kv_len};
-    if (!p.cu_seqlens_q.empty()) s = {uint32_t(p.cu_seqlens_q[b]), uint32_t(p.cu_seqlens_q[b + 1] - p.cu_seqlens_q[b]), 0, s.k_len};
-    if (!p.cu_seqlens_k.empty()) {
-      s.k0 = uint32_t(p.cu_seqlens_k[b]);
-      s.k_len = uint32_t(p.cu_seqlens_k[b + 1] - p.cu_seqlens_k[b]);
-    }
-    if (!p.kv_lengths.empty()) s.k_len = uint32_t(p.kv_lengths[b]);
-    seqs.push_back(s);
-  }
-  return seqs;
-}
-
 // Element (b, h, i, j) of the call's mask, from MaskBroadcastShape (its own derivation of the
 // broadcast, not the reference's MaskIndex, which knows nothing of sequences).
 uint64_t BroadcastIndex(const AttentionParams& p, uint64_t b, uint64_t h, uint64_t i, uint64_t j) {
@@ -101,15 +81,15 @@ void CheckMaskedSequences(Context& context, const AttentionParams& p, uint32_t s
                    << (p.cu_seqlens_q.empty() ? "" : " cu_q") << (p.cu_seqlens_k.empty() ? "" : " cu_k"));
   const AttentionShape& s = p.shape;
   const bool ragged_q = !p.cu_seqlens_q.empty(), ragged_k = !p.cu_seqlens_k.empty();
-  const std::vector<SequenceRows> seqs = SequencesOf(p);
+  const std::vector<Sequence> seqs = SequencesOf(p);
   const uint64_t q_elements = uint64_t(ragged_q ? 1 : s.batch) * s.q_heads * s.q_len * s.head_dim;
   const uint64_t kv_elements = uint64_t(ragged_k ? 1 : s.batch) * s.kv_heads * s.kv_len * s.head_dim;
   const uint64_t lse_elements = uint64_t(ragged_q ? 1 : s.batch) * s.q_heads * s.q_len;
   auto q_at = [&](uint32_t b, uint32_t h, uint32_t i, uint32_t d) {
-    return TensorIndex(ragged_q, s.q_len, s.q_heads, s.head_dim, b, h, seqs[b].q0 + i, d);
+    return TensorIndex(ragged_q, s.q_len, s.q_heads, s.head_dim, b, h, seqs[b].q_row0 + i, d);
   };
   auto kv_at = [&](uint32_t b, uint32_t h, uint32_t j, uint32_t d) {
-    return TensorIndex(ragged_k, s.kv_len, s.kv_heads, s.head_dim, b, h, seqs[b].k0 + j, d);
+    return TensorIndex(ragged_k, s.kv_len, s.kv_heads, s.head_dim, b, h, seqs[b].kv_row0 + j, d);
   };
 
   // Inputs: random in every sequence's rows, NaN in K and V rows no sequence attends to.
@@ -119,7 +99,7 @@ void CheckMaskedSequences(Context& context, const AttentionParams& p, uint32_t s
   const std::vector<float> v_random = RandomValues(kv_elements, p.dtype, seed + 3);
   for (uint32_t b = 0; b < s.batch; ++b)
     for (uint32_t h = 0; h < s.kv_heads; ++h)
-      for (uint32_t j = 0; j < seqs[b].k_len; ++j)
+      for (uint32_t j = 0; j < seqs[b].kv_len; ++j)
         for (uint32_t d = 0; d < s.head_dim; ++d) {
           k[kv_at(b, h, j, d)] = k_random[kv_at(b, h, j, d)];
           v[kv_at(b, h, j, d)] = v_random[kv_at(b, h, j, d)];
@@ -162,14 +142,14 @@ void CheckMaskedSequences(Context& context, const AttentionParams& p, uint32_t s
   std::vector<double> dbias_expected(MaskElements(p), 0.0);
   std::vector<bool> dbias_covered(MaskElements(p), false);
   for (uint32_t b = 0; b < s.batch; ++b) {
-    const SequenceRows& seq = seqs[b];
-    INFO("sequence " << b << ": Nq " << seq.q_len << ", Nk " << seq.k_len);
+    const Sequence& seq = seqs[b];
+    INFO("sequence " << b << ": Nq " << seq.q_len << ", Nk " << seq.kv_len);
     if (seq.q_len == 0) continue;
-    AttentionParams one = MakeParams({1, s.q_heads, s.kv_heads, seq.q_len, seq.k_len, s.head_dim}, p.dtype, p.causal);
+    AttentionParams one = MakeParams({1, s.q_heads, s.kv_heads, seq.q_len, seq.kv_len, s.head_dim}, p.dtype, p.causal);
     one.window = p.window;
     one.mask = {p.mask.type, false, p.mask.heads, p.mask.rows, p.mask.keys};
     const uint32_t mask_heads = p.mask.heads ? s.q_heads : 1, mask_rows = p.mask.rows ? seq.q_len : 1,
-                   mask_keys = p.mask.keys ? seq.k_len : 1;
+                   mask_keys = p.mask.keys ? seq.kv_len : 1;
     tools::ReferenceVariants values;
     values.mask.resize(MaskElements(one));
     for (uint32_t h = 0; h < mask_heads; ++h)
@@ -178,7 +158,7 @@ void CheckMaskedSequences(Context& context, const AttentionParams& p, uint32_t s
     std::vector<float> q_one, do_one, k_one, v_one, o_one, lse_one, dq_one, dk_one, dv_one;
     for (uint32_t h = 0; h < s.q_heads; ++h)
       for (uint32_t i = 0; i < seq.q_len; ++i) {
-        lse_one.push_back(lse[ragged_q ? uint64_t(h) * s.q_len + seq.q0 + i : (uint64_t(b) * s.q_heads + h) * s.q_len + i]);
+        lse_one.push_back(lse[ragged_q ? uint64_t(h) * s.q_len + seq.q_row0 + i : (uint64_t(b) * s.q_heads + h) * s.q_len + i]);
         for (uint32_t d = 0; d < s.head_dim; ++d) {
           q_one.push_back(q[q_at(b, h, i, d)]);
           do_one.push_back(d_o[q_at(b, h, i, d)]);
@@ -187,7 +167,7 @@ void CheckMaskedSequences(Context& context, const AttentionParams& p, uint32_t s
         }
       }
     for (uint32_t h = 0; h < s.kv_heads; ++h)
-      for (uint32_t j = 0; j < seq.k_len; ++j)
+      for (uint32_t j = 0; j < seq.kv_len; ++j)
         for (uint32_t d = 0; d < s.head_dim; ++d) {
           k_one.push_back(k[kv_at(b, h, j, d)]);
           v_one.push_back(v[kv_at(b, h, j, d)]);
@@ -202,7 +182,7 @@ void CheckMaskedSequences(Context& context, const AttentionParams& p, uint32_t s
     if (!backward) continue;
     const tools::ReferenceBackward grads = tools::ReferenceAttentionBackward(one, q_one, k_one, v_one, do_one, values);
     CHECK(tools::RelativeError(dq_one, grads.dq) <= BackwardTolerance(p.dtype));
-    if (seq.k_len > 0) {
+    if (seq.kv_len > 0) {
       CHECK(tools::RelativeError(dk_one, grads.dk) <= BackwardTolerance(p.dtype));
       CHECK(tools::RelativeError(dv_one, grads.dv) <= BackwardTolerance(p.dtype));
     }

@@ -25,29 +25,6 @@ namespace {
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kPoison = 1000.0f;  // what outputs hold before the call (exact in float16)
 
-// One sequence's rows, as docs/design.md defines them.
-struct Sequence {
-  uint32_t q_row0, q_len, kv_row0, kv_len, kv_rows;
-};
-
-std::vector<Sequence> SequencesOf(const AttentionParams& p) {
-  std::vector<Sequence> seqs;
-  for (uint32_t b = 0; b < p.shape.batch; ++b) {
-    Sequence s{0, p.shape.q_len, 0, p.shape.kv_len, p.shape.kv_len};
-    if (!p.cu_seqlens_q.empty()) {
-      s.q_row0 = p.cu_seqlens_q[b];
-      s.q_len = p.cu_seqlens_q[b + 1] - p.cu_seqlens_q[b];
-    }
-    if (!p.cu_seqlens_k.empty()) {
-      s.kv_row0 = p.cu_seqlens_k[b];
-      s.kv_rows = s.kv_len = p.cu_seqlens_k[b + 1] - p.cu_seqlens_k[b];
-    }
-    if (!p.kv_lengths.empty()) s.kv_len = p.kv_lengths[b];
-    seqs.push_back(s);
-  }
-  return seqs;
-}
-
 // Where one tensor's rows are in its host array (the same rules the API documents).
 struct Placement {
   TensorStrides strides;

@@ -112,13 +112,14 @@ MaskBlocks mask_blocks_of(uint q_begin, uint q_end, uint kv_begin, uint kv_end) 
   return b;
 }
 
-// Bits [low, high] of a 32-bit word.
-uint bit_range(uint low, uint high) { return (0xffffffffu << low) & (0xffffffffu >> (31u - high)); }
+// Of the group of 32 blocks `group` (blocks 32 group ..), the bits of blocks [first, last].
+uint block_bits(uint first, uint last, uint group) {
+  const uint low = group == first / 32 ? first % 32 : 0u, high = group == last / 32 ? last % 32 : 31u;
+  return (0xffffffffu << low) & (0xffffffffu >> (31u - high));
+}
 
 // Of summary word `word` (key blocks 32 word ..), the bits of blocks [b.key0, b.key1].
-uint mask_key_bits(MaskBlocks b, uint word) {
-  return bit_range(word == b.key0 / 32 ? b.key0 % 32 : 0u, word == b.key1 / 32 ? b.key1 % 32 : 31u);
-}
+uint mask_key_bits(MaskBlocks b, uint word) { return block_bits(b.key0, b.key1, word); }
 
 // Bits of summary word `word` open in some row block of [b.row0, b.row1].
 uint mask_open_key_blocks(uint summary, MaskBlocks b, uint word) {
@@ -183,8 +184,7 @@ bool mask_closes_rows(inout MaskWalk walk, uint summary, uint q_begin, uint q_en
         if (open != 0) walk.open |= 1u << r;
       }
     }
-    const uint low = group == b.row0 / 32 ? b.row0 % 32 : 0u, high = group == b.row1 / 32 ? b.row1 % 32 : 31u;
-    if ((walk.open & bit_range(low, high)) != 0) return false;
+    if ((walk.open & block_bits(b.row0, b.row1, group)) != 0) return false;
   }
   return true;
 }

@@ -90,6 +90,24 @@ void RequireDecodeWhereUsed(Context& context, const AttentionParams& params) {
   REQUIRE(choice->kernel == (rows <= 8 ? "forward_f16_decode" : "forward_f16_decode_coopmat2"));
 }
 
+std::vector<Sequence> SequencesOf(const AttentionParams& p) {
+  std::vector<Sequence> seqs;
+  for (uint32_t b = 0; b < p.shape.batch; ++b) {
+    Sequence s{0, p.shape.q_len, 0, p.shape.kv_len, p.shape.kv_len};
+    if (!p.cu_seqlens_q.empty()) {
+      s.q_row0 = p.cu_seqlens_q[b];
+      s.q_len = p.cu_seqlens_q[b + 1] - p.cu_seqlens_q[b];
+    }
+    if (!p.cu_seqlens_k.empty()) {
+      s.kv_row0 = p.cu_seqlens_k[b];
+      s.kv_rows = s.kv_len = p.cu_seqlens_k[b + 1] - p.cu_seqlens_k[b];
+    }
+    if (!p.kv_lengths.empty()) s.kv_len = p.kv_lengths[b];
+    seqs.push_back(s);
+  }
+  return seqs;
+}
+
 Buffer UploadedBuffer(Context& context, const std::vector<uint8_t>& bytes) {
   auto buffer = context.CreateBuffer(bytes.empty() ? 4 : bytes.size());
   REQUIRE(buffer.ok());

@@ -94,6 +94,14 @@ void RequireDecodeWhereUsed(Context& context, const AttentionParams& params);
 // (AtomicDqPays).
 bool ExpectAtomicDq(const Context& context, AttentionParams params);
 
+// One batch entry's rows, as docs/design.md's "Sequences" defines them: its query rows
+// [q_row0, q_row0 + q_len) of Q, its key rows [kv_row0, kv_row0 + kv_rows) of K and V, of which it
+// attends to the first kv_len.
+struct Sequence {
+  uint32_t q_row0, q_len, kv_row0, kv_len, kv_rows;
+};
+std::vector<Sequence> SequencesOf(const AttentionParams& params);
+
 // A device buffer holding `bytes` (4 bytes when empty). REQUIREs success.
 Buffer UploadedBuffer(Context& context, const std::vector<uint8_t>& bytes);
 
