@@ -529,6 +529,22 @@ TEST_CASE("CLI --mask and --dbias: broadcast masks of each type, and bad ones re
   CHECK(flops == Approx(4.0 * 32 * 2 * 128 * 128 * 2).epsilon(1e-3));
   RequireBadInput("bench --mask-sparsity 0.5", "--mask-sparsity needs --mask");
   RequireBadInput("bench --mask --mask-sparsity 1.5", "--mask-sparsity must be a fraction from 0 to 1");
+
+  // --mask-dtype stores the same bias as float16 or bool (false where it is -inf).
+  for (const char* dtype : {"f16", "bool"}) {
+    INFO(dtype);
+    made = RunCli(std::string("check --b 1 --hq 2 --hkv 1 --nq 70 --nk 45 --d 32 --dtype f16 --mask --mask-dtype ") + dtype +
+                  " --repeats 1");
+    INFO(made.out << made.err);
+    REQUIRE(made.exit_code == 0);
+    CHECK(made.out.find("PASS") != std::string::npos);
+    made = RunCli(std::string("bench --b 1 --h 2 --n 64 --d 32 --mask --mask-dtype ") + dtype +
+                  " --mode fwd --no-naive --runs 3 --warmup 1 --min-time-ms 0");
+    REQUIRE(made.exit_code == 0);
+    CHECK(made.out.find(std::string(" mask=") + dtype + " ") != std::string::npos);
+  }
+  RequireBadInput("bench --mask-dtype f16", "--mask-dtype needs --mask");
+  CHECK(RunCli("bench --mask --mask-dtype f64").exit_code == 2);
 }
 
 TEST_CASE("CLI bench times forward and backward and writes JSON rows", "[cli][bench]") {

@@ -36,8 +36,22 @@ layout(std430, set = 0, binding = VKF_SCORE_MOD_BINDING_MASK_TILES) readonly buf
 layout(std430, set = 0, binding = VKF_SCORE_MOD_BINDING_SINKS) readonly buffer sinks_block { float sink_logits[]; };
 #endif
 
-// Whether scores are modified at all: kernels skip the per-element pass where they are not.
-bool scores_modified() { return SOFTCAP > 0.0 || ALIBI != VKF_ALIBI_NONE || MASK != VKF_MASK_NONE; }
+// Whether the kernel adds a float bias to its scores as whole matrices (coopmat2/bias_tiles.glsl)
+// before the per-element pass, which then leaves the mask's term out. Kernels that do define
+// VKF_SCORE_MOD_BIAS_TILES. Not with a softcap, whose curve applies before the bias.
+// (A function: a float comparison cannot initialize a specialization constant.)
+bool bias_tiles() {
+#ifdef VKF_SCORE_MOD_BIAS_TILES
+  return (MASK == VKF_MASK_FLOAT32 || MASK == VKF_MASK_FLOAT16) && !(SOFTCAP > 0.0);
+#else
+  return false;
+#endif
+}
+
+// Whether scores are modified per element: kernels skip that pass where they are not.
+bool scores_modified() {
+  return SOFTCAP > 0.0 || ALIBI != VKF_ALIBI_NONE || (MASK != VKF_MASK_NONE && !bias_tiles());
+}
 
 // What the modifiers need of a (batch, query head), found once per workgroup or row: ALiBi's
 // slope in base-2 units (0 without ALiBi) and the mask element of its row 0, key 0. Passed to
@@ -222,7 +236,7 @@ float stable_tanh(float x) {
 float score_mod(float t, ScoreHead h, uint q_row, uint key, uint q_len, uint kv_len) {
   if (SOFTCAP > 0.0) t = SOFTCAP * LOG2E * stable_tanh(t / (SOFTCAP * LOG2E));
   if (ALIBI != VKF_ALIBI_NONE) t -= alibi_bias_log2(h.slope_log2, q_row, key, q_len, kv_len);
-  if (MASK != VKF_MASK_NONE) {  // a blocked pair is -inf whatever its score (no inf - inf = NaN)
+  if (MASK != VKF_MASK_NONE && !bias_tiles()) {  // a blocked pair is -inf whatever its score (no inf - inf = NaN)
     const float bias = mask_bias_log2(h, q_row, key);
     t = bias == NEG_INF ? NEG_INF : t + bias;
   }

@@ -51,6 +51,7 @@ layout(constant_id = VKF_SPEC_SUBGROUP_SIZE) const uint SUBGROUP_SIZE = 32;
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_BWD_BINDING_ALIBI
 #define VKF_SCORE_MOD_BINDING_MASK VKF_BWD_BINDING_MASK
 #define VKF_SCORE_MOD_BINDING_MASK_TILES VKF_BWD_BINDING_MASK_TILES
+#define VKF_SCORE_MOD_BIAS_TILES
 #include "common/score_mod.glsl"
 
 layout(std430, set = 0, binding = VKF_BWD_BINDING_Q) readonly buffer q_block { uvec4 q_u4[]; };
@@ -107,6 +108,8 @@ VKF_DEFINE_STAGE_ROW_PAIR_SPLIT_AT(load_q_do, store_q_do, tiles, STREAM_ROW0, q_
 #define KEYS_X_QUERIES(T, USE) coopmat<T, gl_ScopeSubgroup, SUBGROUP_ROWS, BLOCK_Q, USE>
 #define QUERIES_X_DIM_B coopmat<float16_t, gl_ScopeSubgroup, BLOCK_Q, HEAD_DIM, gl_MatrixUseB>
 #define DIM_X_QUERIES_B coopmat<float16_t, gl_ScopeSubgroup, HEAD_DIM, BLOCK_Q, gl_MatrixUseB>
+#include "coopmat2/bias_tiles.glsl"
+VKF_DEFINE_BIAS_TILE_TRANSPOSED(bias_tile_t, gl_ScopeSubgroup, SUBGROUP_ROWS, BLOCK_Q)
 
 // Callbacks: row is a key of the subgroup's rows (the first at k0), col a query of the step's tile
 // (the first at q0); q_len and kv_len are the sequence's.
@@ -250,6 +253,9 @@ void dkdv_step(const bool masked, const bool crossing, const uint step, const ui
   coopMatLoad(q_t, tiles, Q_TILE, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
   KEYS_X_QUERIES(float, gl_MatrixUseAccumulator) p_t =
       coopMatMulAdd(k_frag, q_t, KEYS_X_QUERIES(float, gl_MatrixUseAccumulator)(0.0));
+  if (bias_tiles()) {  // scaled here, the bias added as a matrix (p_of_score knows)
+    p_t = p_t * pc.scale_log2 + bias_tile_t(modifiers.mask_base, q_begin, kv_begin + own_row);
+  }
   if (masked) {
     coopMatPerElementNV(p_t, p_t, masked_p_of_st, q_begin, kv_begin + own_row, q_len, kv_len, modifiers);
   } else {

@@ -33,6 +33,7 @@ layout(constant_id = VKF_SPEC_SUBGROUP_SIZE) const uint SUBGROUP_SIZE = 32;
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_BWD_BINDING_ALIBI
 #define VKF_SCORE_MOD_BINDING_MASK VKF_BWD_BINDING_MASK
 #define VKF_SCORE_MOD_BINDING_MASK_TILES VKF_BWD_BINDING_MASK_TILES
+#define VKF_SCORE_MOD_BIAS_TILES
 #include "common/score_mod.glsl"
 
 layout(std430, set = 0, binding = VKF_BWD_BINDING_Q) readonly buffer q_block { float16_t q_h[]; };
@@ -64,6 +65,8 @@ VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_K
 #define QUERIES_X_DIM(T, USE) coopmat<T, gl_ScopeSubgroup, SUBGROUP_ROWS, HEAD_DIM, USE>
 #define QUERIES_X_KEYS(T, USE) coopmat<T, gl_ScopeSubgroup, SUBGROUP_ROWS, BLOCK_KV, USE>
 #define DIM_X_KEYS_B coopmat<float16_t, gl_ScopeSubgroup, HEAD_DIM, BLOCK_KV, gl_MatrixUseB>
+#include "coopmat2/bias_tiles.glsl"
+VKF_DEFINE_BIAS_TILE(bias_tile, gl_ScopeSubgroup, SUBGROUP_ROWS, BLOCK_KV)
 
 // Callbacks: row is a query of the subgroup's rows (tile row q_row0 + row, the first at q0), col
 // a key of the step's tile (the first at k0); q_len and kv_len are the sequence's.
@@ -124,6 +127,9 @@ void dq_step(const bool masked, const uint kv_begin, const uint step, const uint
   coopMatLoad(k_t, kv_tiles, 0, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
   QUERIES_X_KEYS(float, gl_MatrixUseAccumulator) p =
       coopMatMulAdd(q_frag, k_t, QUERIES_X_KEYS(float, gl_MatrixUseAccumulator)(0.0));
+  if (bias_tiles()) {  // scaled here, the bias added as a matrix (p_of_score knows)
+    p = p * pc.scale_log2 + bias_tile(modifiers.mask_base, q_begin + own_row, kv_begin);
+  }
   if (masked) {
     coopMatPerElementNV(p, p, masked_p_of_s, own_row, q_begin + own_row, kv_begin, q_len, kv_len, modifiers);
   } else {

@@ -49,6 +49,7 @@ layout(constant_id = VKF_SPEC_CM2_STAT_COLUMNS) const uint STAT_COLUMNS = 32;
 #define VKF_SCORE_MOD_BINDING_MASK VKF_FWD_BINDING_MASK
 #define VKF_SCORE_MOD_BINDING_MASK_TILES VKF_FWD_BINDING_MASK_TILES
 #define VKF_SCORE_MOD_BINDING_SINKS VKF_FWD_BINDING_SINKS
+#define VKF_SCORE_MOD_BIAS_TILES
 #include "common/score_mod.glsl"
 #define VKF_SEQUENCES_BINDING VKF_FWD_BINDING_SEQUENCES
 #include "common/sequences.glsl"  // strides are multiples of 8 elements here (the engine checks)
@@ -71,6 +72,8 @@ const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_KV, KV_WORDS)
 
 #include "coopmat2/online_softmax.glsl"
+#include "coopmat2/bias_tiles.glsl"
+VKF_DEFINE_BIAS_TILE(bias_tile, gl_ScopeWorkgroup, BLOCK_Q, BLOCK_KV)
 
 // Band and kv_len masking of a tile's scores (row / col are tile-relative).
 float mask_element(const uint row, const uint col, const float s, const uint q_begin, const uint kv_begin,
@@ -78,7 +81,8 @@ float mask_element(const uint row, const uint col, const float s, const uint q_b
   return key_visible(q_begin + row, kv_begin + col, q_len, kv_len) ? s : NEG_INF;
 }
 
-// The softcap, ALiBi and mask of a tile's scores (row / col are tile-relative).
+// The softcap, ALiBi and mask of a tile's scores (row / col are tile-relative); a float mask is
+// added after, as a matrix (bias_tiles()).
 float modify_score(const uint row, const uint col, const float s, const uint q_begin, const uint kv_begin,
                    const uint q_len, const uint kv_len, const ScoreHead modifiers) {
   return score_mod(s, modifiers, q_begin + row, kv_begin + col, q_len, kv_len);
@@ -147,6 +151,11 @@ void main() {
     // previous step, then store (zeroing V's infinities and NaNs where the band's edge crosses
     // the tile)
     const bool masked_tile = tile_needs_mask(q_begin, q_rows, kv_begin, BLOCK_KV, q_len, kv_len);
+    // A float32 bias tile is loaded first, so that its reads' latency overlaps the staging and the
+    // product (a float16 one converts as it loads, which waits for the reads: it loads after S).
+    const bool bias_first = bias_tiles() && MASK == VKF_MASK_FLOAT32;
+    ROWS_X_KEYS(float) first_bias;
+    if (bias_first) first_bias = bias_tile(modifiers.mask_base, q_begin, kv_begin);
     uvec4 k_words[KV_WORDS], v_words[KV_WORDS];
     load_kv(k_words, v_words, (k_base + kv_begin * k_stride) / 8, k_stride / 8, (v_base + kv_begin * v_stride) / 8,
             v_stride / 8, min(BLOCK_KV, kv_len - kv_begin));
@@ -166,6 +175,11 @@ void main() {
     ROWS_X_KEYS(float) s = coopMatMulAdd(q_tile, k_t, ROWS_X_KEYS(float)(0.0));
     s *= pc.scale_log2;
     if (scores_modified()) coopMatPerElementNV(s, s, modify_score, q_begin, kv_begin, q_len, kv_len, modifiers);
+    if (bias_first) {
+      s += first_bias;
+    } else if (bias_tiles()) {
+      s += bias_tile(modifiers.mask_base, q_begin, kv_begin);
+    }
     if (masked_tile) coopMatPerElementNV(s, s, mask_element, q_begin, kv_begin, q_len, kv_len);
 
     online_softmax_step(s, ones, o_acc, m_run, l_run);

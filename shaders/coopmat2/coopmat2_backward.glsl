@@ -11,11 +11,12 @@
 #include "common/constants.glsl"
 #include "common/backward_rows.glsl"
 
-// P of one element from its raw score s = Q.K (scaled and modified here: common/score_mod.glsl):
-// query and key are the sequence's, modifiers the head's score_head (ALiBi slope, mask row).
+// P of one element from its raw score s = Q.K (scaled and modified here: common/score_mod.glsl;
+// where bias_tiles(), s comes scaled and with the bias added: coopmat2/bias_tiles.glsl): query and
+// key are the sequence's, modifiers the head's score_head (ALiBi slope, mask row).
 float p_of_score(const float s, const float lse_log2, const ScoreHead modifiers, const uint query, const uint key,
                  const uint q_len, const uint kv_len) {
-  return pair_p(s * pc.scale_log2, lse_log2, modifiers, query, key, q_len, kv_len);
+  return pair_p(bias_tiles() ? s : s * pc.scale_log2, lse_log2, modifiers, query, key, q_len, kv_len);
 }
 float masked_p(const uint query, const uint key, const float s, const float lse_log2, const ScoreHead modifiers,
                const uint q_len, const uint kv_len) {

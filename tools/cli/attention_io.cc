@@ -14,6 +14,7 @@
 #include <string>
 #include <tuple>
 
+#include "half.h"
 #include "storage_bytes.h"
 
 namespace vkflash::cli {
@@ -123,9 +124,12 @@ void AddVariantOptions(CLI::App* app, VariantOptions* options, VariantValues val
     app->add_flag("--alibi", options->made_alibi, "ALiBi with the geometric slopes 2^(-8(h+1)/Hq)");
     app->add_flag("--sinks", options->made_sinks, "Attention sinks, random Normal(0, 1) per query head");
     app->add_flag("--mask", options->made_mask,
-                  "A float32 bias [1, 1, Nq, Nk], random Normal(0, 1), about one pair in ten blocked (-inf)");
+                  "A bias [1, 1, Nq, Nk] (float32 unless --mask-dtype), random Normal(0, 1), about one pair in ten blocked (-inf)");
     app->add_option("--mask-sparsity", options->mask_sparsity,
                     "With --mask: close this fraction (0-1) of the bias's 128 x 128 blocks entirely, at random");
+    app->add_option("--mask-dtype", options->mask_dtype,
+                    "With --mask: store it as f32 or f16, or as bool (false where the bias is -inf)")
+        ->check(CLI::IsMember({"f32", "f16", "bool"}));
   }
 }
 
@@ -139,6 +143,7 @@ Status ApplyVariantOptions(const VariantOptions& options, AttentionParams* param
     return Bad("--mask-sparsity must be a fraction from 0 to 1, got " + FloatText(options.mask_sparsity));
   }
   if (options.mask_sparsity > 0.0f && !options.made_mask) return Bad("--mask-sparsity needs --mask");
+  if (options.mask_dtype != "f32" && !options.made_mask) return Bad("--mask-dtype needs --mask");
   if (!options.window.empty()) {
     // Two integers and nothing else: "L,R".
     const std::string& text = options.window;
@@ -238,6 +243,28 @@ ClosedBiasBlocks ChooseClosedBiasBlocks(uint32_t q_len, uint32_t kv_len, float f
   return blocks;
 }
 
+MaskType MadeMaskType(const VariantOptions& options) {
+  if (options.mask_dtype == "f16") return MaskType::kFloat16;
+  if (options.mask_dtype == "bool") return MaskType::kBool;
+  return MaskType::kFloat32;
+}
+
+std::vector<uint8_t> MaskStorage(const std::vector<float>& bias, MaskType type) {
+  const size_t element_bytes = type == MaskType::kFloat32 ? 4 : type == MaskType::kFloat16 ? 2 : 1;
+  std::vector<uint8_t> bytes((bias.size() * element_bytes + 3) / 4 * 4, 0);
+  for (size_t i = 0; i < bias.size(); ++i) {
+    if (type == MaskType::kFloat32) {
+      std::memcpy(&bytes[i * 4], &bias[i], 4);
+    } else if (type == MaskType::kFloat16) {
+      const uint16_t half = tools::FloatToHalf(bias[i]);
+      std::memcpy(&bytes[i * 2], &half, 2);
+    } else {
+      bytes[i] = bias[i] == -std::numeric_limits<float>::infinity() ? 0 : 1;
+    }
+  }
+  return bytes;
+}
+
 bool ClosedBiasBlocks::Closes(uint32_t row, uint32_t key) const {
   return closed[uint64_t(row / kSize) * key_blocks + key / kSize];
 }
@@ -261,11 +288,10 @@ void MakeVariantValues(const VariantOptions& options, uint32_t seed, AttentionIn
   }
   if (options.made_mask) {
     AttentionParams& p = in->params;
-    p.mask = {MaskType::kFloat32, false, false, true, true};
+    p.mask = {MadeMaskType(options), false, false, true, true};
     std::vector<float> bias = RandomBias(p.shape.q_len, p.shape.kv_len, seed + 1);
     CloseBiasBlocks(ChooseClosedBiasBlocks(p.shape.q_len, p.shape.kv_len, options.mask_sparsity, seed + 2), bias.data());
-    in->mask.assign(MaskBytes(p), 0);
-    if (!bias.empty()) std::memcpy(in->mask.data(), bias.data(), bias.size() * sizeof(float));
+    in->mask = MaskStorage(bias, p.mask.type);
     in->mask_shape = {1, 1, p.shape.q_len, p.shape.kv_len};
   }
 }

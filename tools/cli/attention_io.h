@@ -47,6 +47,7 @@ struct VariantOptions {
   std::string alibi, sinks, mask;  // kFiles: .npy paths; empty: none
   bool made_alibi = false, made_sinks = false, made_mask = false;  // kMade
   float mask_sparsity = 0.0f;  // kMade, with --mask: the fraction of the bias's 128 x 128 blocks closed
+  std::string mask_dtype = "f32";  // kMade, with --mask: f32, f16 or bool (the bias's -inf as false)
 };
 enum class VariantValues { kFiles, kMade };
 // Adds the options above to a command.
@@ -78,6 +79,11 @@ struct ClosedBiasBlocks {
 ClosedBiasBlocks ChooseClosedBiasBlocks(uint32_t q_len, uint32_t kv_len, float fraction, uint32_t seed);
 // Sets every element of the closed blocks of a float32 bias [Nq, Nk] (row-major at `bias`) to -inf.
 void CloseBiasBlocks(const ClosedBiasBlocks& blocks, float* bias);
+// The mask type --mask-dtype names (f32, f16, bool).
+MaskType MadeMaskType(const VariantOptions& options);
+// A bias's values stored as a mask of `type` (MaskBytes: whole 4-byte words): float32, float16, or
+// bool (false where the bias is -inf).
+std::vector<uint8_t> MaskStorage(const std::vector<float>& bias, MaskType type);
 // Those values for the flags given, for `inputs->params.shape`; sets params.alibi, sinks and mask.
 void MakeVariantValues(const VariantOptions& options, uint32_t seed, AttentionInputs* inputs);
 // A float as the CLI prints it (%g).

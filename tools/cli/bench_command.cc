@@ -50,9 +50,14 @@ struct BenchConfig {
 // attention).
 double ForwardFlops(const AttentionParams& p, const ClosedBiasBlocks* closed = nullptr) {
   if (closed == nullptr) return 4.0 * p.shape.head_dim * double(VisiblePairs(p));
+  // Per row, its band's keys in each open block: O(Nq * blocks), not a test per pair.
+  constexpr uint64_t kBlock = ClosedBiasBlocks::kSize;
   uint64_t pairs = 0;
   for (uint32_t i = 0; i < p.shape.q_len; ++i) {
-    for (uint32_t j = 0; j < p.shape.kv_len; ++j) pairs += !closed->Closes(i, j) && tools::KeyVisible(p, i, j);
+    const tools::VisibleKeyRange keys = tools::VisibleKeys(p, i);
+    for (uint64_t first = keys.first; first < keys.end; first = (first / kBlock + 1) * kBlock) {
+      if (!closed->Closes(i, uint32_t(first))) pairs += std::min(keys.end, (first / kBlock + 1) * kBlock) - first;
+    }
   }
   return 4.0 * p.shape.head_dim * double(pairs) * p.shape.batch * p.shape.q_heads;
 }
@@ -199,8 +204,8 @@ Status RunConfig(Context& context, const BenchConfig& c, const BenchOptions& o, 
   f.sinks = b.sinks;
   std::optional<ClosedBiasBlocks> closed_blocks;  // --mask-sparsity's
   if (p.mask.type != MaskType::kNone) {
-    // --mask: a float32 bias [1, 1, Nq, Nk] of RandomBias's values, its first 2^20 repeating past
-    // that; --mask-sparsity closes that fraction of its 128 x 128 blocks.
+    // --mask: a bias [1, 1, Nq, Nk] of RandomBias's values, its first 2^20 repeating past that,
+    // stored as --mask-dtype says; --mask-sparsity closes that fraction of its 128 x 128 blocks.
     const std::vector<float> block = RandomBias(1, uint32_t(std::min<uint64_t>(MaskElements(p), 1u << 20)), 1);
     std::vector<float> bias(MaskElements(p));
     for (uint64_t at = 0; at < bias.size(); at += block.size()) {
@@ -210,9 +215,10 @@ Status RunConfig(Context& context, const BenchConfig& c, const BenchOptions& o, 
       closed_blocks = ChooseClosedBiasBlocks(s.q_len, s.kv_len, o.variants.mask_sparsity, 2);
       CloseBiasBlocks(*closed_blocks, bias.data());
     }
-    auto made = UploadFloats(context, bias, &held);
+    auto made = UploadBuffer(context, MaskStorage(bias, p.mask.type), MaskBytes(p));
     if (!made.ok()) return made.status();
-    f.mask = b.mask = *made;
+    held.push_back(std::move(made).value());
+    f.mask = b.mask = held.back().view();
   }
   if (Status st = context.Forward(p, f); !st.ok()) return st;  // O and LSE for the backward; pipeline made
 
@@ -297,7 +303,7 @@ int RunBench(const BenchOptions& o) {
   if (Status applied = ApplyVariantOptions(o.variants, &variants); !applied.ok()) return ReportError(applied);
   if (o.variants.made_alibi) variants.alibi = AlibiSlopes::kPerHead;
   variants.sinks = o.variants.made_sinks;
-  if (o.variants.made_mask) variants.mask = {MaskType::kFloat32, false, false, true, true};
+  if (o.variants.made_mask) variants.mask = {MadeMaskType(o.variants), false, false, true, true};
   const auto configs = Configs(o, variants);
   for (const BenchConfig& config : configs) {
     if (Status valid = ValidateAttentionParams(config.params); !valid.ok()) return ReportError(valid);

@@ -102,11 +102,18 @@ void ComputeRow(const AttentionParams& params, const ReferenceVariants& variants
 
 }  // namespace
 
-bool KeyVisible(const AttentionParams& params, uint64_t row, uint64_t key) {
-  const int64_t diagonal = int64_t(row) + int64_t(params.shape.kv_len) - int64_t(params.shape.q_len);
+VisibleKeyRange VisibleKeys(const AttentionParams& params, uint64_t row) {
+  const int64_t kv_len = params.shape.kv_len;
+  const int64_t diagonal = int64_t(row) + kv_len - int64_t(params.shape.q_len);
   const int64_t left = params.window.left, right = params.causal ? 0 : params.window.right;
-  if (left >= 0 && int64_t(key) < diagonal - left) return false;
-  return right < 0 || int64_t(key) <= diagonal + right;
+  const int64_t first = left >= 0 ? std::clamp<int64_t>(diagonal - left, 0, kv_len) : 0;
+  const int64_t end = right >= 0 ? std::clamp<int64_t>(diagonal + right + 1, 0, kv_len) : kv_len;
+  return {uint64_t(first), uint64_t(std::max(first, end))};
+}
+
+bool KeyVisible(const AttentionParams& params, uint64_t row, uint64_t key) {
+  const VisibleKeyRange keys = VisibleKeys(params, row);
+  return key >= keys.first && key < keys.end;
 }
 
 ReferenceForward ReferenceAttentionForward(const AttentionParams& params, const std::vector<float>& q,

@@ -13,6 +13,11 @@ namespace vkflash::tools {
 // window, bottom-right aligned with params.shape's lengths), written from the contract's formula and
 // not from the engine's band code, so that the tests compare two derivations.
 bool KeyVisible(const AttentionParams& params, uint64_t row, uint64_t key);
+// The keys query row `row` sees, [first, end) (empty where end <= first): those KeyVisible holds for.
+struct VisibleKeyRange {
+  uint64_t first = 0, end = 0;
+};
+VisibleKeyRange VisibleKeys(const AttentionParams& params, uint64_t row);
 
 // Index of element (b, h, i, j) of [B, Hq, Nq, Nk] in params.mask's buffer: 0 along the dimensions
 // it broadcasts.
