@@ -539,12 +539,14 @@ TEST_CASE("CLI --mask and --dbias: broadcast masks of each type, and bad ones re
     REQUIRE(made.exit_code == 0);
     CHECK(made.out.find("PASS") != std::string::npos);
     made = RunCli(std::string("bench --b 1 --h 2 --n 64 --d 32 --mask --mask-dtype ") + dtype +
-                  " --mode fwd --no-naive --runs 3 --warmup 1 --min-time-ms 0");
+                  " --mode fwd --no-naive --runs 3 --warmup 1 --min-time-ms 0 --json " + Path("typed.json"));
     REQUIRE(made.exit_code == 0);
     CHECK(made.out.find(std::string(" mask=") + dtype + " ") != std::string::npos);
+    CHECK(nlohmann::json::parse(Slurp(Path("typed.json")))[0]["mask_dtype"] == dtype);
   }
   RequireBadInput("bench --mask-dtype f16", "--mask-dtype needs --mask");
-  CHECK(RunCli("bench --mask --mask-dtype f64").exit_code == 2);
+  RequireBadInput("check --mask-dtype f32", "--mask-dtype needs --mask");
+  RequireBadInput("bench --mask --mask-dtype f64", "--mask-dtype");
 }
 
 TEST_CASE("CLI bench times forward and backward and writes JSON rows", "[cli][bench]") {

@@ -61,7 +61,7 @@ struct MaskCase {
 
 // Each element type with a different broadcast: the full mask, one shared by the batch and heads
 // (a causal-like pattern), a padding mask per batch entry ([B, 1, 1, Nk]), a per-head key bias,
-// a mask that blocks whole rows ([B, 1, Nq, 1]), and all of it with the other variants.
+// a mask that blocks whole rows ([B, 1, Nq, 1]), and the other variants with and without a softcap.
 const std::vector<MaskCase> kMaskCases = {
     {Mask(MaskType::kFloat32, true, true, true, true)},
     {Mask(MaskType::kFloat16, false, false, true, true), true},
@@ -70,6 +70,10 @@ const std::vector<MaskCase> kMaskCases = {
     {Mask(MaskType::kBool, true, false, true, false)},
     {Mask(MaskType::kFloat32, true, true, true, true), true, {-1, -1}, 5.0f, AlibiSlopes::kPerHead, true},
     {Mask(MaskType::kFloat16, false, true, true, true), false, {7, 2}, 20.0f, AlibiSlopes::kPerBatchHead, true},
+    // Without a softcap: the coopmat2 kernels add a float bias as a matrix (with sinks), or per
+    // element (with ALiBi).
+    {Mask(MaskType::kFloat32, true, true, true, true), false, {-1, -1}, 0.0f, AlibiSlopes::kNone, true},
+    {Mask(MaskType::kFloat16, true, false, true, true), true, {-1, -1}, 0.0f, AlibiSlopes::kPerHead},
 };
 
 AttentionParams WithCase(AttentionParams p, const MaskCase& c) {

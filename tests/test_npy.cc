@@ -5,10 +5,13 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "half.h"
 #include "npy.h"
+#include "storage_bytes.h"
 
 using namespace vkflash;
 using namespace vkflash::tools;
@@ -62,6 +65,30 @@ TEST_CASE("float16 conversion round-trips every half value and rounds to nearest
   CHECK(FloatToHalf(1.0f + 3.0f / 2048.0f) == 0x3c02);     // tie, to even (up)
   CHECK(FloatToHalf(std::ldexp(1.0f, -24)) == 0x0001);     // smallest subnormal
   CHECK(FloatToHalf(std::ldexp(1.0f, -26)) == 0x0000);     // below half of it
+}
+
+TEST_CASE("a mask's values packed as its buffer holds them, in whole words", "[npy][half]") {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> bias = {1.5f, -inf, 0.0f, -2.0f, 65504.0f};
+  const std::vector<uint8_t> f32 = tools::PackMask(bias, MaskType::kFloat32);
+  REQUIRE(f32.size() == 20);
+  for (size_t i = 0; i < bias.size(); ++i) {
+    float x;
+    std::memcpy(&x, &f32[i * 4], 4);
+    CHECK(x == bias[i]);
+  }
+  const std::vector<uint8_t> f16 = tools::PackMask(bias, MaskType::kFloat16);
+  REQUIRE(f16.size() == 12);  // 10 bytes, padded to whole words with zeros
+  const uint16_t halves[] = {0x3e00, 0xfc00, 0x0000, 0xc000, 0x7bff, 0x0000};
+  for (size_t i = 0; i < 6; ++i) {
+    uint16_t h;
+    std::memcpy(&h, &f16[i * 2], 2);
+    CHECK(h == halves[i]);
+  }
+  // bool: 0 blocks; one byte per value.
+  const std::vector<uint8_t> boolean = tools::PackMask({1.0f, 0.0f, 1.0f, 1.0f, 0.0f}, MaskType::kBool);
+  CHECK(boolean == std::vector<uint8_t>{1, 0, 1, 1, 0, 0, 0, 0});
+  CHECK(tools::PackMask({}, MaskType::kBool).empty());
 }
 
 TEST_CASE(".npy files round-trip in both dtypes", "[npy]") {

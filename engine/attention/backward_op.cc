@@ -140,7 +140,8 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   }
   if (!has_queries && !has_keys && !write_dsinks && !write_dbias) return Status::Ok();
 
-  const bool aligned = VectorAligned({buffers.q, buffers.k, buffers.v, buffers.d_o, buffers.dq, buffers.dk, buffers.dv}) &&
+  const bool aligned = VectorAligned({buffers.q, buffers.k, buffers.v, buffers.d_o, buffers.dq, buffers.dk, buffers.dv,
+                                      buffers.mask}) &&
                        call.vector_strides;
   VKF_ASSIGN_OR_RETURN(const BackwardKernelChoice choice,
                        ChooseBackwardKernels(info_, call.planning, /*scalar_only=*/!aligned, overrides_));

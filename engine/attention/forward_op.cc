@@ -133,8 +133,8 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
   VKF_RETURN_IF_ERROR(CheckViews(info_, {q, o}));
   if (!buffers.lse.empty()) VKF_RETURN_IF_ERROR(CheckViews(info_, {lse}));
   // Instrumented calls and views or strides the tensor-core kernel cannot vector-load run the
-  // scalar kernel.
-  const bool aligned = VectorAligned({buffers.q, buffers.k, buffers.v, buffers.o}) && call.vector_strides;
+  // scalar kernel (the mask too: the coopmat2 kernels load its tiles as 16-byte words).
+  const bool aligned = VectorAligned({buffers.q, buffers.k, buffers.v, buffers.o, buffers.mask}) && call.vector_strides;
   VKF_ASSIGN_OR_RETURN(const KernelChoice choice,
                        ChooseForwardKernel(info_, call.planning, /*scalar_only=*/instrumented || !aligned, overrides_));
   const NamedView stats{"stats", stats_view, ForwardStatsBytes(shape, choice)};

@@ -36,13 +36,15 @@ layout(std430, set = 0, binding = VKF_SCORE_MOD_BINDING_MASK_TILES) readonly buf
 layout(std430, set = 0, binding = VKF_SCORE_MOD_BINDING_SINKS) readonly buffer sinks_block { float sink_logits[]; };
 #endif
 
-// Whether the kernel adds a float bias to its scores as whole matrices (coopmat2/bias_tiles.glsl)
-// before the per-element pass, which then leaves the mask's term out. Kernels that do define
-// VKF_SCORE_MOD_BIAS_TILES. Not with a softcap, whose curve applies before the bias.
-// (A function: a float comparison cannot initialize a specialization constant.)
+// Whether the kernel adds a float bias to its scores as whole matrices (coopmat2/bias_tiles.glsl),
+// so that score_mod leaves the mask's term out: in kernels that define VKF_SCORE_MOD_BIAS_TILES,
+// for a float mask alone or with sinks. Not with a softcap, whose curve applies before the bias,
+// nor with ALiBi (its per-element term would land before the bias in the forward, after it in the
+// backward's recomputed P). A function: a float comparison cannot initialize a specialization
+// constant.
 bool bias_tiles() {
 #ifdef VKF_SCORE_MOD_BIAS_TILES
-  return (MASK == VKF_MASK_FLOAT32 || MASK == VKF_MASK_FLOAT16) && !(SOFTCAP > 0.0);
+  return (MASK == VKF_MASK_FLOAT32 || MASK == VKF_MASK_FLOAT16) && !(SOFTCAP > 0.0) && ALIBI == VKF_ALIBI_NONE;
 #else
   return false;
 #endif

@@ -1,8 +1,9 @@
 // A float mask / bias added to a tile of scores as one matrix (GL_NV_cooperative_matrix2 kernels),
 // where common/score_mod.glsl's bias_tiles() holds: one tensor load per tile instead of an element
 // read per score inside the per-element callback. The mask's -inf added to a finite score gives
-// -inf (the pair is blocked); docs/design.md requires a blocked key's K to be finite, so the
-// +inf - inf = NaN the per-element path avoids cannot reach a row that did not see an inf.
+// -inf (the pair is blocked); to an infinite or NaN one (an inf or NaN in the pair's Q or K row)
+// NaN, where the per-element path gives -inf. docs/design.md requires a blocked pair's Q, K and V
+// rows to be finite, as the gradient kernels multiply them by zeros in every family.
 // Clamped to the edge, the load reads the mask's last row or key past its own (padding rows and keys,
 // as mask_bias_log2 does) and broadcasts a mask without the rows or keys dimension.
 // Include after common/score_mod.glsl, with VKF_SCORE_MOD_BIAS_TILES defined before it; needs 16-bit

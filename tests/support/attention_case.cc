@@ -39,13 +39,8 @@ std::string MaskName(const AttentionMask& m) {
 }
 
 Buffer UploadedMask(Context& context, const AttentionParams& params, const std::vector<float>& values) {
-  std::vector<uint8_t> bytes;
-  if (params.mask.type == MaskType::kBool) {
-    for (float x : values) bytes.push_back(x != 0.0f ? 1 : 0);
-  } else if (params.mask.type != MaskType::kNone) {
-    bytes = tools::PackTensor(values, params.mask.type == MaskType::kFloat16 ? DataType::kFloat16 : DataType::kFloat32);
-  }
-  bytes.resize(std::max<uint64_t>(MaskBytes(params), 4), 0);  // whole words, as the kernels read it
+  std::vector<uint8_t> bytes = tools::PackMask(values, params.mask.type);
+  bytes.resize(std::max<uint64_t>(MaskBytes(params), 4), 0);  // 4 bytes without a mask
   return UploadedBuffer(context, bytes);
 }
 

@@ -14,7 +14,6 @@
 #include <string>
 #include <tuple>
 
-#include "half.h"
 #include "storage_bytes.h"
 
 namespace vkflash::cli {
@@ -143,7 +142,7 @@ Status ApplyVariantOptions(const VariantOptions& options, AttentionParams* param
     return Bad("--mask-sparsity must be a fraction from 0 to 1, got " + FloatText(options.mask_sparsity));
   }
   if (options.mask_sparsity > 0.0f && !options.made_mask) return Bad("--mask-sparsity needs --mask");
-  if (options.mask_dtype != "f32" && !options.made_mask) return Bad("--mask-dtype needs --mask");
+  if (!options.mask_dtype.empty() && !options.made_mask) return Bad("--mask-dtype needs --mask");
   if (!options.window.empty()) {
     // Two integers and nothing else: "L,R".
     const std::string& text = options.window;
@@ -250,19 +249,10 @@ MaskType MadeMaskType(const VariantOptions& options) {
 }
 
 std::vector<uint8_t> MaskStorage(const std::vector<float>& bias, MaskType type) {
-  const size_t element_bytes = type == MaskType::kFloat32 ? 4 : type == MaskType::kFloat16 ? 2 : 1;
-  std::vector<uint8_t> bytes((bias.size() * element_bytes + 3) / 4 * 4, 0);
-  for (size_t i = 0; i < bias.size(); ++i) {
-    if (type == MaskType::kFloat32) {
-      std::memcpy(&bytes[i * 4], &bias[i], 4);
-    } else if (type == MaskType::kFloat16) {
-      const uint16_t half = tools::FloatToHalf(bias[i]);
-      std::memcpy(&bytes[i * 2], &half, 2);
-    } else {
-      bytes[i] = bias[i] == -std::numeric_limits<float>::infinity() ? 0 : 1;
-    }
-  }
-  return bytes;
+  if (type != MaskType::kBool) return tools::PackMask(bias, type);
+  std::vector<float> allowed(bias.size());
+  for (size_t i = 0; i < bias.size(); ++i) allowed[i] = bias[i] == -std::numeric_limits<float>::infinity() ? 0.0f : 1.0f;
+  return tools::PackMask(allowed, type);
 }
 
 bool ClosedBiasBlocks::Closes(uint32_t row, uint32_t key) const {

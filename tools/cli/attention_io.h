@@ -47,7 +47,7 @@ struct VariantOptions {
   std::string alibi, sinks, mask;  // kFiles: .npy paths; empty: none
   bool made_alibi = false, made_sinks = false, made_mask = false;  // kMade
   float mask_sparsity = 0.0f;  // kMade, with --mask: the fraction of the bias's 128 x 128 blocks closed
-  std::string mask_dtype = "f32";  // kMade, with --mask: f32, f16 or bool (the bias's -inf as false)
+  std::string mask_dtype;  // kMade, with --mask: f32 (also when empty), f16, or bool (the bias's -inf as false)
 };
 enum class VariantValues { kFiles, kMade };
 // Adds the options above to a command.

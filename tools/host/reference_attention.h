@@ -9,11 +9,12 @@
 
 namespace vkflash::tools {
 
-// Whether query row `row` sees key `key` (docs/design.md, "What is computed": causal and the
-// window, bottom-right aligned with params.shape's lengths), written from the contract's formula and
-// not from the engine's band code, so that the tests compare two derivations.
+// Whether query row `row` sees key `key` < Nk (docs/design.md, "What is computed": causal and the
+// window, bottom-right aligned with params.shape's lengths): key in VisibleKeys(params, row), whose
+// range is written from the contract's formula and not from the engine's band code, so that the
+// tests compare two derivations.
 bool KeyVisible(const AttentionParams& params, uint64_t row, uint64_t key);
-// The keys query row `row` sees, [first, end) (empty where end <= first): those KeyVisible holds for.
+// The keys query row `row` sees, [first, end) (empty where end <= first).
 struct VisibleKeyRange {
   uint64_t first = 0, end = 0;
 };

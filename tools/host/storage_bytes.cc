@@ -33,6 +33,17 @@ std::vector<uint8_t> PackTensor(const std::vector<float>& values, DataType dtype
   return bytes;
 }
 
+std::vector<uint8_t> PackMask(const std::vector<float>& values, MaskType type) {
+  std::vector<uint8_t> bytes;
+  if (type == MaskType::kBool) {
+    for (float x : values) bytes.push_back(x != 0.0f ? 1 : 0);
+  } else if (type != MaskType::kNone) {
+    bytes = PackTensor(values, type == MaskType::kFloat16 ? DataType::kFloat16 : DataType::kFloat32);
+  }
+  bytes.resize((bytes.size() + 3) / 4 * 4, 0);
+  return bytes;
+}
+
 std::vector<float> UnpackTensor(const std::vector<uint8_t>& bytes, DataType dtype) {
   const size_t size = DataTypeSize(dtype);
   std::vector<float> values(bytes.size() / size);

@@ -5,9 +5,10 @@
 #   new/vkflash, new/tests/vkflash_tests, new/CMakeCache.txt   this change's build-gpu
 #   base/vkflash                                               the commit before it (3e50f72)
 #   tanh/vkflash                                               this change, softcap through GLSL's tanh()
-#   clamped, prefetch, noskip/vkflash  variants (tools/lab/build_variant.py): clamped: every bias tile
-#     loaded clamped to the edge (the first version); prefetch: the forward loads a step's bias before
-#     staging its K and V; noskip: no kernel skips the tiles the mask closes (timing only).
+#   clamped, prefetch, noskip/vkflash  variants (tools/lab/build_variant.py) of the commit's first
+#     version: clamped: every bias tile loaded clamped to the edge; prefetch: the forward loads a
+#     step's bias before staging its K and V (kept, for float32 biases); noskip: no kernel skips the
+#     tiles the mask closes (timing only).
 # and run `bash tools/lab/runs/2026-11-27-bias-tiles.sh tests|bench|variants|mask-tests`. Earlier
 # variants of the same entry (nobias: no bias added at all; tanh: the softcap through GLSL's
 # tanh()) were built the same way.
