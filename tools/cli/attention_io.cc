@@ -242,9 +242,19 @@ ClosedBiasBlocks ChooseClosedBiasBlocks(uint32_t q_len, uint32_t kv_len, float f
   return blocks;
 }
 
+const char* MaskDtypeName(MaskType type) {
+  switch (type) {
+    case MaskType::kFloat32: return "f32";
+    case MaskType::kFloat16: return "f16";
+    case MaskType::kBool: return "bool";
+    default: return "";
+  }
+}
+
 MaskType MadeMaskType(const VariantOptions& options) {
-  if (options.mask_dtype == "f16") return MaskType::kFloat16;
-  if (options.mask_dtype == "bool") return MaskType::kBool;
+  for (MaskType type : {MaskType::kFloat16, MaskType::kBool}) {
+    if (options.mask_dtype == MaskDtypeName(type)) return type;
+  }
   return MaskType::kFloat32;
 }
 

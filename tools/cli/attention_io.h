@@ -79,7 +79,9 @@ struct ClosedBiasBlocks {
 ClosedBiasBlocks ChooseClosedBiasBlocks(uint32_t q_len, uint32_t kv_len, float fraction, uint32_t seed);
 // Sets every element of the closed blocks of a float32 bias [Nq, Nk] (row-major at `bias`) to -inf.
 void CloseBiasBlocks(const ClosedBiasBlocks& blocks, float* bias);
-// The mask type --mask-dtype names (f32, f16, bool).
+// The name --mask-dtype gives a mask type: "f32", "f16", "bool" ("" for none), and the type
+// options.mask_dtype names (float32 where it is empty).
+const char* MaskDtypeName(MaskType type);
 MaskType MadeMaskType(const VariantOptions& options);
 // A bias's values stored as a mask of `type` (MaskBytes: whole 4-byte words): float32, float16, or
 // bool (false where the bias is -inf).

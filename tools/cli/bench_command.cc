@@ -345,7 +345,7 @@ int RunBench(const BenchOptions& o) {
       rows.push_back({{"device", device}, {"B", p.shape.batch}, {"H", p.shape.q_heads}, {"Hkv", p.shape.kv_heads},
                       {"N", p.shape.q_len}, {"Nq", p.shape.q_len}, {"Nk", p.shape.kv_len}, {"D", p.shape.head_dim}, {"dtype", p.dtype == DataType::kFloat16 ? "f16" : "f32"},
                       {"causal", p.causal}, {"window", {p.window.left, p.window.right}}, {"softcap", p.softcap},
-                      {"alibi", p.alibi != AlibiSlopes::kNone}, {"sinks", p.sinks}, {"bias", p.mask.type != MaskType::kNone}, {"mask_dtype", p.mask.type == MaskType::kFloat16 ? "f16" : p.mask.type == MaskType::kBool ? "bool" : p.mask.type == MaskType::kFloat32 ? "f32" : ""}, {"mask_sparsity", o.variants.mask_sparsity}, {"mode", t.mode}, {"kernel", t.kernel}, {"ms", t.ms},
+                      {"alibi", p.alibi != AlibiSlopes::kNone}, {"sinks", p.sinks}, {"bias", p.mask.type != MaskType::kNone}, {"mask_dtype", MaskDtypeName(p.mask.type)}, {"mask_sparsity", o.variants.mask_sparsity}, {"mode", t.mode}, {"kernel", t.kernel}, {"ms", t.ms},
                       {"tflops", t.tflops}, {"kv_gbps", t.kv_gbps}, {"runs", t.runs}});
       if (t.read_gbps > 0) rows.back()["read_gbps"] = t.read_gbps;
     }
