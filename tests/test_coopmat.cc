@@ -248,14 +248,15 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
   CHECK((forward->block_q == 64 && forward->block_kv == 64 && forward->workgroup_size == 128));
   CHECK(forward->matrix_granularity == 32);  // the width of the kernel's row vectors
   const uint32_t flag = 4;  // the kernels' uint non-finite flag (forward, dK/dV)
-  CHECK(forward->shared_memory_bytes == 2 * 64 * (128 + 8) * 2 + flag);  // K and V rows, padded by 16 bytes
+  const uint32_t closed_tiles = 33 * 4;  // the mask's closed tiles of the loop, and the first's index (forward, dK/dV)
+  CHECK(forward->shared_memory_bytes == 2 * 64 * (128 + 8) * 2 + flag + closed_tiles);  // K and V rows, padded by 16 bytes
   auto backward = vkflash::attention::ChooseBackwardKernels(device, params, /*scalar_only=*/false);
   REQUIRE(backward.ok());
   // The backward: subgroup-scope matrices, 16 owned rows per subgroup.
   const uint32_t row_bytes = (128 + 8) * 2;  // a padded shared row
   CHECK((backward->dkdv.block_kv == 64 && backward->dkdv.block_q == 48 && backward->dkdv.workgroup_size == 128));
   // V rows; K rows, then Q and dO rows (2 x 48, the larger); the step's LSE, delta and non-finite steps
-  CHECK(backward->dkdv.shared_memory_bytes == (64 + 2 * 48) * row_bytes + 3 * 48 * 4 + flag);
+  CHECK(backward->dkdv.shared_memory_bytes == (64 + 2 * 48) * row_bytes + 3 * 48 * 4 + flag + closed_tiles);
   CHECK((backward->dq.block_q == 64 && backward->dq.block_kv == 64 && backward->dq.workgroup_size == 128));
   // K and V rows and their non-finite steps; the owned rows' LSE and delta
   CHECK(backward->dq.shared_memory_bytes == 2 * 64 * row_bytes + 64 * 4 + 2 * 64 * 4);
@@ -269,13 +270,13 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
     auto b = vkflash::attention::ChooseBackwardKernels(device, params, false);
     REQUIRE(b.ok());
     CHECK((b->dkdv.block_kv == 64 && b->dkdv.block_q == 128 && b->dkdv.workgroup_size == 128));
-    CHECK(b->dkdv.shared_memory_bytes == (64 + 2 * 128) * (64 + 8) * 2 + 3 * 128 * 4 + flag);
+    CHECK(b->dkdv.shared_memory_bytes == (64 + 2 * 128) * (64 + 8) * 2 + 3 * 128 * 4 + flag + closed_tiles);
     // 32 query rows per subgroup: 4 subgroups own 128
     CHECK((b->dq.block_q == 128 && b->dq.block_kv == 64 && b->dq.workgroup_size == 128));
     CHECK(b->dq.shared_memory_bytes == 2 * 64 * (64 + 8) * 2 + 64 * 4 + 2 * 128 * 4);
   }
   SECTION("the driver's reserved shared memory is not the kernel's") {
-    params.shape.kv_len = 1024;  // 80-key steps: 2 x 80 rows of 272 bytes, 43524 bytes with the flag
+    params.shape.kv_len = 1024;  // 80-key steps: 2 x 80 rows of 272 bytes, 43656 bytes with the rest
     device.shared_memory_bytes = 49152;
     device.usable_shared_memory_bytes = 49152;
     device.cooperative_matrix2_reserved_shared_memory = 8192;  // the H100's
@@ -291,12 +292,12 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
     auto f = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(f.ok());
     CHECK((f->block_q == 64 && f->block_kv == 80 && f->workgroup_size == 128));
-    CHECK(f->shared_memory_bytes == 2 * 80 * (128 + 8) * 2 + flag);
+    CHECK(f->shared_memory_bytes == 2 * 80 * (128 + 8) * 2 + flag + closed_tiles);
     params.shape.head_dim = 96;  // 96 keys: 2 x 96 rows of 208 bytes fit
     f = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(f.ok());
     CHECK((f->block_q == 64 && f->block_kv == 96 && f->workgroup_size == 128));
-    CHECK(f->shared_memory_bytes == 2 * 96 * (96 + 8) * 2 + flag);
+    CHECK(f->shared_memory_bytes == 2 * 96 * (96 + 8) * 2 + flag + closed_tiles);
     params.causal = true;  // rows see 524.5 keys on average
     f = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(f.ok());
@@ -342,15 +343,15 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
     CHECK(varying->dkdv.cooperative_matrix == vkflash::CooperativeMatrixApi::kNone);
   }
   SECTION("staged tiles must fit the shared memory") {
-    device.usable_shared_memory_bytes = 2 * 32 * row_bytes + flag - 1;  // not even 32 rows of two tensors
+    device.usable_shared_memory_bytes = 2 * 32 * row_bytes + flag + closed_tiles - 1;  // not even 32 rows of two tensors
     CHECK(vkflash::attention::ChooseForwardKernel(device, params, false)->cooperative_matrix ==
           vkflash::CooperativeMatrixApi::kNone);
-    device.usable_shared_memory_bytes = 2 * 32 * row_bytes + flag;  // 32-row tiles only
+    device.usable_shared_memory_bytes = 2 * 32 * row_bytes + flag + closed_tiles;  // 32-row tiles only
     auto f = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(f.ok());
     CHECK((f->kernel == "forward_f16_coopmat2" && f->block_kv == 32));
     // The backward's smallest dK/dV tile: one subgroup, 16 keys, 16 queries per step.
-    const uint32_t smallest_dkdv = (16 + 32) * row_bytes + 3 * 16 * 4 + flag;
+    const uint32_t smallest_dkdv = (16 + 32) * row_bytes + 3 * 16 * 4 + flag + closed_tiles;
     device.usable_shared_memory_bytes = smallest_dkdv - 1;
     auto none = vkflash::attention::ChooseBackwardKernels(device, params, false);
     REQUIRE(none.ok());

@@ -148,8 +148,8 @@ uint mask_open_key_blocks(uint summary, MaskBlocks b, uint word) {
 }
 
 // True if the mask closes every pair of the tile, read from the summary at every call. Loops use
-// the walks below, which read each summary word once, except where a walk measured slower (the
-// coopmat2 dK/dV kernel: docs/tuning-log.md).
+// the walks below, which read each summary word once, or (the coopmat2 forward and dK/dV kernels)
+// find their loop's closed tiles up front (common/closed_tiles.glsl).
 bool mask_closes_tile(uint summary, uint q_begin, uint q_end, uint kv_begin, uint kv_end) {
   if (MASK == VKF_MASK_NONE || q_end <= q_begin || kv_end <= kv_begin) return false;
   const MaskBlocks b = mask_blocks_of(q_begin, q_end, kv_begin, kv_end);
@@ -226,17 +226,20 @@ float alibi_bias_log2(float slope_log2, uint q_row, uint key, uint q_len, uint k
   return slope_log2 * float(abs(int(key) - int(q_row) - diagonal_shift(q_len, kv_len)));
 }
 
-// tanh without the overflow of (e^2x - 1) / (e^2x + 1): finite for every finite x, +-1 at +-inf,
-// NaN for NaN.
-float stable_tanh(float x) {
-  const float e = exp2(-2.0 * LOG2E * abs(x));
-  return (x < 0.0 ? -1.0 : 1.0) * (1.0 - e) / (1.0 + e);
+// The capped score C2 tanh(t / C2) as C2 - 2 C2 / (1 + 2^(2t / C)) (2t / C = 2 log2(e) t / C2): an
+// exp2, a division, two multiplies and an add per score. Fewer instructions than tanh through |x|
+// and a sign is what counts in the coopmat2 kernels, whose per-score instructions bound them; a
+// tanh without exp2 or division, but with more arithmetic, was slower (docs/tuning-log.md). Finite
+// for every finite t, +-C2 at +-inf (2^inf = inf), NaN for NaN.
+float softcapped(float t) {
+  const float c2 = SOFTCAP * LOG2E;
+  return c2 - 2.0 * c2 / (1.0 + exp2(t * (2.0 / SOFTCAP)));
 }
 
 // The modified score of query row q_row and key `key` of a sequence of q_len x kv_len, from its
 // base-2 score t. h: score_head of the row's batch entry and head.
 float score_mod(float t, ScoreHead h, uint q_row, uint key, uint q_len, uint kv_len) {
-  if (SOFTCAP > 0.0) t = SOFTCAP * LOG2E * stable_tanh(t / (SOFTCAP * LOG2E));
+  if (SOFTCAP > 0.0) t = softcapped(t);
   if (ALIBI != VKF_ALIBI_NONE) t -= alibi_bias_log2(h.slope_log2, q_row, key, q_len, kv_len);
   if (MASK != VKF_MASK_NONE && !bias_tiles()) {  // a blocked pair is -inf whatever its score (no inf - inf = NaN)
     const float bias = mask_bias_log2(h, q_row, key);
@@ -249,8 +252,8 @@ float score_mod(float t, ScoreHead h, uint q_row, uint key, uint q_len, uint kv_
 // bias's terms are constant in t; the softcap's derivative is 1 - tanh^2).
 float score_mod_derivative(float t) {
   if (!(SOFTCAP > 0.0)) return 1.0;
-  const float th = stable_tanh(t / (SOFTCAP * LOG2E));
-  return 1.0 - th * th;
+  const float th = softcapped(t) / (SOFTCAP * LOG2E);
+  return max(1.0 - th * th, 0.0);  // |th| may pass 1 by its rounding
 }
 
 // The same derivative from the pair's P instead of its raw score, for kernels that do not keep the

@@ -65,6 +65,11 @@
 #define VKF_TILED_SCORE_STRIDE(streamed) ((streamed) + 1)
 #define VKF_SMEM_TILED_SCORE_FLOATS(owned, score_stride) ((owned) * (score_stride))
 
+// uint: the tiles a mask closes along a loop (common/closed_tiles.glsl), one bit each for 32 words
+// of tiles, and the first tile's index.
+#define VKF_SMEM_CLOSED_TILE_WORDS 32
+#define VKF_SMEM_CLOSED_TILE_UINTS (VKF_SMEM_CLOSED_TILE_WORDS + 1)
+
 // --- Tensor-core kernels (coopmat/, coopmat2/) ---
 // uvec4: the staged rows of two tensors of one tile, `rows` each (K and V; dK/dV of coopmat/: its
 // K and V rows, and each step's Q and dO rows).

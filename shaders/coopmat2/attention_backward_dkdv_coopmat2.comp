@@ -110,6 +110,7 @@ VKF_DEFINE_STAGE_ROW_PAIR_SPLIT_AT(load_q_do, store_q_do, tiles, STREAM_ROW0, q_
 #define DIM_X_QUERIES_B coopmat<float16_t, gl_ScopeSubgroup, HEAD_DIM, BLOCK_Q, gl_MatrixUseB>
 #include "coopmat2/bias_tiles.glsl"
 VKF_DEFINE_BIAS_TILE_TRANSPOSED(bias_tile_t, gl_ScopeSubgroup, SUBGROUP_ROWS, BLOCK_Q)
+#include "common/closed_tiles.glsl"
 
 // Callbacks: row is a key of the subgroup's rows (the first at k0), col a query of the step's tile
 // (the first at q0); q_len and kv_len are the sequence's.
@@ -215,7 +216,7 @@ void dkdv_step(const bool masked, const bool crossing, const uint step, const ui
                const uint mask_summary, const KEYS_X_DIM(float16_t, gl_MatrixUseA) k_frag,
                inout KEYS_X_DIM(float, gl_MatrixUseAccumulator) dk_acc,
                inout KEYS_X_DIM(float, gl_MatrixUseAccumulator) dv_acc) {
-  if (mask_closes_tile(mask_summary, q_begin, min(q_begin + BLOCK_Q, q_len), kv_begin, min(kv_begin + BLOCK_KV, kv_len))) {
+  if (tile_closed(mask_summary, false, q_begin, BLOCK_Q, q_len, kv_begin, min(kv_begin + BLOCK_KV, kv_len))) {
     return;  // the mask closes the tile (the same in the whole workgroup)
   }
   // This step's rows, LSE and delta, read from the buffers while waiting for every matrix
@@ -350,6 +351,9 @@ void main() {
     const uint lse_row0 = lse_index(batch, head, seq, 0);
     const ScoreHead modifiers = score_head(batch, head);
     const uint mask_summary = mask_summary_base(batch, head);  // for the tiles the mask closes
+    if (MASK != VKF_MASK_NONE) {
+      find_closed_tiles(mask_summary, false, q_first, q_loop_end, BLOCK_Q, q_len, kv_begin, min(kv_begin + BLOCK_KV, kv_len));
+    }
     uint q_begin = q_first;
     [[dont_unroll]] for (; q_begin < q_loop_end &&
                            tile_needs_mask(q_begin, min(BLOCK_Q, q_len - q_begin), kv_begin, BLOCK_KV, q_len, kv_len);

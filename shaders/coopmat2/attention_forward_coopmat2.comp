@@ -74,6 +74,7 @@ VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_K
 #include "coopmat2/online_softmax.glsl"
 #include "coopmat2/bias_tiles.glsl"
 VKF_DEFINE_BIAS_TILE(bias_tile, gl_ScopeWorkgroup, BLOCK_Q, BLOCK_KV)
+#include "common/closed_tiles.glsl"
 
 // Band and kv_len masking of a tile's scores (row / col are tile-relative).
 float mask_element(const uint row, const uint col, const float s, const uint q_begin, const uint kv_begin,
@@ -135,11 +136,11 @@ void main() {
   const uint kv_first = first_visible_kv_tile(q_begin, BLOCK_KV, q_len, kv_len);
   const uint kv_end = visible_kv_end(q_begin, q_end, q_len, kv_len);
   CrossedRuns crossed = no_crossed_tiles(kv_first, kv_len);  // where V was zeroed
-  MaskWalk closed_keys = mask_walk();  // the tiles the mask closes, read as the loop goes
+  if (MASK != VKF_MASK_NONE) find_closed_tiles(mask_summary, true, kv_first, kv_end, BLOCK_KV, kv_len, q_begin, q_end);
   // Whether a step ran (its barriers made nonfinite_v's zero visible): a mask can close every tile.
   bool staged = false;
   [[dont_unroll]] for (uint kv_begin = kv_first; kv_begin < kv_end; kv_begin += BLOCK_KV) {
-    if (mask_closes_keys(closed_keys, mask_summary, q_begin, q_end, kv_begin, min(kv_begin + BLOCK_KV, kv_len))) {
+    if (tile_closed(mask_summary, true, kv_begin, BLOCK_KV, kv_len, q_begin, q_end)) {
       // Skipped, its place in the crossed runs kept: the fix-ups read the runs as without a mask.
       if (tile_crosses_band(q_begin, q_rows, kv_begin, BLOCK_KV, q_len, kv_len)) {
         note_crossed_tile(crossed, kv_begin, kv_begin + BLOCK_KV);

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# 2026-11-27, issue 23: bias tiles loaded early (docs/tuning-log.md, "a float16 bias loaded early").
+# Carry [".gpu", ".gl", "build-lab"], build-lab/ holding:
+#   new/vkflash, new/tests/vkflash_tests, new/CMakeCache.txt   this change's build-gpu: the coopmat2
+#                    forward loads a float16 bias tile before staging K and V, as it stored it, and
+#                    converts it where it adds it (a float32 one was loaded there already)
+#   base/vkflash     the commit before it
+#   bwdfirst/vkflash the change, and the coopmat2 gradient kernels load their bias tile before the
+#                    step's staging loads too (converted at once)
+# and run `bash tools/lab/runs/2026-11-27-bias-early.sh bench|tests`.
+set -uo pipefail
+part=${1:-bench}
+export VKFLASH_BUILD_DIR=${VKFLASH_BUILD_DIR:-build-lab/new}
+source tools/lab/gpu_env.sh
+out=${OUT:-/tmp}
+run() { "$cli" bench --no-naive --runs 20 --min-time-ms 200 "$@" 2>&1 | grep -E "^ +[0-9]|error"; }
+
+if [ "$part" = bench ]; then
+  for round in 1 2; do
+    for d in 128 64; do
+      h=$((2048 / d))
+      for v in base new bwdfirst; do
+        cli=build-lab/$v/vkflash
+        echo "== $v D=$d round $round"
+        [ $v = base ] && run --kernel coopmat2 --b 4 --h $h --n 4096 --d $d --mode both
+        run --kernel coopmat2 --b 4 --h $h --n 4096 --d $d --mode both --mask
+        run --kernel coopmat2 --b 4 --h $h --n 4096 --d $d --mode both --mask --mask-dtype f16
+      done
+    done
+  done
+  echo "== registers"
+  for v in base new bwdfirst; do
+    echo "-- $v"
+    VKFLASH_PIPELINE_STATISTICS=1 build-lab/$v/vkflash bench --no-naive --runs 2 --warmup 1 --warmup-ms 0 --min-time-ms 0 \
+      --kernel coopmat2 --b 1 --h 16 --n 4096 --d 128 --mode both --mask --mask-dtype f16 2>&1 |
+      grep -iE "coopmat2|register|spill|local" | head -30
+  done
+fi
+
+if [ "$part" = tests ]; then
+  VKFLASH_KERNELS=auto timeout ${TEST_TIMEOUT:-300} bash -c "trixie_run $build/tests/vkflash_tests -d yes \"masks: forward matches*\",\"masks: rows the mask*\",\"masks: a padding*\",\"masks with sequences*\"" \
+    > "$out/mask_forward.log" 2>&1
+  grep -E "^[0-9.]+ s: |passed|failed|FAILED" -A3 "$out/mask_forward.log" | head -40
+fi

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# 2026-11-27, issue 23 (not kept): the coopmat2 dQ kernel too finds the key tiles the mask closes before its
+# loops (common/closed_tiles.glsl) instead of walking the summary (docs/tuning-log.md, "closed
+# tiles found up front"). Carry [".gpu", ".gl", "build-lab"], build-lab/ holding:
+#   new/vkflash, new/tests/vkflash_tests, new/CMakeCache.txt   this change's build-gpu
+#   base/vkflash     the commit before it (the forward and dK/dV kernels already changed)
+# and run `bash tools/lab/runs/2026-11-27-closed-tiles-dq.sh bench|tests`.
+set -uo pipefail
+part=${1:-bench}
+export VKFLASH_BUILD_DIR=${VKFLASH_BUILD_DIR:-build-lab/new}
+source tools/lab/gpu_env.sh
+out=${OUT:-/tmp}
+run() { "$cli" bench --no-naive --runs 20 --min-time-ms 200 "$@" 2>&1 | grep -E "^ +[0-9]|error"; }
+
+if [ "$part" = bench ]; then
+  for round in 1 2; do
+    for d in 128 64; do
+      h=$((2048 / d))
+      for v in base new; do
+        cli=build-lab/$v/vkflash
+        echo "== $v D=$d round $round"
+        run --kernel coopmat2 --b 4 --h $h --n 4096 --d $d --mode bwd
+        run --kernel coopmat2 --b 4 --h $h --n 4096 --d $d --mode bwd --mask
+        run --kernel coopmat2 --b 4 --h $h --n 4096 --d $d --mode bwd --mask --mask-dtype f16
+        [ $round = 1 ] && run --kernel coopmat2 --b 4 --h $h --n 4096 --d $d --mode bwd --mask --mask-sparsity 0.75
+        [ $round = 1 ] && run --kernel coopmat2 --b 4 --h $h --n 4096 --d $d --mode bwd --mask --causal
+      done
+    done
+  done
+fi
+
+if [ "$part" = tests ]; then
+  t() {
+    VKFLASH_KERNELS=auto timeout ${TEST_TIMEOUT:-420} bash -c "trixie_run $build/tests/vkflash_tests -d yes $2" > "$out/$1.log" 2>&1
+  }
+  t mask_backward '"masks: backward and*"' &
+  t mask_tiles '"masks: tiles the mask*"' &
+  t mask_rest '"masks with sequences*","masks: a padding*","masks: rows the mask*","masks: the bias*"' &
+  wait
+  for log in mask_backward mask_tiles mask_rest; do
+    echo "== $log"
+    grep -E "^[0-9.]+ s: |passed|failed|FAILED" -A3 "$out/$log.log" | head -40
+  done
+fi

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# 2026-11-27, issue 23: fewer instructions per score for the softcap (common/score_mod.glsl
+# softcapped: C2 - 2 C2 / (1 + 2^(2t / C)) instead of C2 tanh(t / C2) through |x|, exp2, two adds,
+# a division and a sign), docs/tuning-log.md "the softcap's instructions". Carry
+# [".gpu", ".gl", "build-lab"], build-lab/ holding:
+#   new/vkflash, new/tests/vkflash_tests, new/CMakeCache.txt   this change's build-gpu
+#   base/vkflash     the commit before it (531216f)
+#   rcp/vkflash      the change with `(2 c2) * (1 / (1 + e))` for `2 c2 / (1 + e)`
+#   rational/vkflash the first try (dropped): tanh as x P(x^2) / Q(x^2) with a Newton reciprocal,
+#                    no exp2 or division (run once, 2026-11-27; its code is in the tuning log)
+# and run `bash tools/lab/runs/2026-11-27-softcap.sh bench|tests|bias-view|families`.
+set -uo pipefail
+part=${1:-bench}
+export VKFLASH_BUILD_DIR=${VKFLASH_BUILD_DIR:-build-lab/new}
+source tools/lab/gpu_env.sh
+out=${OUT:-/tmp}
+run() { "$cli" bench --no-naive --runs 20 --min-time-ms 200 "$@" 2>&1 | grep -E "^ +[0-9]|error"; }
+variants=${VARIANTS:-base new rcp}
+
+if [ "$part" = bench ]; then
+  for round in 1 2; do
+    for d in 128 64; do
+      h=$((2048 / d))
+      for v in $variants; do
+        [ -x build-lab/$v/vkflash ] || continue
+        cli=build-lab/$v/vkflash
+        echo "== $v D=$d round $round"
+        [ $v = base ] && run --kernel coopmat2 --b 4 --h $h --n 4096 --d $d --mode both
+        run --kernel coopmat2 --b 4 --h $h --n 4096 --d $d --mode both --softcap 50
+        [ $round = 1 ] && run --kernel coopmat2 --b 4 --h $h --n 4096 --d $d --mode both --softcap 50 --alibi --sinks --causal
+      done
+    done
+  done
+  for v in base new; do
+    cli=build-lab/$v/vkflash
+    echo "== $v decode, scalar and KHR"
+    run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd
+    run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd --softcap 50
+    run --kernel scalar --b 4 --h 16 --n 4096 --d 128 --mode both --softcap 50
+    run --kernel coopmat_khr --b 4 --h 16 --n 4096 --d 128 --mode both --softcap 50
+  done
+  echo "== softcap accuracy"
+  for v in $variants; do
+    [ -x build-lab/$v/vkflash ] || continue
+    for dt in f16 f32; do
+      build-lab/$v/vkflash check --b 2 --hq 8 --hkv 2 --nq 1024 --nk 1024 --d 128 --dtype $dt --softcap 20 --repeats 1 2>&1 |
+        grep -E "error|PASS|FAIL" | sed "s/^/$v $dt: /"
+    done
+  done
+fi
+
+if [ "$part" = tests ]; then
+  t() {  # name, test spec: auto kernels, trixie's validation layer
+    VKFLASH_KERNELS=auto timeout ${TEST_TIMEOUT:-420} bash -c "trixie_run $build/tests/vkflash_tests -d yes $2" > "$out/$1.log" 2>&1
+  }
+  t softcap_forward '"softcap: forward*","*together with causal masks and windows: forward","score variants*"' &
+  t softcap_backward '"softcap: backward*"' &
+  t softcap_together '"*together with causal masks and windows: backward"' &
+  wait
+  for log in softcap_forward softcap_backward softcap_together; do
+    echo "== $log"
+    grep -E "^[0-9.]+ s: |passed|failed|FAILED" -A3 "$out/$log.log" | head -40
+  done
+fi
+
+# The same day: one VKF_DEFINE_BIAS_TILE for the plain and the transposed bias tile (an identity
+# tensor view for the plain one), timed against base and tested with the softcap's together tests.
+if [ "$part" = bias-view ]; then
+  for round in 1 2; do
+    for d in 128 64; do
+      h=$((2048 / d))
+      for v in base new; do
+        cli=build-lab/$v/vkflash
+        echo "== $v D=$d round $round"
+        run --kernel coopmat2 --b 4 --h $h --n 4096 --d $d --mode both --mask
+        run --kernel coopmat2 --b 4 --h $h --n 4096 --d $d --mode both --mask --mask-dtype f16
+      done
+    done
+  done
+  t() {
+    VKFLASH_KERNELS=auto timeout ${TEST_TIMEOUT:-420} bash -c "trixie_run $build/tests/vkflash_tests -d yes $2" > "$out/$1.log" 2>&1
+  }
+  t mask_forward '"masks: forward matches*","masks: rows the mask*","masks: a padding*","masks: the bias*","masks: the gradient*","masks with sequences*"' &
+  t mask_backward '"masks: backward and*"' &
+  t softcap_forward '"*together with causal masks and windows: forward"' &
+  t softcap_together '"*together with causal masks and windows: backward"' &
+  wait
+  for log in mask_forward mask_backward softcap_forward softcap_together; do
+    echo "== $log"
+    grep -E "^[0-9.]+ s: |passed|failed|FAILED" -A3 "$out/$log.log" | head -40
+  done
+fi
+
+# The softcap's tests with each family forced (the final build as new/).
+if [ "$part" = families ]; then
+  for k in scalar coopmat_khr coopmat_nv; do
+    VKFLASH_KERNELS=$k timeout ${TEST_TIMEOUT:-420} bash -c "trixie_run $build/tests/vkflash_tests -d yes '[softcap]~[api]~[cli]'" \
+      > "$out/softcap_$k.log" 2>&1 &
+  done
+  wait
+  for k in scalar coopmat_khr coopmat_nv; do
+    echo "== $k"
+    grep -E "^[0-9.]+ s: |passed|failed|FAILED" -A3 "$out/softcap_$k.log" | head -40
+  done
+fi
