@@ -443,10 +443,11 @@ TEST_CASE("subgroup-scope tensor-core tiles follow shared memory and workgroup l
   CHECK(f->shared_memory_bytes == 2 * 64 * row_bytes + flag + coordinates);
   auto b = vkflash::attention::ChooseBackwardKernels(device, params, false);
   REQUIRE(b.ok());
-  // dK/dV with 32 streamed rows needs 52 KB at D=128: the table's next tile, 16 rows
-  CHECK((b->dkdv.kernel == "backward_dkdv_f16_coopmat_nv" && b->dkdv.block_kv == 64 && b->dkdv.block_q == 16));
-  // K and V rows; Q and dO rows, their LSE, delta and non-finite steps; the flag
-  CHECK(b->dkdv.shared_memory_bytes == (2 * 16 + 2 * 64) * row_bytes + 3 * 16 * 4 + flag + coordinates);
+  // dK/dV: 64 owned keys, 32 streamed rows (36 KB at D=128)
+  CHECK((b->dkdv.kernel == "backward_dkdv_f16_coopmat_nv" && b->dkdv.block_kv == 64 && b->dkdv.block_q == 32));
+  // V rows; a region for the K rows, then the Q and dO rows (2 x 32 = 64); their LSE, delta and
+  // non-finite steps; the flag
+  CHECK(b->dkdv.shared_memory_bytes == (64 + 64) * row_bytes + 3 * 32 * 4 + flag + coordinates);
   CHECK((b->dq.kernel == "backward_dq_f16_coopmat_nv" && b->dq.block_q == 64 && b->dq.block_kv == 32));
   CHECK((b->dkdv.family == "coopmat" && b->dq.family == "coopmat"));
 
@@ -463,6 +464,13 @@ TEST_CASE("subgroup-scope tensor-core tiles follow shared memory and workgroup l
     REQUIRE(small.ok());
     CHECK((small->kernel == "forward_f16_coopmat_nv" && small->block_q == 16 && small->block_kv == 16 &&
            small->workgroup_size == 32));
+    // The gradients too: dK/dV keeps its K rows in registers, so 16 keys and 16 streamed rows fit.
+    auto small_b = vkflash::attention::ChooseBackwardKernels(device, params, false);
+    REQUIRE(small_b.ok());
+    CHECK((small_b->dkdv.kernel == "backward_dkdv_f16_coopmat_nv" && small_b->dkdv.block_kv == 16 &&
+           small_b->dkdv.block_q == 16 && small_b->dkdv.workgroup_size == 32));
+    CHECK(small_b->dkdv.shared_memory_bytes == (16 + 32) * row_bytes + 3 * 16 * 4 + flag + coordinates);
+    CHECK((small_b->dq.kernel == "backward_dq_f16_coopmat_nv" && small_b->dq.block_q == 16 && small_b->dq.block_kv == 16));
     device.usable_shared_memory_bytes = 2 * 16 * row_bytes + flag + coordinates - 1;
     auto none = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(none.ok());

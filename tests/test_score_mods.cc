@@ -141,6 +141,30 @@ TEST_CASE("softcap: backward matches the float64 reference gradients", "[backwar
   CheckBackwardSweep(Sweep(kBackwardShapes, kSoftcaps), 12500);
 }
 
+// The kernels cap a base-2 score t as C2 - 2 C2 / (1 + 2^(2t / C)): past |2t / C| of about 128
+// the power is inf or 0 in float32, which must still give +-C2 (common/score_mod.glsl softcapped).
+// A large scale puts almost every score there (the cap's derivative vanishes for those pairs; the
+// few small scores keep the gradients of dQ and dK).
+TEST_CASE("softcap: scores far past the cap, where the kernels' exp2 overflows, give +-C", "[forward][backward][softcap]") {
+  Context& context = SharedContext(Knobs::kDevice);
+  uint32_t seed = 12800;
+  for (const AttentionShape& shape : {AttentionShape{1, 2, 1, 37, 61, 64}, AttentionShape{2, 2, 2, 70, 45, 128}}) {
+    for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
+      AttentionParams p = MakeParams(shape, dtype, false);
+      p.softcap = 0.5f;
+      p.scale = 64.0f;  // |scale q.k| mostly in the hundreds: 2t / C past 128
+      INFO(Describe(p));
+      CheckForwardAgainstReference(context, p, seed);
+      const BackwardRun run = RunBackwardCase(context, p, seed + 1);
+      CHECK(run.dq_error <= BackwardTolerance(dtype));
+      CHECK(run.dk_error <= BackwardTolerance(dtype));
+      CHECK(run.dv_error <= BackwardTolerance(dtype));
+      RequireNoValidationMessages();
+      seed += 2;
+    }
+  }
+}
+
 TEST_CASE("ALiBi: forward matches the float64 reference, slopes per head and per batch entry", "[forward][alibi]") {
   CheckForwardSweep(Sweep(kForwardShapes, kAlibis), 13000);
 }

@@ -147,9 +147,10 @@ uint mask_open_key_blocks(uint summary, MaskBlocks b, uint word) {
   return open;
 }
 
-// True if the mask closes every pair of the tile, read from the summary at every call. Loops use
-// the walks below, which read each summary word once, or (the coopmat2 forward and dK/dV kernels)
-// find their loop's closed tiles up front (common/closed_tiles.glsl).
+// True if the mask closes every pair of the tile, read from the summary at every call (the dBias
+// kernel's steps, the decode kernels' heads of a mask with a heads dimension). Loops use the walks below, which read each summary word once, or (the coopmat2
+// forward and dK/dV kernels) find their loop's closed tiles up front (common/closed_tiles.glsl,
+// which falls back to this past its first 1024 tiles).
 bool mask_closes_tile(uint summary, uint q_begin, uint q_end, uint kv_begin, uint kv_end) {
   if (MASK == VKF_MASK_NONE || q_end <= q_begin || kv_end <= kv_begin) return false;
   const MaskBlocks b = mask_blocks_of(q_begin, q_end, kv_begin, kv_end);
@@ -226,11 +227,12 @@ float alibi_bias_log2(float slope_log2, uint q_row, uint key, uint q_len, uint k
   return slope_log2 * float(abs(int(key) - int(q_row) - diagonal_shift(q_len, kv_len)));
 }
 
-// The capped score C2 tanh(t / C2) as C2 - 2 C2 / (1 + 2^(2t / C)) (2t / C = 2 log2(e) t / C2): an
-// exp2, a division, two multiplies and an add per score. Fewer instructions than tanh through |x|
-// and a sign is what counts in the coopmat2 kernels, whose per-score instructions bound them; a
-// tanh without exp2 or division, but with more arithmetic, was slower (docs/tuning-log.md). Finite
-// for every finite t, +-C2 at +-inf (2^inf = inf), NaN for NaN.
+// The capped score C2 tanh(t / C2) as C2 - 2 C2 / (1 + 2^(2t / C)) (2t / C = 2 log2(e) t / C2): a
+// multiply, an exp2, an add, a division and a subtraction per score. Fewer instructions than tanh
+// through |x| and a sign is what counts in the coopmat2 kernels, whose per-score instructions bound
+// them; a tanh without exp2 or division, but with more arithmetic, was slower (docs/tuning-log.md).
+// Finite for every finite t; past |2t / C| of ~128 the power is inf or 0, and dividing by inf
+// gives 0, so the score is +-C2 there and at +-inf (tests/test_score_mods.cc checks); NaN for NaN.
 float softcapped(float t) {
   const float c2 = SOFTCAP * LOG2E;
   return c2 - 2.0 * c2 / (1.0 + exp2(t * (2.0 / SOFTCAP)));
@@ -253,7 +255,7 @@ float score_mod(float t, ScoreHead h, uint q_row, uint key, uint q_len, uint kv_
 float score_mod_derivative(float t) {
   if (!(SOFTCAP > 0.0)) return 1.0;
   const float th = softcapped(t) / (SOFTCAP * LOG2E);
-  return max(1.0 - th * th, 0.0);  // |th| may pass 1 by its rounding
+  return max(1.0 - th * th, 0.0);  // |th| may pass 1 by its rounding (a NaN t: its P is NaN anyway)
 }
 
 // The same derivative from the pair's P instead of its raw score, for kernels that do not keep the

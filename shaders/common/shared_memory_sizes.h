@@ -71,8 +71,8 @@
 #define VKF_SMEM_CLOSED_TILE_UINTS (VKF_SMEM_CLOSED_TILE_WORDS + 1)
 
 // --- Tensor-core kernels (coopmat/, coopmat2/) ---
-// uvec4: the staged rows of two tensors of one tile, `rows` each (K and V; dK/dV of coopmat/: its
-// K and V rows, and each step's Q and dO rows).
+// uvec4: the staged rows of two tensors of one tile, `rows` each (the forwards' and dQ kernels' K
+// and V).
 #define VKF_SMEM_ROW_PAIR_U4(rows, tile_stride) (2 * (rows) * (tile_stride))
 // uint: per row of a streamed tile, the step at which its staging last zeroed an inf or NaN
 // (common/nonfinite.glsl): the backward kernels, dK/dV per query row, dQ per key row.
@@ -86,11 +86,11 @@
 // float16_t: KHR only, a 16 x 16 scratch per subgroup that turns an accumulator into an A operand.
 #define VKF_SMEM_CM_A_SCRATCH_HALVES(subgroups) ((subgroups) * 256)
 
-// coopmat2/ dK/dV: rows [0, BLOCK_KV) hold V; the region after them first K (BLOCK_KV rows), then
-// each step's Q and dO rows (2 BLOCK_Q): as many rows as the larger of the two.
-#define VKF_SMEM_CM2_DKDV_STREAM_ROWS(block_q, block_kv) ((2 * (block_q) > (block_kv)) ? 2 * (block_q) : (block_kv))
+// dK/dV (coopmat/ and coopmat2/): rows [0, BLOCK_KV) hold V; the region after them first K (BLOCK_KV
+// rows), then each step's Q and dO rows (2 BLOCK_Q): as many rows as the larger of the two.
+#define VKF_SMEM_DKDV_STREAM_ROWS(block_q, block_kv) ((2 * (block_q) > (block_kv)) ? 2 * (block_q) : (block_kv))
 // uvec4: the whole staging array, V rows then that region.
-#define VKF_SMEM_CM2_DKDV_TILES_U4(block_kv, stream_rows, tile_stride) (((block_kv) + (stream_rows)) * (tile_stride))
+#define VKF_SMEM_DKDV_TILES_U4(block_kv, stream_rows, tile_stride) (((block_kv) + (stream_rows)) * (tile_stride))
 // uvec4: with atomic dQ, the step's dS^T in float16: block_kv rows of block_q, padded as above.
 #define VKF_SMEM_CM2_DS_TILE_U4(block_kv, block_q) ((block_kv) * VKF_TILE_STRIDE((block_q) / 8))
 

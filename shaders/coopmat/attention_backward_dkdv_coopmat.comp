@@ -1,7 +1,9 @@
 // FlashAttention-2 backward, dK and dV, on tensor cores (float16 tensors, head dim a multiple of
 // 16): one workgroup per (tile of BLOCK_KV keys, kv head, batch); subgroup g owns key rows
-// [16 g, 16 g + 16) of the tile and keeps their dK and dV accumulators in registers. The owned K
-// and V rows stay in shared memory; Q and dO tiles of BLOCK_Q rows stream through, for every
+// [16 g, 16 g + 16) of the tile and keeps their dK and dV accumulators in registers. The owned V
+// rows stay in shared memory and the owned K rows in registers (A operands, loaded once through
+// the region that then holds each step's Q and dO: a fifth to a third less shared memory, which
+// lets a tile fit 16 KB at head dim 128); Q and dO tiles of BLOCK_Q rows stream through, for every
 // query head of the GQA group, those whose rows see some of the tile's keys (the band's):
 //   S^T = K Q^T      P^T = exp2(scale S^T - LSE)   dV += P^T dO
 //   dP^T = V dO^T    dS^T = P^T * (dP^T - delta)   dK += dS^T Q   (times scale at the end)
@@ -51,8 +53,11 @@ layout(std430, set = 0, binding = VKF_BWD_BINDING_DELTA) readonly buffer delta_b
 
 #include "common/backward_rows.glsl"
 
-shared uvec4 owned_rows[VKF_SMEM_ROW_PAIR_U4(BLOCK_KV, TILE_STRIDE)];  // K rows, then V rows, of this tile
-shared uvec4 q_do_tile[VKF_SMEM_ROW_PAIR_U4(BLOCK_Q, TILE_STRIDE)];    // Q rows, then dO rows, of the streamed tile
+// V rows [0, BLOCK_KV) of this tile; from STREAM_ROW0 first its K rows, then each step's Q rows and
+// dO rows.
+const uint STREAM_ROW0 = BLOCK_KV;
+shared uvec4 tiles[VKF_SMEM_DKDV_TILES_U4(BLOCK_KV, VKF_SMEM_DKDV_STREAM_ROWS(BLOCK_Q, BLOCK_KV), TILE_STRIDE)];
+const uint Q_ROW0 = STREAM_ROW0, DO_ROW0 = STREAM_ROW0 + BLOCK_Q;
 shared float lse_tile[VKF_SMEM_ROW_FLOATS(BLOCK_Q)];                   // base 2; +inf where P must be 0
 shared float delta_tile[VKF_SMEM_ROW_FLOATS(BLOCK_Q)];
 shared uint nonfinite_do;  // 1 once a tile that the band's edge crosses had an inf or NaN in dO
@@ -61,10 +66,10 @@ shared uint nonfinite_do;  // 1 once a tile that the band's edge crosses had an 
 shared uint query_nonfinite_step[VKF_SMEM_NONFINITE_STEPS(BLOCK_Q)];
 
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
-VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, owned_rows, k_u4, v_u4, BLOCK_KV, KV_WORDS)
-VKF_DEFINE_STAGE_ROW_PAIR(stage_kv, load_kv, store_kv, KV_WORDS)
+VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_vk, store_vk, tiles, v_u4, k_u4, BLOCK_KV, KV_WORDS)
+VKF_DEFINE_STAGE_ROW_PAIR(stage_vk, load_vk, store_vk, KV_WORDS)
 const uint Q_DO_WORDS = VKF_STAGE_WORDS(BLOCK_Q);  // uvec4 words per tensor each invocation copies
-VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_q_do, store_q_do, q_do_tile, q_u4, do_u4, BLOCK_Q, Q_DO_WORDS)
+VKF_DEFINE_STAGE_ROW_PAIR_SPLIT_AT(load_q_do, store_q_do, tiles, Q_ROW0, q_u4, do_u4, BLOCK_Q, Q_DO_WORDS)
 
 void main() {
   const uint kv_head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
@@ -85,7 +90,12 @@ void main() {
   for (uint i = gl_LocalInvocationIndex; i < BLOCK_Q; i += WORKGROUP_SIZE) query_nonfinite_step[i] = 0;
   const VKF_ACC coord = load_coordinates();
   const uint kv_valid = kv_begin < kv_len ? min(BLOCK_KV, kv_len - kv_begin) : 0;
-  stage_kv((k_base + kv_begin * k_stride) / 8, k_stride / 8, (v_base + kv_begin * v_stride) / 8, v_stride / 8, kv_valid);
+  stage_vk((v_base + kv_begin * v_stride) / 8, v_stride / 8, (k_base + kv_begin * k_stride) / 8, k_stride / 8, kv_valid);
+  barrier();
+  VKF_MAT_A k_frag[D_BLOCKS];  // the first step's barrier orders these reads before its staging
+  [[unroll]] for (uint kb = 0; kb < D_BLOCKS; ++kb) {
+    cm_load_rows(k_frag[kb], tiles, (STREAM_ROW0 + own_row) * TILE_STRIDE + 2 * kb, TILE_STRIDE);
+  }
 
   VKF_ACC dk_acc[D_BLOCKS], dv_acc[D_BLOCKS];
   [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) dk_acc[db] = dv_acc[db] = VKF_ACC(0.0);
@@ -112,7 +122,7 @@ void main() {
         }
         continue;
       }
-      barrier();  // the previous step's tile is no longer read (first step: owned rows visible)
+      barrier();  // the previous step's tile (first step: the K rows) is no longer read
       ++step;
       const uint q_valid = min(BLOCK_Q, q_len - q_begin);
       // Stage Q and dO (their infinities and NaNs zeroed where the band's edge crosses the tile).
@@ -143,14 +153,13 @@ void main() {
       VKF_ACC st[Q_BLOCKS], dpt[Q_BLOCKS];
       [[unroll]] for (uint nb = 0; nb < Q_BLOCKS; ++nb) st[nb] = dpt[nb] = VKF_ACC(0.0);
       [[unroll]] for (uint kb = 0; kb < D_BLOCKS; ++kb) {
-        VKF_MAT_A k_frag, v_frag;
-        cm_load_rows(k_frag, owned_rows, own_row * TILE_STRIDE + 2 * kb, TILE_STRIDE);
-        cm_load_rows(v_frag, owned_rows, (BLOCK_KV + own_row) * TILE_STRIDE + 2 * kb, TILE_STRIDE);
+        VKF_MAT_A v_frag;
+        cm_load_rows(v_frag, tiles, own_row * TILE_STRIDE + 2 * kb, TILE_STRIDE);
         [[unroll]] for (uint nb = 0; nb < Q_BLOCKS; ++nb) {
           VKF_MAT_B qt_frag, dot_frag;
-          cm_load_cols(qt_frag, q_do_tile, 16 * nb * TILE_STRIDE + 2 * kb, TILE_STRIDE);
-          cm_load_cols(dot_frag, q_do_tile, (BLOCK_Q + 16 * nb) * TILE_STRIDE + 2 * kb, TILE_STRIDE);
-          st[nb] = cm_mul_add(k_frag, qt_frag, st[nb]);
+          cm_load_cols(qt_frag, tiles, (Q_ROW0 + 16 * nb) * TILE_STRIDE + 2 * kb, TILE_STRIDE);
+          cm_load_cols(dot_frag, tiles, (DO_ROW0 + 16 * nb) * TILE_STRIDE + 2 * kb, TILE_STRIDE);
+          st[nb] = cm_mul_add(k_frag[kb], qt_frag, st[nb]);
           dpt[nb] = cm_mul_add(v_frag, dot_frag, dpt[nb]);
         }
       }
@@ -179,8 +188,8 @@ void main() {
         const VKF_MAT_A dst_frag = acc_to_a(dpt[nb]);
         [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) {
           VKF_MAT_B do_frag, q_frag;
-          cm_load_rows(do_frag, q_do_tile, (BLOCK_Q + 16 * nb) * TILE_STRIDE + 2 * db, TILE_STRIDE);
-          cm_load_rows(q_frag, q_do_tile, 16 * nb * TILE_STRIDE + 2 * db, TILE_STRIDE);
+          cm_load_rows(do_frag, tiles, (DO_ROW0 + 16 * nb) * TILE_STRIDE + 2 * db, TILE_STRIDE);
+          cm_load_rows(q_frag, tiles, (Q_ROW0 + 16 * nb) * TILE_STRIDE + 2 * db, TILE_STRIDE);
           dv_acc[db] = cm_mul_add(pt_frag, do_frag, dv_acc[db]);
           dk_acc[db] = cm_mul_add(dst_frag, q_frag, dk_acc[db]);
         }

@@ -21,7 +21,8 @@
 // Shared memory: the tile's V rows for the whole loop (reloaded as operands every step: holding
 // them too leaves no registers at D=128), then a region that first holds its K rows (loaded once
 // into each subgroup's A operand) and then each step's Q and dO rows, staged by the whole
-// workgroup, with the step's LSE (base 2) and delta. Each step's buffer reads are issued before
+// workgroup, with the step's LSE (base 2) and delta, and the query tiles a mask closes
+// (common/closed_tiles.glsl). Each step's buffer reads are issued before
 // the barrier that waits for the previous step's matrix loads, the shared-memory stores after it
 // (attention_forward_coopmat2.comp says why).
 #version 450
@@ -77,8 +78,8 @@ const uint ROW_U4 = VKF_ROW_U4(HEAD_DIM);          // a row of float16 as uvec4 
 const uint TILE_STRIDE = VKF_TILE_STRIDE(ROW_U4);  // padded shared row (see stage_rows.glsl)
 // Rows [0, BLOCK_KV): V. From STREAM_ROW0: K once, then each step's Q rows and dO rows.
 const uint STREAM_ROW0 = BLOCK_KV;
-const uint STREAM_ROWS = VKF_SMEM_CM2_DKDV_STREAM_ROWS(BLOCK_Q, BLOCK_KV);
-shared uvec4 tiles[VKF_SMEM_CM2_DKDV_TILES_U4(BLOCK_KV, STREAM_ROWS, TILE_STRIDE)];
+const uint STREAM_ROWS = VKF_SMEM_DKDV_STREAM_ROWS(BLOCK_Q, BLOCK_KV);
+shared uvec4 tiles[VKF_SMEM_DKDV_TILES_U4(BLOCK_KV, STREAM_ROWS, TILE_STRIDE)];
 shared float lse_tile[VKF_SMEM_ROW_FLOATS(BLOCK_Q)];    // row_lse_log2 of the step's queries
 shared float delta_tile[VKF_SMEM_ROW_FLOATS(BLOCK_Q)];  // row_delta
 shared uint nonfinite_do;  // 1 once a tile that the band's edge crosses had an inf or NaN in dO

@@ -73,7 +73,7 @@ tensorLayoutNV<2, gl_CooperativeMatrixClampModeUndefinedNV> bias_layout_unclampe
 
 // The same for a transposed tile (rows are keys [k0, k0 + ROWS), columns queries [q0, q0 + COLS)):
 // the dK/dV kernel's S^T. A second macro rather than one with an identity tensor view for the plain
-// tile: with that view the H100's driver took 7-40% longer over the plain tiles (docs/tuning-log.md).
+// tile: with that view the H100's driver took 6-40% longer over the plain tiles (docs/tuning-log.md).
 #define VKF_DEFINE_BIAS_TILE_TRANSPOSED(NAME, SCOPE, ROWS, COLS)                                                   \
   coopmat<float, SCOPE, ROWS, COLS, gl_MatrixUseAccumulator> NAME(const uint mask_base, const uint q0, const uint k0) { \
     tensorViewNV<2, false, 1, 0> transposed = createTensorViewNV(2, false, 1, 0);                                 \

@@ -89,7 +89,7 @@ uint32_t Coopmat2ForwardBytes(uint32_t head_dim, const WorkgroupTile& tile) {
 uint32_t Coopmat2BackwardBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed, bool dkdv) {
   const uint32_t stride = VKF_TILE_STRIDE(VKF_ROW_U4(head_dim));
   if (dkdv) {
-    return 16 * VKF_SMEM_CM2_DKDV_TILES_U4(owned, VKF_SMEM_CM2_DKDV_STREAM_ROWS(streamed, owned), stride) +
+    return 16 * VKF_SMEM_DKDV_TILES_U4(owned, VKF_SMEM_DKDV_STREAM_ROWS(streamed, owned), stride) +
            4 * (2 * VKF_SMEM_ROW_FLOATS(streamed) + VKF_SMEM_NONFINITE_STEPS(streamed) + VKF_SMEM_NONFINITE_FLAG_UINTS +
                 VKF_SMEM_CLOSED_TILE_UINTS);
   }

@@ -113,7 +113,8 @@ uint32_t CoopmatForwardSharedBytes(uint32_t head_dim, uint32_t block_kv, uint32_
 uint32_t CoopmatBackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed, uint32_t subgroups,
                                     bool dkdv, CooperativeMatrixApi api) {
   const uint32_t stride = VKF_TILE_STRIDE(VKF_ROW_U4(head_dim));
-  const uint32_t rows_u4 = VKF_SMEM_ROW_PAIR_U4(streamed, stride) + (dkdv ? VKF_SMEM_ROW_PAIR_U4(owned, stride) : 0);
+  const uint32_t rows_u4 = dkdv ? VKF_SMEM_DKDV_TILES_U4(owned, VKF_SMEM_DKDV_STREAM_ROWS(streamed, owned), stride)
+                                : VKF_SMEM_ROW_PAIR_U4(streamed, stride);
   const uint32_t row_floats = dkdv ? 2 * VKF_SMEM_ROW_FLOATS(streamed) : 0;  // the tile's LSE and delta
   const uint32_t nonfinite_uints = VKF_SMEM_NONFINITE_STEPS(streamed) + (dkdv ? VKF_SMEM_NONFINITE_FLAG_UINTS : 0);
   return 16 * rows_u4 + 4 * (row_floats + nonfinite_uints) + ScratchBytes(subgroups, api);
