@@ -325,6 +325,47 @@ TEST_CASE("masks: tiles the mask closes are skipped, their K and V never read", 
   }
 }
 
+TEST_CASE("masks: loops of more than 1024 tiles skip closed tiles past the first 1024 too", "[forward][backward][mask]") {
+  // The coopmat2 forward and dK/dV kernels find the closed tiles of their loop's first 1024 tiles
+  // up front and read the summary at each later step (common/closed_tiles.glsl): 70000 keys are
+  // 1094 of the forward's 64-key tiles, 50000 query rows 1042 of dK/dV's 48-row steps at head dim
+  // 128 (the H100's tiles). Keys [69120, 69248), whole tiles of every family, are closed for every
+  // row and NaN in K and V: a kernel that visited them would return NaN. Other families run their
+  // walks here.
+  Context& context = SharedContext(Knobs::kDevice);
+  uint32_t seed = 26800;
+  for (const AttentionShape& shape : {AttentionShape{1, 1, 1, 100, 70000, 32}, AttentionShape{1, 1, 1, 50000, 96, 128}}) {
+    AttentionParams p = MakeParams(shape, DataType::kFloat16, false);
+    p.mask = Mask(MaskType::kFloat16, false, false, true, true);
+    INFO(Describe(p) << MaskName(p.mask));
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
+    const uint32_t closed_begin = 69120, closed_end = 69248;  // past the second shape's keys: none closed there
+    ScoreValues values;
+    values.mask.resize(MaskElements(p));
+    for (uint32_t i = 0; i < shape.q_len; ++i)
+      for (uint32_t j = 0; j < shape.kv_len; ++j) {
+        const bool blocked = (j >= closed_begin && j < closed_end) || uniform(rng) < 0.2f;
+        values.mask[tools::MaskIndex(p, 0, 0, i, j)] = blocked ? -kInf : tools::RoundToHalf(uniform(rng) * 2.0f - 1.0f);
+      }
+    std::vector<float> q = RandomValues(shape.q_elements(), p.dtype, seed + 1);
+    std::vector<float> k = RandomValues(shape.kv_elements(), p.dtype, seed + 2);
+    std::vector<float> v = RandomValues(shape.kv_elements(), p.dtype, seed + 3);
+    const std::vector<float> d_o = RandomValues(shape.q_elements(), p.dtype, seed + 4);
+    for (uint32_t j = closed_begin; j < std::min(closed_end, shape.kv_len); ++j)
+      for (uint32_t d = 0; d < shape.head_dim; ++d) k[uint64_t(j) * shape.head_dim + d] = v[uint64_t(j) * shape.head_dim + d] = std::nanf("");
+    const ForwardRun forward = RunForwardWith(context, p, q, k, v, values);
+    CHECK(forward.o_error <= ForwardTolerance(p.dtype));
+    CHECK(forward.lse_error <= ForwardTolerance(p.dtype));
+    const BackwardRun backward = RunBackwardWith(context, p, q, k, v, d_o, values);
+    CHECK(backward.dq_error <= BackwardTolerance(p.dtype));
+    CHECK(backward.dk_error <= BackwardTolerance(p.dtype));
+    CHECK(backward.dv_error <= BackwardTolerance(p.dtype));
+    RequireNoValidationMessages();
+    seed += 5;
+  }
+}
+
 TEST_CASE("masks: the bias's gradient is bit-identical run after run, summed over broadcast dimensions",
           "[backward][mask]") {
   Context& context = SharedContext(Knobs::kDevice);
