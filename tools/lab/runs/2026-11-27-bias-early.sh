@@ -8,12 +8,8 @@
 #   bwdfirst/vkflash the change, and the coopmat2 gradient kernels load their bias tile before the
 #                    step's staging loads too (converted at once)
 # and run `bash tools/lab/runs/2026-11-27-bias-early.sh bench|tests`.
-set -uo pipefail
 part=${1:-bench}
-export VKFLASH_BUILD_DIR=${VKFLASH_BUILD_DIR:-build-lab/new}
-source tools/lab/gpu_env.sh
-out=${OUT:-/tmp}
-run() { "$cli" bench --no-naive --runs 20 --min-time-ms 200 "$@" 2>&1 | grep -E "^ +[0-9]|error"; }
+source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, catch_tests, report
 
 if [ "$part" = bench ]; then
   for round in 1 2; do
@@ -38,7 +34,7 @@ if [ "$part" = bench ]; then
 fi
 
 if [ "$part" = tests ]; then
-  VKFLASH_KERNELS=auto timeout ${TEST_TIMEOUT:-300} bash -c "trixie_run $build/tests/vkflash_tests -d yes \"masks: forward matches*\",\"masks: rows the mask*\",\"masks: a padding*\",\"masks with sequences*\"" \
-    > "$out/mask_forward.log" 2>&1
-  grep -E "^[0-9.]+ s: |passed|failed|FAILED" -A3 "$out/mask_forward.log" | head -40
+  TEST_TIMEOUT=${TEST_TIMEOUT:-300} catch_tests mask_forward \
+    '"masks: forward matches*","masks: rows the mask*","masks: a padding*","masks with sequences*"'
+  report mask_forward
 fi

@@ -12,12 +12,8 @@
 # and run `bash tools/lab/runs/2026-11-27-bias-tiles.sh tests|bench|variants|mask-tests`. Earlier
 # variants of the same entry (nobias: no bias added at all; tanh: the softcap through GLSL's
 # tanh()) were built the same way.
-set -uo pipefail
 part=${1:-bench}
-export VKFLASH_BUILD_DIR=${VKFLASH_BUILD_DIR:-build-lab/new}
-source tools/lab/gpu_env.sh
-out=${OUT:-/tmp}
-run() { "$cli" bench --no-naive --runs 20 --min-time-ms 200 "$@" 2>&1 | grep -E "^ +[0-9]|error"; }
+source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, catch_tests, report
 
 if [ "$part" = tests ]; then
   VKFLASH_KERNELS=auto timeout 420 bash -c "trixie_run $build/tests/vkflash_tests '[mask],[softcap],[alibi],[sinks],[window]~[cli]'" \

@@ -7,14 +7,10 @@
 #   bench: per family, B=4 N=4096 H*D=2048 fwd+bwd, plain / a float32 bias [1, 1, N, N] open /
 #          75% of its 128 x 128 blocks closed; decode shapes; the commit before beside it.
 #   tests: the [mask] cases with each family forced, and [decode], under trixie's validation layer.
-set -uo pipefail
 part=${1:-bench}
-export VKFLASH_BUILD_DIR=${VKFLASH_BUILD_DIR:-build-lab/new}
-source tools/lab/gpu_env.sh
-out=${OUT:-/tmp}
+source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, catch_tests, report
 
 if [ "$part" = bench ]; then
-  run() { "$cli" bench --no-naive --runs 20 --min-time-ms 200 "$@" 2>&1 | grep -E "^ +[0-9]|error"; }
   for cli in build-lab/head/vkflash build-lab/new/vkflash; do
     echo "== $cli: decode, B=1 Hq=32 Hkv=8 Nk=16k D=128"
     for nq in 1 4; do
@@ -61,11 +57,9 @@ if [ "$part" = rows ]; then
       [ -x "$cli" ] || cli=build-lab/$cli/vkflash
       echo "== $cli, round $round"
       for d in 128 64; do
-        "$cli" bench --no-naive --runs 20 --min-time-ms 200 --kernel coopmat2 --b 4 --h $((2048 / d)) --n 4096 --d $d \
-          --mode bwd --mask 2>&1 | grep -E "^ +[0-9]|error"
+        run --kernel coopmat2 --b 4 --h $((2048 / d)) --n 4096 --d $d --mode bwd --mask
         [ "$cli" = build-lab/head/vkflash ] && continue
-        "$cli" bench --no-naive --runs 20 --min-time-ms 200 --kernel coopmat2 --b 4 --h $((2048 / d)) --n 4096 --d $d \
-          --mode bwd --mask --mask-sparsity 0.75 2>&1 | grep -E "^ +[0-9]|error"
+        run --kernel coopmat2 --b 4 --h $((2048 / d)) --n 4096 --d $d --mode bwd --mask --mask-sparsity 0.75
       done
     done
   done

@@ -5,12 +5,8 @@
 #   new/vkflash, new/tests/vkflash_tests, new/CMakeCache.txt   this change's build-gpu
 #   base/vkflash     the commit before it (the forward and dK/dV kernels already changed)
 # and run `bash tools/lab/runs/2026-11-27-closed-tiles-dq.sh bench|tests`.
-set -uo pipefail
 part=${1:-bench}
-export VKFLASH_BUILD_DIR=${VKFLASH_BUILD_DIR:-build-lab/new}
-source tools/lab/gpu_env.sh
-out=${OUT:-/tmp}
-run() { "$cli" bench --no-naive --runs 20 --min-time-ms 200 "$@" 2>&1 | grep -E "^ +[0-9]|error"; }
+source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, catch_tests, report
 
 if [ "$part" = bench ]; then
   for round in 1 2; do
@@ -30,15 +26,9 @@ if [ "$part" = bench ]; then
 fi
 
 if [ "$part" = tests ]; then
-  t() {
-    VKFLASH_KERNELS=auto timeout ${TEST_TIMEOUT:-420} bash -c "trixie_run $build/tests/vkflash_tests -d yes $2" > "$out/$1.log" 2>&1
-  }
-  t mask_backward '"masks: backward and*"' &
-  t mask_tiles '"masks: tiles the mask*"' &
-  t mask_rest '"masks with sequences*","masks: a padding*","masks: rows the mask*","masks: the bias*"' &
+  catch_tests mask_backward '"masks: backward and*"' &
+  catch_tests mask_tiles '"masks: tiles the mask*"' &
+  catch_tests mask_rest '"masks with sequences*","masks: a padding*","masks: rows the mask*","masks: the bias*"' &
   wait
-  for log in mask_backward mask_tiles mask_rest; do
-    echo "== $log"
-    grep -E "^[0-9.]+ s: |passed|failed|FAILED" -A3 "$out/$log.log" | head -40
-  done
+  report mask_backward mask_tiles mask_rest
 fi

@@ -6,12 +6,9 @@
 #   new/vkflash, new/tests/vkflash_tests, new/CMakeCache.txt   this change's build-gpu
 #   base/vkflash     the commit before it
 # and run `bash tools/lab/runs/2026-11-27-khr-dkdv-k-registers.sh bench|tests`.
-set -uo pipefail
 part=${1:-bench}
-export VKFLASH_BUILD_DIR=${VKFLASH_BUILD_DIR:-build-lab/new}
-source tools/lab/gpu_env.sh
-out=${OUT:-/tmp}
-run() { "$cli" bench --no-naive --runs 10 --min-time-ms 200 "$@" 2>&1 | grep -E "^ +[0-9]|error"; }
+RUNS=${RUNS:-10}
+source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, catch_tests, report
 
 if [ "$part" = bench ]; then
   for d in 128 64; do
@@ -41,20 +38,15 @@ if [ "$part" = tests ]; then
   # operations off (the subgroup-scope kernels need them), which a forced family cannot run.
   first='"backward matches the float64*"'
   rest='"sliding windows: backward*","softcap: backward*","layouts: *","varlen: *","a row a key cannot*"'
-  t() {  # name, kernels, shared limit (empty: the device's), tests
-    env VKFLASH_KERNELS=$2 ${3:+VKFLASH_MAX_SHARED_BYTES=$3} timeout ${TEST_TIMEOUT:-300} bash -c \
-      "trixie_run $build/tests/vkflash_tests -d yes $4" > "$out/$1.log" 2>&1
-  }
+  logs=()
   for k in ${FAMILIES:-coopmat_khr coopmat_nv}; do
     for limit in ${LIMITS:-full 16384}; do
-      l=$limit; [ $limit = full ] && l=
-      t ${k}_${limit}_a $k "$l" "$first" &
-      t ${k}_${limit}_b $k "$l" "$rest" &
+      limit_var=(); [ $limit = full ] || limit_var=(VKFLASH_MAX_SHARED_BYTES=$limit)  # full: the device's
+      TEST_TIMEOUT=${TEST_TIMEOUT:-300} catch_tests ${k}_${limit}_a "$first" VKFLASH_KERNELS=$k "${limit_var[@]}" &
+      TEST_TIMEOUT=${TEST_TIMEOUT:-300} catch_tests ${k}_${limit}_b "$rest" VKFLASH_KERNELS=$k "${limit_var[@]}" &
+      logs+=(${k}_${limit}_a ${k}_${limit}_b)
     done
   done
   wait
-  for log in "$out"/coopmat_*.log; do
-    echo "== $log"
-    grep -E "^[0-9.]+ s: |passed|failed|FAILED" -A3 "$log" | head -20
-  done
+  report "${logs[@]}"
 fi

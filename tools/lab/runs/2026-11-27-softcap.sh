@@ -9,12 +9,8 @@
 #   rational/vkflash the first try (dropped): tanh as x P(x^2) / Q(x^2) with a Newton reciprocal,
 #                    no exp2 or division (run once, 2026-11-27; its code is in the tuning log)
 # and run `bash tools/lab/runs/2026-11-27-softcap.sh bench|tests|bias-view|families`.
-set -uo pipefail
 part=${1:-bench}
-export VKFLASH_BUILD_DIR=${VKFLASH_BUILD_DIR:-build-lab/new}
-source tools/lab/gpu_env.sh
-out=${OUT:-/tmp}
-run() { "$cli" bench --no-naive --runs 20 --min-time-ms 200 "$@" 2>&1 | grep -E "^ +[0-9]|error"; }
+source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, catch_tests, report
 variants=${VARIANTS:-base new rcp}
 
 if [ "$part" = bench ]; then
@@ -50,17 +46,11 @@ if [ "$part" = bench ]; then
 fi
 
 if [ "$part" = tests ]; then
-  t() {  # name, test spec: auto kernels, trixie's validation layer
-    VKFLASH_KERNELS=auto timeout ${TEST_TIMEOUT:-420} bash -c "trixie_run $build/tests/vkflash_tests -d yes $2" > "$out/$1.log" 2>&1
-  }
-  t softcap_forward '"softcap: forward*","*together with causal masks and windows: forward","score variants*"' &
-  t softcap_backward '"softcap: backward*"' &
-  t softcap_together '"*together with causal masks and windows: backward"' &
+  catch_tests softcap_forward '"softcap: forward*","*together with causal masks and windows: forward","score variants*"' &
+  catch_tests softcap_backward '"softcap: backward*"' &
+  catch_tests softcap_together '"*together with causal masks and windows: backward"' &
   wait
-  for log in softcap_forward softcap_backward softcap_together; do
-    echo "== $log"
-    grep -E "^[0-9.]+ s: |passed|failed|FAILED" -A3 "$out/$log.log" | head -40
-  done
+  report softcap_forward softcap_backward softcap_together
 fi
 
 # The same day: one VKF_DEFINE_BIAS_TILE for the plain and the transposed bias tile (an identity
@@ -77,29 +67,19 @@ if [ "$part" = bias-view ]; then
       done
     done
   done
-  t() {
-    VKFLASH_KERNELS=auto timeout ${TEST_TIMEOUT:-420} bash -c "trixie_run $build/tests/vkflash_tests -d yes $2" > "$out/$1.log" 2>&1
-  }
-  t mask_forward '"masks: forward matches*","masks: rows the mask*","masks: a padding*","masks: the bias*","masks: the gradient*","masks with sequences*"' &
-  t mask_backward '"masks: backward and*"' &
-  t softcap_forward '"*together with causal masks and windows: forward"' &
-  t softcap_together '"*together with causal masks and windows: backward"' &
+  catch_tests mask_forward '"masks: forward matches*","masks: rows the mask*","masks: a padding*","masks: the bias*","masks: the gradient*","masks with sequences*"' &
+  catch_tests mask_backward '"masks: backward and*"' &
+  catch_tests softcap_forward '"*together with causal masks and windows: forward"' &
+  catch_tests softcap_together '"*together with causal masks and windows: backward"' &
   wait
-  for log in mask_forward mask_backward softcap_forward softcap_together; do
-    echo "== $log"
-    grep -E "^[0-9.]+ s: |passed|failed|FAILED" -A3 "$out/$log.log" | head -40
-  done
+  report mask_forward mask_backward softcap_forward softcap_together
 fi
 
 # The softcap's tests with each family forced (the final build as new/).
 if [ "$part" = families ]; then
   for k in scalar coopmat_khr coopmat_nv; do
-    VKFLASH_KERNELS=$k timeout ${TEST_TIMEOUT:-420} bash -c "trixie_run $build/tests/vkflash_tests -d yes '[softcap]~[api]~[cli]'" \
-      > "$out/softcap_$k.log" 2>&1 &
+    catch_tests softcap_$k "'[softcap]~[api]~[cli]'" VKFLASH_KERNELS=$k &
   done
   wait
-  for k in scalar coopmat_khr coopmat_nv; do
-    echo "== $k"
-    grep -E "^[0-9.]+ s: |passed|failed|FAILED" -A3 "$out/softcap_$k.log" | head -40
-  done
+  report softcap_scalar softcap_coopmat_khr softcap_coopmat_nv
 fi

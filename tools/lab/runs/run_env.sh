@@ -1,0 +1,29 @@
+# Sourced by the dated run scripts of this folder, on the GPU machine from the project's root: the
+# GPU environment (tools/lab/gpu_env.sh, with the build in build-lab/new unless VKFLASH_BUILD_DIR
+# says otherwise), $out for the logs ($OUT, which comes back from the device run), and helpers.
+set -uo pipefail
+export VKFLASH_BUILD_DIR=${VKFLASH_BUILD_DIR:-build-lab/new}
+source tools/lab/gpu_env.sh
+out=${OUT:-/tmp}
+
+# run ARGS...: `$cli bench` of one configuration, its table rows only ($RUNS timed runs, 20 unless set).
+run() { "$cli" bench --no-naive --runs "${RUNS:-20}" --min-time-ms 200 "$@" 2>&1 | grep -E "^ +[0-9]|error"; }
+
+# catch_tests NAME SPEC [VAR=value...]: the Catch2 tests SPEC (a quoted test spec, as for the
+# shell) of $build under trixie's validation layer, the kernels `auto` picks unless a
+# VKFLASH_KERNELS=... follows, into $out/NAME.log; stopped after $TEST_TIMEOUT seconds (420).
+catch_tests() {
+  local name=$1 spec=$2
+  shift 2
+  env VKFLASH_KERNELS=auto "$@" timeout "${TEST_TIMEOUT:-420}" bash -c "trixie_run $build/tests/vkflash_tests -d yes $spec" \
+    > "$out/$name.log" 2>&1
+}
+
+# report NAME...: each log's test times and verdict.
+report() {
+  local name
+  for name in "$@"; do
+    echo "== $name"
+    grep -E "^[0-9.]+ s: |passed|failed|FAILED" -A3 "$out/$name.log" | head -40
+  done
+}
