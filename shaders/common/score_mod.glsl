@@ -148,9 +148,10 @@ uint mask_open_key_blocks(uint summary, MaskBlocks b, uint word) {
 }
 
 // True if the mask closes every pair of the tile, read from the summary at every call (the dBias
-// kernel's steps, the decode kernels' heads of a mask with a heads dimension). Loops use the walks below, which read each summary word once, or (the coopmat2
-// forward and dK/dV kernels) find their loop's closed tiles up front (common/closed_tiles.glsl,
-// which falls back to this past its first 1024 tiles).
+// kernel's steps, the decode kernels' heads of a mask with a heads dimension). Loops use the walks
+// below, which read each summary word once, or (the coopmat2 forward and dK/dV kernels) find their
+// loop's closed tiles up front (common/closed_tiles.glsl, which falls back to this past its first
+// 1024 tiles).
 bool mask_closes_tile(uint summary, uint q_begin, uint q_end, uint kv_begin, uint kv_end) {
   if (MASK == VKF_MASK_NONE || q_end <= q_begin || kv_end <= kv_begin) return false;
   const MaskBlocks b = mask_blocks_of(q_begin, q_end, kv_begin, kv_end);

@@ -70,31 +70,33 @@ bool ForwardMatricesFit(const DeviceInfo::Coopmat2Workgroup& listed, const Workg
          multiple(row_vector_columns, listed.n_granularity);
 }
 
-// Shared memory of the VK_NV_cooperative_matrix2 packed decode kernel: K and V tiles of `streamed`
-// padded rows (shaders/common/stage_rows.glsl; they hold Q before the loop and O after it), the
-// rows' LSE and the non-finite flag. The driver may add some of its own.
+// Shared memory of the VK_NV_cooperative_matrix2 kernels (the driver may add some of its own). K
+// and V tiles of `streamed` padded rows (shaders/common/stage_rows.glsl), in bytes...
+uint32_t Coopmat2KvTileBytes(uint32_t head_dim, uint32_t streamed) {
+  return 16 * VKF_SMEM_ROW_PAIR_U4(streamed, VKF_TILE_STRIDE(VKF_ROW_U4(head_dim)));
+}
+// ...the packed decode kernel: those tiles (which hold Q before the loop and O after it), the rows'
+// LSE and the non-finite flag...
 uint32_t Coopmat2DecodeBytes(uint32_t head_dim, const WorkgroupTile& tile) {
-  return 16 * VKF_SMEM_ROW_PAIR_U4(tile.streamed, VKF_TILE_STRIDE(VKF_ROW_U4(head_dim))) +
+  return Coopmat2KvTileBytes(head_dim, tile.streamed) +
          4 * (VKF_SMEM_ROW_FLOATS(tile.owned) + VKF_SMEM_NONFINITE_FLAG_UINTS);
 }
-// ...of the forward: K and V tiles, the flag and the mask's closed key tiles...
+// ...the forward: the tiles, the flag and the mask's closed key tiles...
 uint32_t Coopmat2ForwardBytes(uint32_t head_dim, const WorkgroupTile& tile) {
-  return 16 * VKF_SMEM_ROW_PAIR_U4(tile.streamed, VKF_TILE_STRIDE(VKF_ROW_U4(head_dim))) +
-         4 * (VKF_SMEM_NONFINITE_FLAG_UINTS + VKF_SMEM_CLOSED_TILE_UINTS);
+  return Coopmat2KvTileBytes(head_dim, tile.streamed) + 4 * (VKF_SMEM_NONFINITE_FLAG_UINTS + VKF_SMEM_CLOSED_TILE_UINTS);
 }
-// ...and of its backward kernels. dK/dV: its V rows, a region that holds its K rows once and then
+// ...and the backward kernels. dK/dV: its V rows, a region that holds its K rows once and then
 // each step's Q and dO rows, the step's LSE and delta, its rows' non-finite steps and flag, and the
 // mask's closed query tiles. dQ: K and V rows and their non-finite steps, and the owned rows' LSE
 // and delta.
 uint32_t Coopmat2BackwardBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed, bool dkdv) {
-  const uint32_t stride = VKF_TILE_STRIDE(VKF_ROW_U4(head_dim));
   if (dkdv) {
+    const uint32_t stride = VKF_TILE_STRIDE(VKF_ROW_U4(head_dim));
     return 16 * VKF_SMEM_DKDV_TILES_U4(owned, VKF_SMEM_DKDV_STREAM_ROWS(streamed, owned), stride) +
            4 * (2 * VKF_SMEM_ROW_FLOATS(streamed) + VKF_SMEM_NONFINITE_STEPS(streamed) + VKF_SMEM_NONFINITE_FLAG_UINTS +
                 VKF_SMEM_CLOSED_TILE_UINTS);
   }
-  return 16 * VKF_SMEM_ROW_PAIR_U4(streamed, stride) +
-         4 * (2 * VKF_SMEM_ROW_FLOATS(owned) + VKF_SMEM_NONFINITE_STEPS(streamed));
+  return Coopmat2KvTileBytes(head_dim, streamed) + 4 * (2 * VKF_SMEM_ROW_FLOATS(owned) + VKF_SMEM_NONFINITE_STEPS(streamed));
 }
 // ...and of dK/dV with atomic dQ: the dS^T tile, and the keys' non-finite flags.
 uint32_t Coopmat2AtomicDqBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed) {
