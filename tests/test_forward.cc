@@ -215,6 +215,19 @@ TEST_CASE("register-tiled scalar forward: float16 products, and float32 rows whe
         CHECK(run.o_error <= ForwardTolerance(params.dtype));
         CHECK(run.lse_error <= ForwardTolerance(params.dtype));
       }
+      // The worst case for a float16 partial sum of P V: every P 1 (Q = 0) and V of one sign.
+      // Just under the guard (1000-1022) a partial of a whole tile's keys stays finite; V of
+      // 3000-3998 must take float32 products (a float16 partial of 32 such keys overflows).
+      for (float v_base : {1000.0f, 3000.0f}) {
+        INFO(Describe(params) << (f16_math ? ", float16 products" : ", float32 products") << ", Q = 0, V "
+                              << v_base << " + ...");
+        std::vector<float> v(s.kv_elements());
+        for (uint64_t i = 0; i < v.size(); ++i) v[i] = v_base + 2.0f * float(i % (v_base < 2048 ? 12 : 500));
+        const ForwardRun run = RunForwardWith(context, params, std::vector<float>(s.q_elements(), 0.0f),
+                                              RandomValues(s.kv_elements(), params.dtype, 22), v);
+        CHECK(run.o_error <= ForwardTolerance(params.dtype));
+        CHECK(run.lse_error <= ForwardTolerance(params.dtype));
+      }
     }
   }
   RequireNoValidationMessages();

@@ -49,6 +49,13 @@ using uint = std::uint32_t;
 #define VKF_SPEC_MASK_DIMS 22
 #define VKF_SPEC_COUNT 23
 
+// The register-tiled scalar forward's loops (scalar/attention_forward_tiled.comp), which its
+// loop-budget cost counts (scalar_backend.cc): head-dim words of S per iteration, keys of the
+// float16 P V per iteration, and keys per float16 partial sum of P V.
+#define VKF_TILED_FORWARD_S_WORDS_PER_STEP 2
+#define VKF_TILED_FORWARD_PV_KEYS_PER_STEP 4
+#define VKF_TILED_FORWARD_FLOAT16_TERMS 32
+
 // ALiBi's slopes (float32): none, one per query head [Hq], or one per batch entry and query head
 // [B, Hq]. The values of vkflash::AlibiSlopes.
 #define VKF_ALIBI_NONE 0

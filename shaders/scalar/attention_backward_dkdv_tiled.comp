@@ -98,8 +98,8 @@ void scores_and_gradients(uint q_begin, uint kv_begin, uint q_len, uint kv_len, 
       word_to_f32(q_tile[(lane + j * THREADS_PER_ROW) * STRIDE + w], qx);
       word_to_f32(do_tile[(lane + j * THREADS_PER_ROW) * STRIDE + w], dox);
       [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
-        s[r][j] += word_dot(kx[r], qx);
-        dp[r][j] += word_dot(vx[r], dox);
+        s[r][j] = word_dot_add(s[r][j], kx[r], qx);
+        dp[r][j] = word_dot_add(dp[r][j], vx[r], dox);
       }
     }
   }

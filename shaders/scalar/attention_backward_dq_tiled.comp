@@ -91,8 +91,8 @@ void score_gradients(uint q_begin, uint kv_begin, uint q_len, uint kv_len, bool 
       word_to_f32(k_tile[(lane + j * THREADS_PER_ROW) * STRIDE + w], kx);
       word_to_f32(v_tile[(lane + j * THREADS_PER_ROW) * STRIDE + w], vx);
       [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
-        s[r][j] += word_dot(qx[r], kx);
-        dp[r][j] += word_dot(dox[r], vx);
+        s[r][j] = word_dot_add(s[r][j], qx[r], kx);
+        dp[r][j] = word_dot_add(dp[r][j], dox[r], vx);
       }
     }
   }

@@ -10,10 +10,11 @@
 // computed it to the lanes that own its O columns.
 //
 // Variants by define: VKF_STORAGE_F16, VKF_SUBGROUP_OPS (row reductions), VKF_FLOAT16_MATH
-// (scalar/register_tile.glsl). The engine picks this kernel for views at 16-byte offsets with
-// strides and head dim multiples of 8 elements, ROWS_PER_THREAD = BLOCK_Q * THREADS_PER_ROW /
-// WORKGROUP_SIZE whole, and THREADS_PER_ROW dividing both BLOCK_KV and the words of a row; other
-// calls, and instrumented ones, run scalar/attention_forward.comp.
+// (scalar/register_tile.glsl), VKF_FLOAT_K_TILE (with float16 math, K staged as floats). The engine
+// picks this kernel for views at 16-byte offsets with strides and head dim multiples of 8
+// elements, ROWS_PER_THREAD = BLOCK_Q * THREADS_PER_ROW / WORKGROUP_SIZE whole, and THREADS_PER_ROW
+// dividing both BLOCK_KV and the words of a row; other calls, and instrumented ones, run
+// scalar/attention_forward.comp.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "scalar/variant_extensions.glsl"
@@ -47,6 +48,10 @@ const uint GLOBAL_ROW_WORDS = HEAD_DIM / GLOBAL_COLS;
 const uint WORDS_PER_THREAD = ROW_WORDS / THREADS_PER_ROW;      // of O: words lane, lane + THREADS_PER_ROW, ...
 const uint VEC4_PER_THREAD = WORDS_PER_THREAD * WORD_COLS / 4;  // ...as vec4 accumulators
 const uint HEAD_VEC4 = HEAD_DIM / 4;                            // a row of the chunked state
+// Loops unrolled by hand: the driver does not unroll one whose trip count is a specialization
+// constant, and their own instructions were a fifth of their bodies (docs/tuning-log.md).
+const uint S_UNROLL = VKF_TILED_FORWARD_S_WORDS_PER_STEP;
+const uint PV_UNROLL = VKF_TILED_FORWARD_PV_KEYS_PER_STEP;
 const uint P_STRIDE = VKF_TILED_P_STRIDE(BLOCK_KV, VKF_FLOAT16_MATH != 0 ? 2 : 4);
 
 VKF_TENSOR_WORDS_IN(VKF_FWD_BINDING_Q, q_data);
@@ -58,7 +63,16 @@ layout(std430, set = 0, binding = VKF_FWD_BINDING_O_STATE) buffer o_state_block 
 layout(std430, set = 0, binding = VKF_FWD_BINDING_ROW_STATE) buffer row_state_block { float row_state[]; };
 
 shared word_t q_tile[VKF_SMEM_TILED_WORDS(BLOCK_Q, STRIDE)];
+#if VKF_FLOAT_K_TILE || !VKF_HALF_WORDS
+// K as floats, each element widened once where it is staged instead of in every row group that
+// reads it (words of halves take twice the shared memory: the engine picks this where it fits).
+#define VKF_K_FLOATS 1
+const uint K_STRIDE = VKF_ODD_STRIDE(HEAD_DIM / 4);
+shared vec4 k_tile[VKF_SMEM_TILED_WORDS(BLOCK_KV, K_STRIDE)];
+#else
+#define VKF_K_FLOATS 0
 shared word_t k_tile[VKF_SMEM_TILED_WORDS(BLOCK_KV, STRIDE)];
+#endif
 shared word_t v_tile[VKF_SMEM_TILED_WORDS(BLOCK_KV, STRIDE)];
 shared p_t p_tile[VKF_SMEM_TILED_P_ELEMENTS(BLOCK_Q, P_STRIDE)];
 #if VKF_FLOAT16_MATH
@@ -70,11 +84,25 @@ const uint V_TILE_BITS = BLOCK_KV;
 VKF_DEFINE_VEC4_STORER(store_o4, o_data)
 
 VKF_DEFINE_STAGER(stage_q, q_tile, q_data, BLOCK_Q, false)
-VKF_DEFINE_STAGER(stage_k, k_tile, k_data, BLOCK_KV, false)
+#if VKF_K_FLOATS
+VKF_DEFINE_WIDENING_STAGER(stage_k, k_tile, k_data, BLOCK_KV, K_STRIDE)
+#else
+VKF_DEFINE_STAGER(stage_k_words, k_tile, k_data, BLOCK_KV, false)
+void stage_k(uint base, uint stride, uint first, uint count) { stage_k_words(base, stride, first, count, 0); }
+#endif
 VKF_DEFINE_STAGER(stage_v, v_tile, v_data, BLOCK_KV, true)
 
 uint row_group_first_row() { return (gl_LocalInvocationIndex / THREADS_PER_ROW) * ROWS_PER_THREAD; }
 uint lane_id() { return gl_LocalInvocationIndex % THREADS_PER_ROW; }
+
+// Word w of staged key `key` as floats.
+void k_word(uint key, uint w, out vec4 kx[WORD_VEC4S]) {
+#if VKF_K_FLOATS
+  [[unroll]] for (uint h = 0; h < WORD_VEC4S; ++h) kx[h] = k_tile[key * K_STRIDE + w * WORD_VEC4S + h];
+#else
+  word_to_f32(k_tile[key * STRIDE + w], kx);
+#endif
+}
 
 // S (base 2) of this invocation's rows x keys lane + j * THREADS_PER_ROW of the staged tiles.
 // Products and sums float32: the scores' absolute error is what the softmax sees, and a float16
@@ -83,24 +111,20 @@ void scores(out float s[ROWS_PER_THREAD][KEYS_PER_THREAD]) {
   const uint row0 = row_group_first_row(), lane = lane_id();
   [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r)
     [[unroll]] for (uint j = 0; j < KEYS_PER_THREAD; ++j) s[r][j] = 0.0;
-  for (uint w = 0; w < ROW_WORDS; ++w) {
-#if VKF_FLOAT16_MATH
-    // Each word widened once: 8 conversions per row or key, for ROWS_PER_THREAD x KEYS_PER_THREAD x 8 products.
-    vec4 qx[ROWS_PER_THREAD][WORD_VEC4S];
-    [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) word_to_f32(q_tile[(row0 + r) * STRIDE + w], qx[r]);
-    [[unroll]] for (uint j = 0; j < KEYS_PER_THREAD; ++j) {
-      vec4 kx[WORD_VEC4S];
-      word_to_f32(k_tile[(lane + j * THREADS_PER_ROW) * STRIDE + w], kx);
-      [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) s[r][j] += word_dot(qx[r], kx);
+  for (uint w_step = 0; w_step < ROW_WORDS; w_step += S_UNROLL) {
+    [[unroll]] for (uint u = 0; u < S_UNROLL; ++u) {
+      const uint w = w_step + u;
+      if (ROW_WORDS % S_UNROLL != 0 && w >= ROW_WORDS) break;
+      // A word of halves widened once per row and key (8 conversions for ROWS_PER_THREAD x
+      // KEYS_PER_THREAD x 8 products), K's not at all where it is staged as floats.
+      vec4 qx[ROWS_PER_THREAD][WORD_VEC4S];
+      [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) word_to_f32(q_tile[(row0 + r) * STRIDE + w], qx[r]);
+      [[unroll]] for (uint j = 0; j < KEYS_PER_THREAD; ++j) {
+        vec4 kx[WORD_VEC4S];
+        k_word(lane + j * THREADS_PER_ROW, w, kx);
+        [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) s[r][j] = word_dot_add(s[r][j], qx[r], kx);
+      }
     }
-#else
-    vec4 qw[ROWS_PER_THREAD];
-    [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) qw[r] = q_tile[(row0 + r) * STRIDE + w];
-    [[unroll]] for (uint j = 0; j < KEYS_PER_THREAD; ++j) {
-      const vec4 kw = k_tile[(lane + j * THREADS_PER_ROW) * STRIDE + w];
-      [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) s[r][j] += dot(qw[r], kw);
-    }
-#endif
   }
   [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r)
     [[unroll]] for (uint j = 0; j < KEYS_PER_THREAD; ++j) s[r][j] *= pc.scale_log2;
@@ -123,17 +147,22 @@ void add_pv(inout vec4 acc[ROWS_PER_THREAD][VEC4_PER_THREAD], bool float16_produ
       f16vec2 part[ROWS_PER_THREAD][4 * WORDS_PER_THREAD];
       [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r)
         [[unroll]] for (uint i = 0; i < 4 * WORDS_PER_THREAD; ++i) part[r][i] = f16vec2(0.0);
-      [[unroll]] for (uint c = c0; c < min(c0 + FLOAT16_TERMS, BLOCK_KV); ++c) {
-        f16vec2 p[ROWS_PER_THREAD];
-        [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) p[r] = f16vec2(p_tile[(row0 + r) * P_STRIDE + c]);
-        [[unroll]] for (uint k = 0; k < WORDS_PER_THREAD; ++k) {
-          const word_t v = v_tile[c * STRIDE + lane + k * THREADS_PER_ROW];
-          [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
-            if (masked && (c < visible_first[r] || c >= visible_end[r])) continue;
-            part[r][4 * k + 0] = fma(p[r], unpackFloat2x16(v.x), part[r][4 * k + 0]);
-            part[r][4 * k + 1] = fma(p[r], unpackFloat2x16(v.y), part[r][4 * k + 1]);
-            part[r][4 * k + 2] = fma(p[r], unpackFloat2x16(v.z), part[r][4 * k + 2]);
-            part[r][4 * k + 3] = fma(p[r], unpackFloat2x16(v.w), part[r][4 * k + 3]);
+      const uint c_end = min(c0 + FLOAT16_TERMS, BLOCK_KV);
+      for (uint c_step = c0; c_step < c_end; c_step += PV_UNROLL) {
+        [[unroll]] for (uint u = 0; u < PV_UNROLL; ++u) {
+          const uint c = c_step + u;
+          if (BLOCK_KV % PV_UNROLL != 0 && c >= c_end) break;
+          f16vec2 p[ROWS_PER_THREAD];
+          [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) p[r] = f16vec2(p_tile[(row0 + r) * P_STRIDE + c]);
+          [[unroll]] for (uint k = 0; k < WORDS_PER_THREAD; ++k) {
+            const word_t v = v_tile[c * STRIDE + lane + k * THREADS_PER_ROW];
+            [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
+              if (masked && (c < visible_first[r] || c >= visible_end[r])) continue;
+              part[r][4 * k + 0] = fma(p[r], unpackFloat2x16(v.x), part[r][4 * k + 0]);
+              part[r][4 * k + 1] = fma(p[r], unpackFloat2x16(v.y), part[r][4 * k + 1]);
+              part[r][4 * k + 2] = fma(p[r], unpackFloat2x16(v.z), part[r][4 * k + 2]);
+              part[r][4 * k + 3] = fma(p[r], unpackFloat2x16(v.w), part[r][4 * k + 3]);
+            }
           }
         }
       }
@@ -227,7 +256,7 @@ void main() {
   MaskWalk closed_keys = mask_walk();  // the tiles the mask closes, read as the loop goes
   for (uint kv_begin = CHUNKED ? max(pc.chunk_begin, kv_first) : kv_first; kv_begin < kv_end; kv_begin += BLOCK_KV) {
     if (mask_closes_keys(closed_keys, mask_summary, q_begin, q_end, kv_begin, min(kv_begin + BLOCK_KV, kv_len))) continue;
-    stage_k(k_base, k_stride, kv_begin, kv_len, 0);
+    stage_k(k_base, k_stride, kv_begin, kv_len);
 #if VKF_FLOAT16_MATH
     // Workgroup scope: the default, device scope, needs vulkanMemoryModelDeviceScope where the
     // device enables the Vulkan memory model (the tensor-core kernels do).

@@ -35,7 +35,7 @@ const uint WORD_VEC4S = WORD_COLS / 4;
 #if VKF_FLOAT16_MATH
 #define p_t float16_t
 // Keys per float16 partial sum of P V.
-const uint FLOAT16_TERMS = 16;
+const uint FLOAT16_TERMS = VKF_TILED_FORWARD_FLOAT16_TERMS;
 #else
 #define p_t float
 #endif
@@ -83,8 +83,8 @@ uint word_abs_max_bits(word_t w) {
   const uvec4 m = max(a & 0xffffu, a >> 16);
   return max(max(m.x, m.y), max(m.z, m.w));
 }
-// float16 2048: below it, 16 keys' P V (P <= 1) cannot overflow a float16 partial sum.
-const uint FLOAT16_PARTIAL_SAFE_BITS = 0x6800u;
+// float16 1024: below it, 32 keys' P V (P <= 1, at most 32768) cannot overflow a float16 partial sum.
+const uint FLOAT16_PARTIAL_SAFE_BITS = 0x6400u;
 #endif
 
 // Defines `uint fn(uint base, uint stride, uint first, uint count, uint row_bits)`: copies rows
@@ -130,6 +130,22 @@ const uint FLOAT16_PARTIAL_SAFE_BITS = 0x6800u;
     return bits;                                                                                        \
   }
 
+// Defines `void fn(uint base, uint stride, uint first, uint count)`: as VKF_DEFINE_STAGER, into a
+// tile of float words (vec4) at row stride TILE_STRIDE, whatever the words of the other tiles:
+// each element widened once, where it is staged, instead of in every row group that reads it.
+#define VKF_DEFINE_WIDENING_STAGER(fn, tile, data, ROWS, TILE_STRIDE)                                  \
+  void fn(uint base, uint stride, uint first, uint count) {                                             \
+    for (uint i = gl_LocalInvocationIndex; i < ROWS * GLOBAL_ROW_WORDS; i += WORKGROUP_SIZE) {         \
+      const uint r = i / GLOBAL_ROW_WORDS, g = i % GLOBAL_ROW_WORDS;                                    \
+      const global_word_t w =                                                                           \
+          first + r < count ? data[(base + (first + r) * stride) / GLOBAL_COLS + g] : global_word_t(0);  \
+      vec4 lo, hi;                                                                                      \
+      unpack_global(w, lo, hi);                                                                         \
+      tile[r * TILE_STRIDE + g * (GLOBAL_COLS / 4)] = lo;                                               \
+      if (GLOBAL_COLS == 8) tile[r * TILE_STRIDE + g * 2 + 1] = hi;                                     \
+    }                                                                                                   \
+  }
+
 // --- Products ---
 
 // The word as floats: x[0] columns 0-3, x[1] (words of halves) 4-7.
@@ -145,11 +161,16 @@ void word_to_f32(word_t w, out vec4 x[WORD_VEC4S]) {
 #endif
 }
 
-// The float32 dot product of two words.
-float word_dot(vec4 a[WORD_VEC4S], vec4 b[WORD_VEC4S]) {
-  float sum = dot(a[0], b[0]);
-  [[unroll]] for (uint h = 1; h < WORD_VEC4S; ++h) sum += dot(a[h], b[h]);
-  return sum;
+// acc plus the float32 dot product of two words, as one chain of fused multiply-adds (acc +
+// dot(a, b) costs a multiply and an add more per vec4: the driver keeps dot's own sum).
+float word_dot_add(float acc, vec4 a[WORD_VEC4S], vec4 b[WORD_VEC4S]) {
+  [[unroll]] for (uint h = 0; h < WORD_VEC4S; ++h) {
+    acc = fma(a[h].x, b[h].x, acc);
+    acc = fma(a[h].y, b[h].y, acc);
+    acc = fma(a[h].z, b[h].z, acc);
+    acc = fma(a[h].w, b[h].w, acc);
+  }
+  return acc;
 }
 
 // A tensor row's vec4 column of accumulator i of an invocation that owns the row's words lane,

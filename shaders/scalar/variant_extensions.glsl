@@ -7,6 +7,12 @@
 #ifndef VKF_FLOAT16_MATH
 #define VKF_FLOAT16_MATH 0  // float16 products: the register-tiled forward's _f16math variants only
 #endif
+#ifndef VKF_FLOAT_K_TILE
+#define VKF_FLOAT_K_TILE 0  // K staged as floats beside float16 math: the _f16math_kf32 variants only
+#endif
+#if VKF_FLOAT_K_TILE && !VKF_FLOAT16_MATH
+#error "K is staged as floats by every variant without float16 math already"
+#endif
 #if VKF_STORAGE_F16
 #extension GL_EXT_shader_16bit_storage : require
 #endif

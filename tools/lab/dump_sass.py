@@ -10,8 +10,9 @@ empty folder, then this script over that folder:
     python3 tools/lab/dump_sass.py /tmp/glcache OUT_DIR [--nvdisasm PATH] [--zstd PATH] [--hex]
 
 It writes OUT_DIR/shader<k>_hmma<count>.sass for every compiled shader with tensor-core
-instructions (the count of HMMA instructions tells the kernels apart) and prints, per shader, its
-instruction count, HMMA count and BAR.SYNC (workgroup barrier) count. With --hex the listings also
+instructions (the count of HMMA instructions tells the kernels apart), or with --all for every
+shader (the scalar kernels have none), and prints, per shader, its instruction count, HMMA count
+and BAR.SYNC (workgroup barrier) count. With --hex the listings also
 carry each instruction's encoding, whose control bits tools/lab/sass_loop.py reads (which loads
 are waited for where).
 
@@ -56,6 +57,7 @@ def main():
     parser.add_argument("--zstd", default="zstd")
     parser.add_argument("--arch", default="SM90", help="nvdisasm -b value (SM90: Hopper)")
     parser.add_argument("--hex", action="store_true", help="keep each instruction's encoding (nvdisasm -hex)")
+    parser.add_argument("--all", action="store_true", help="also shaders without tensor-core instructions")
     args = parser.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
 
@@ -77,7 +79,7 @@ def main():
                 continue
             text = listing.stdout
             hmma = text.count("HMMA")
-            if hmma == 0:
+            if hmma == 0 and not args.all:
                 continue
             name = os.path.join(args.out_dir, f"shader{shader}_hmma{hmma}.sass")
             with open(name, "w") as f:
@@ -86,7 +88,7 @@ def main():
             print(f"{name}: {instructions} instructions, {hmma} HMMA, {text.count('BAR.SYNC')} BAR.SYNC")
             shader += 1
     if shader == 0:
-        print("no shader with tensor-core instructions found", file=sys.stderr)
+        print("no shader found" if args.all else "no shader with tensor-core instructions found", file=sys.stderr)
         return 1
     return 0
 

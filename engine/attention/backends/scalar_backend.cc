@@ -19,19 +19,20 @@ struct TileShape {
 
 // The register-tiled forward (scalar/attention_forward_tiled.comp): rows x keys per step, the
 // invocations sharing a row group, the rows each owns, the largest head dim the entry is for.
-// Order from H100 measurements (docs/tuning-log.md, 2026-11-24), first that fits wins.
+// Order from H100 measurements (docs/tuning-log.md, 2026-11-24 and 2026-11-27; float16, with K
+// as floats where it fits), first that fits wins.
 struct TiledTile {
   // Rows the workgroup owns (forward, dQ: query rows; dK/dV: keys) and streams per step.
   uint32_t owned, streamed, threads_per_row, rows_per_thread, max_head_dim = 256;
   uint32_t workgroup_size() const { return owned / rows_per_thread * threads_per_row; }
 };
 constexpr TiledTile kTiledForwardTiles[] = {
-    {64, 32, 4, 2, 64},  // D <= 64: 27.6 TFLOP/s against 25.0 for 64x64x8x4
+    {64, 32, 4, 2, 64},  // D <= 64: 31.9 TFLOP/s (2026-11-24: 27.6 against 25.0 for 64x64x8x4)
     {64, 64, 8, 4},      // 128 invocations, each 4 rows x 8 keys of S, 4 rows x D/8 columns of O
-    {64, 32, 8, 4},      // D = 128 on 48 KB: 25.6 TFLOP/s (64x64 does not fit)
-    {32, 32, 8, 2},      // 32 KB at D = 128: 23.9
+    {64, 32, 8, 4},      // D = 128 on 48 KB: 32.4 TFLOP/s (64x64 does not fit)
+    {32, 32, 8, 2},      // 32 KB at D = 128: 28.8 with K as halves, before 32x16 with K as floats (26.0)
     {32, 16, 8, 2},
-    {16, 16, 8, 2},      // 16 KB at D = 128 (float16 words): 21.2
+    {16, 16, 8, 2},      // 16 KB at D = 128 (K as halves): 23.1, against 20.6 for 32x8x8x2 with K as floats
     {16, 16, 4, 2},
     {8, 8, 4, 2},
     {8, 8, 2, 1},
@@ -155,13 +156,15 @@ bool TiledShapeFits(const DeviceInfo& device, TiledTile tile, uint32_t head_dim,
          tile.workgroup_size() <= device.max_workgroup_invocations;
 }
 
-bool TiledFits(const DeviceInfo& device, const AttentionParams& params, TiledTile tile, bool subgroup) {
+// float_k_tile: with float16 products, K staged as floats (twice its words of halves).
+bool TiledFits(const DeviceInfo& device, const AttentionParams& params, TiledTile tile, bool subgroup,
+               bool float_k_tile) {
   const uint32_t head_dim = params.shape.head_dim;
   const uint32_t word_cols = Float16Products(device, params.dtype) ? 8 : 4, workgroup = tile.workgroup_size();
   if (!TiledShapeFits(device, tile, head_dim, word_cols)) return false;
   if (subgroup && !SubgroupsAllow(device, tile.threads_per_row, workgroup)) return false;
-  return TiledForwardSharedBytes(head_dim, tile.owned, tile.streamed, workgroup, word_cols == 8, subgroup) <=
-         device.usable_shared_memory_bytes;
+  return TiledForwardSharedBytes(head_dim, tile.owned, tile.streamed, workgroup, word_cols == 8, float_k_tile,
+                                 subgroup) <= device.usable_shared_memory_bytes;
 }
 
 // The register-tiled forward's first tile that fits, if any.
@@ -170,28 +173,30 @@ std::optional<KernelChoice> ChooseTiledForward(const DeviceInfo& device, const A
   const bool f16_products = Float16Products(device, params.dtype);
   for (bool subgroup : {true, false}) {
     if (subgroup && !device.use_subgroup_ops) continue;
-    const auto make_choice = [&](TiledTile tile) {
+    const auto make_choice = [&](TiledTile tile, bool float_k_tile) {
       KernelChoice choice;
       choice.kernel = std::string("forward_tiled_") + (f16_products ? "f16math" : DtypeSuffix(params.dtype)) +
-                      (subgroup ? "_subgroup" : "_shared");
+                      (float_k_tile ? "_kf32" : "") + (subgroup ? "_subgroup" : "_shared");
       choice.block_q = tile.owned;
       choice.block_kv = tile.streamed;
       choice.threads_per_row = tile.threads_per_row;
       choice.workgroup_size = tile.workgroup_size();
       choice.subgroup_reductions = subgroup;
       choice.shared_memory_bytes = TiledForwardSharedBytes(params.shape.head_dim, tile.owned, tile.streamed,
-                                                           choice.workgroup_size, f16_products, subgroup);
+                                                           choice.workgroup_size, f16_products, float_k_tile, subgroup);
       return choice;
     };
     // On a driver with a loop budget, one step (and the fixed part) must fit half of it
     // (chunk_plan.h); a smaller tile, or the per-row kernel, runs the call otherwise.
-    const auto fits = [&](TiledTile tile) {
-      return TiledFits(device, params, tile, subgroup) &&
-             OneStepFits(device, TiledForwardLoopCost(make_choice(tile), params.shape.head_dim));
+    const auto fits = [&](TiledTile tile, bool float_k_tile) {
+      return TiledFits(device, params, tile, subgroup, float_k_tile) &&
+             OneStepFits(device, TiledForwardLoopCost(make_choice(tile, float_k_tile), params.shape.head_dim));
     };
-    const std::optional<TiledTile> tile =
-        FirstTileThatFits(forced.tiled, std::span<const TiledTile>(kTiledForwardTiles), fits);
-    if (tile) return make_choice(*tile);
+    const std::optional<TiledTile> tile = FirstTileThatFits(forced.tiled, std::span<const TiledTile>(kTiledForwardTiles),
+                                                            [&](TiledTile tile) { return fits(tile, false); });
+    // With float16 products, K as floats wherever the tile still fits: S's products then widen
+    // only Q's halves (H100, D = 128, alone: 26.3 against 25.5 TFLOP/s; docs/tuning-log.md).
+    if (tile) return make_choice(*tile, f16_products && fits(*tile, true));
   }
   return std::nullopt;
 }
@@ -261,10 +266,12 @@ uint32_t TiledBackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t st
 }
 
 uint32_t TiledForwardSharedBytes(uint32_t head_dim, uint32_t block_q, uint32_t block_kv, uint32_t workgroup_size,
-                                 bool float16_words, bool subgroup_reductions) {
+                                 bool float16_words, bool float_k_tile, bool subgroup_reductions) {
   const uint32_t word_cols = float16_words ? 8 : 4, p_bytes = float16_words ? 2 : 4;
   const uint32_t stride = VKF_ODD_STRIDE(VKF_TILED_ROW_WORDS(head_dim, word_cols));
-  const uint32_t words = VKF_SMEM_TILED_WORDS(block_q, stride) + 2 * VKF_SMEM_TILED_WORDS(block_kv, stride);
+  const uint32_t k_stride = float_k_tile ? VKF_ODD_STRIDE(VKF_TILED_ROW_WORDS(head_dim, 4)) : stride;
+  const uint32_t words = VKF_SMEM_TILED_WORDS(block_q, stride) + VKF_SMEM_TILED_WORDS(block_kv, stride) +
+                         VKF_SMEM_TILED_WORDS(block_kv, k_stride);
   const uint32_t p = p_bytes * VKF_SMEM_TILED_P_ELEMENTS(block_q, VKF_TILED_P_STRIDE(block_kv, p_bytes));
   const uint32_t reduce = subgroup_reductions ? 0 : 4 * VKF_SMEM_ROW_REDUCE_FLOATS(workgroup_size);
   const uint32_t guards = float16_words ? 4 * VKF_SMEM_TILED_ABS_MAX_UINTS(block_kv) : 0;
@@ -400,6 +407,7 @@ LoopCost ScalarForwardLoopCost(const KernelChoice& choice, uint32_t head_dim, bo
 // products) counted, as a row may take either.
 LoopCost TiledForwardLoopCost(const KernelChoice& choice, uint32_t head_dim) {
   const bool f16_words = choice.kernel.find("f16math") != std::string::npos;
+  const bool float_k_tile = !f16_words || choice.kernel.find("_kf32") != std::string::npos;
   const bool f32_storage = choice.kernel.find("_f32_") != std::string::npos;
   const uint64_t word_cols = f16_words ? 8 : 4, global_cols = f32_storage ? 4 : 8;
   const uint64_t rows = uint64_t(choice.block_q) * choice.threads_per_row / choice.workgroup_size;  // per invocation
@@ -410,12 +418,18 @@ LoopCost TiledForwardLoopCost(const KernelChoice& choice, uint32_t head_dim) {
   cost.fixed = CeilDiv(uint64_t(choice.block_q) * global_words, choice.workgroup_size)  // Q tile
                + 2 * rows * (1 + lane_vec4s)                                          // zero, resume
                + rows * (reduce + 5 * lane_vec4s + 1) + 8;                            // store O or the state; slack
-  // S: per word the rows' words, then per key its products (word_dot loops once more over a word of
-  // halves); zero and scale S.
-  const uint64_t word_dot_loops = f16_words ? 1 : 0;
-  const uint64_t s = row_words * (1 + rows + keys * (1 + rows * (1 + word_dot_loops))) + 2 * rows * keys;
+  // S: per pair of words one iteration, per word the rows' words, then per key its word (a loop
+  // over its vec4s where K is floats) and the rows' products (word_dot_add loops over the vec4s
+  // of a word); zero and scale S. Counted as if the driver unrolled no loop.
+  const uint64_t word_vec4s = word_cols / 4, k_word_loops = float_k_tile ? word_vec4s : 0;
+  const uint64_t s = CeilDiv(row_words, VKF_TILED_FORWARD_S_WORDS_PER_STEP) + row_words * (1 + rows + keys * (1 + k_word_loops + rows * (1 + word_vec4s))) +
+                     2 * rows * keys;
   const uint64_t pv_f32 = uint64_t(choice.block_kv) * (1 + rows + lane_words * (1 + rows));
-  const uint64_t pv_f16 = CeilDiv(choice.block_kv, 16) * (3 * rows * 4 * lane_words + 16 * (rows + lane_words * (1 + rows)));
+  // float16 P V: per partial its zeroing and flush and its keys' iterations, per key the rows' P
+  // and the lane's words.
+  const uint64_t terms = VKF_TILED_FORWARD_FLOAT16_TERMS;
+  const uint64_t pv_f16 = CeilDiv(choice.block_kv, terms) * (3 * rows * 4 * lane_words + terms / VKF_TILED_FORWARD_PV_KEYS_PER_STEP +
+                                                               terms * (1 + rows + lane_words * (1 + rows)));
   cost.per_step = 2 * CeilDiv(uint64_t(choice.block_kv) * global_words, choice.workgroup_size)  // K, V tiles
                   + s + rows * (1 + keys)                                                   // S, masking
                   + rows * (2 * keys + reduce + lane_vec4s + 1)                             // softmax

@@ -50,9 +50,10 @@ bool IsTiledBackward(const KernelChoice& choice);
 uint32_t TiledBackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed, bool half_words, bool dkdv);
 
 // Shared memory the register-tiled forward declares: Q, K and V words (float16 words: 8 halves,
-// else 4 floats), P, the shared-memory reductions' scratch, the float16 guards.
+// else 4 floats; K floats where float_k_tile), P, the shared-memory reductions' scratch, the
+// float16 guards.
 uint32_t TiledForwardSharedBytes(uint32_t head_dim, uint32_t block_q, uint32_t block_kv, uint32_t workgroup_size,
-                                 bool float16_words, bool subgroup_reductions);
+                                 bool float16_words, bool float_k_tile, bool subgroup_reductions);
 
 // Shared memory the scalar forward kernel declares for these tiles (q and kv tiles with padded
 // rows, the P tile, the shared-memory reductions' scratch).
