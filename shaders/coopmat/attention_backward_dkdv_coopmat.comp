@@ -202,7 +202,7 @@ void main() {
   // head.
   if (nonfinite_do != 0) {
     [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) {
-      for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
+      [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
         const uint key = kv_begin + own_row + cm_row(coord, i), column = 16 * db + cm_col(coord, i);
         const uvec4 rows = crossed_part(crossed, key_rows_begin(key, q_len, kv_len), key_rows_end(key, q_len, kv_len));
         for (uint h = 0; h < group; ++h) {

@@ -194,7 +194,7 @@ void main() {
   if (kv_first < kv_end && nonfinite_v != 0) {
     [[unroll]] for (uint mb = 0; mb < M_BLOCKS; ++mb) {
       [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) {
-        for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
+        [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
           const uint q_row = rows_begin + 16 * mb + cm_row(coord, i), column = 16 * db + cm_col(coord, i);
           const uvec4 keys = crossed_part(crossed, row_keys_begin(q_row, q_len, kv_len), row_keys_end(q_row, q_len, kv_len));
           [[unroll]] for (uint run = 0; run < 2; ++run) {
@@ -221,7 +221,7 @@ void main() {
       [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) o_acc[mb * D_BLOCKS + db][i] *= inv_l[cm_slot(i)];
     VKF_STORE_ROW_BLOCK(o_acc, mb * D_BLOCKS, o_u4, o_h, coord, o_base, o_stride, row0, q_len);
     if (WRITE_LSE && (lane & VKF_CM_ROW_LANE_MASK) == 0) {
-      for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
+      [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
         const uint r = row0 + cm_row(coord, i), t = cm_slot(i);
         if (cm_first_of_slot(i) && r < q_len) {
           lse_data[lse_index(batch, head, seq, r)] =

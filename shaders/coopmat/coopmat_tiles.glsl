@@ -30,7 +30,7 @@ VKF_ACC load_coordinates() {
       cm_load_rows(frags[(first) + kb_], buffer_u4, ((head_base) + (row0) * (stride)) / 8 + 2 * kb_, (stride) / 8); \
     } else {                                                                                              \
       VKF_ACC part_;                                                                                      \
-      for (uint i_ = 0; i_ < VKF_CM_ELEMENTS; ++i_) {                                                      \
+      [[unroll]] for (uint i_ = 0; i_ < VKF_CM_ELEMENTS; ++i_) {                                           \
         const uint r_ = (row0) + cm_row(coord, i_);                                                       \
         part_[i_] = r_ < (row_end) ? float(buffer_h[(head_base) + r_ * (stride) + 16 * kb_ + cm_col(coord, i_)]) : 0.0; \
       }                                                                                                   \
@@ -45,7 +45,7 @@ VKF_ACC load_coordinates() {
     if ((row0) + 16 <= (row_end)) {                                                                       \
       cm_store_rows(VKF_ACC16(acc[(first) + db_]), buffer_u4, ((head_base) + (row0) * (stride)) / 8 + 2 * db_, (stride) / 8); \
     } else {                                                                                              \
-      for (uint i_ = 0; i_ < VKF_CM_ELEMENTS; ++i_) {                                         \
+      [[unroll]] for (uint i_ = 0; i_ < VKF_CM_ELEMENTS; ++i_) {                              \
         const uint r_ = (row0) + cm_row(coord, i_);                                                       \
         if (r_ < (row_end)) buffer_h[(head_base) + r_ * (stride) + 16 * db_ + cm_col(coord, i_)] = float16_t(acc[(first) + db_][i_]); \
       }                                                                                                   \

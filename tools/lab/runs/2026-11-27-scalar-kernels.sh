@@ -3,8 +3,8 @@
 # driver's machine code with tools/lab/dump_sass.py --all): K staged as floats, 32 keys per float16
 # partial of P V, S's products as fused multiply-add chains, the forward's loops unrolled by hand
 # (docs/tuning-log.md, "the scalar forward's instructions"). Carry [".gpu", ".gl", "build-lab"],
-# build-lab/ holding the builds each part names (BUILD/vkflash), `new` also with tests/vkflash_tests
-# and CMakeCache.txt, and for `sass` .gpu/zstd/ (bookworm's zstd and libzstd1 .debs). Run
+# build-lab/ holding the builds each part names (BUILD/vkflash; also new/tests/vkflash_tests and
+# new/CMakeCache.txt), and for `sass` .gpu/zstd/ (bookworm's zstd and libzstd1 .debs). Run
 # `bash tools/lab/runs/2026-11-27-scalar-kernels.sh PART`:
 #   variants     base (the commit before), widek (K as floats), widek32 (... and 32 keys per
 #                partial), v1 (... and fma chains, forward and backward), v2 (... and P V 4 keys
