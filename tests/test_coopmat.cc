@@ -485,3 +485,41 @@ TEST_CASE("subgroup-scope tensor-core tiles follow shared memory and workgroup l
     CHECK(wide->shared_memory_bytes == 2 * 32 * (256 + 8) * 2 + flag + coordinates);
   }
 }
+
+TEST_CASE("register-tiled scalar forward: K staged as floats where the tile still fits") {
+  vkflash::DeviceInfo device;  // a synthetic device without tensor cores, with float16 arithmetic
+  device.max_workgroup_invocations = 1024;
+  device.storage_buffer_16bit = device.shader_float16 = device.use_float16_arithmetic = true;
+  device.subgroup_size = device.min_subgroup_size = device.max_subgroup_size = 32;
+  device.use_subgroup_ops = true;
+  vkflash::AttentionParams params;
+  params.dtype = vkflash::DataType::kFloat16;
+  params.shape = {1, 2, 2, 1000, 1000, 128};
+  // Rows of 17 16-byte words (halves: 8 per word, an odd stride) or 33 (floats); P halves at a
+  // row stride of Bc + 2; one guard word per V row and one for the tile.
+  const auto bytes = [](uint32_t block_q, uint32_t block_kv, bool k_floats) {
+    return 16 * (block_q * 17 + block_kv * 17 + block_kv * (k_floats ? 33 : 17)) + 2 * block_q * (block_kv + 2) +
+           4 * (block_kv + 1);
+  };
+  struct Case {
+    uint32_t shared_bytes;
+    const char* kernel;
+    uint32_t block_q, block_kv;
+    bool k_floats;
+  };
+  for (Case c : {Case{49152, "forward_tiled_f16math_kf32_subgroup", 64, 32, true},  // 47492 bytes
+                 Case{32768, "forward_tiled_f16math_subgroup", 32, 32, false},      // as floats: 36612
+                 Case{16384, "forward_tiled_f16math_subgroup", 16, 16, false}}) {   // as floats: 17796
+    device.usable_shared_memory_bytes = c.shared_bytes;
+    INFO(c.shared_bytes << " bytes of shared memory");
+    auto f = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(f.ok());
+    CHECK(f->kernel == c.kernel);
+    CHECK((f->block_q == c.block_q && f->block_kv == c.block_kv));
+    CHECK(f->shared_memory_bytes == bytes(c.block_q, c.block_kv, c.k_floats));
+    CHECK(f->shared_memory_bytes <= c.shared_bytes);
+  }
+  device.use_float16_arithmetic = false;  // float32 products: words of floats, one variant
+  device.usable_shared_memory_bytes = 49152;
+  CHECK(vkflash::attention::ChooseForwardKernel(device, params, false)->kernel == "forward_tiled_f16_subgroup");
+}

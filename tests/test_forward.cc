@@ -182,10 +182,18 @@ TEST_CASE("the naive three-pass baseline agrees with the reference and with the 
 
 TEST_CASE("register-tiled scalar forward: float16 products, and float32 rows where a float16 sum could overflow",
           "[forward][scalar]") {
+  // The table's tile; 64 keys per step (two float16 partials of P V per tile); 6 keys (P V's
+  // loop of 4 keys per iteration ends inside its last iteration).
+  struct Tile {
+    const char* forced;
+    uint32_t block_q, block_kv;  // the forced tile, which fits 32 KB with float16 math (0: the table's)
+  };
+  for (Tile tile : {Tile{"", 0, 0}, Tile{"16x64x8x2", 16, 64}, Tile{"8x6x2x1", 8, 6}})
   for (bool float16_products : {true, false}) {
     ContextOptions options = ValidatedOptions();
     options.kernels = "scalar";
     options.disable_float16_arithmetic = !float16_products;
+    options.tile_overrides.scalar_forward = tile.forced;
     auto created = Context::Create(options);
     REQUIRE(created.ok());
     Context& context = **created;
@@ -196,6 +204,7 @@ TEST_CASE("register-tiled scalar forward: float16 products, and float32 rows whe
       auto choice = context.ChooseForwardKernel(params);
       REQUIRE(choice.ok());
       CHECK(choice->kernel.rfind(f16_math ? "forward_tiled_f16math_" : "forward_tiled_f16_", 0) == 0);
+      if (f16_math && tile.block_q != 0) CHECK((choice->block_q == tile.block_q && choice->block_kv == tile.block_kv));
       // Amplitudes (powers of two: the scaled values stay float16-exact) of Q, K, V, and whether
       // only query row 37 of head 0 gets the Q amplitude. 256 makes Q K^T sums of 16 products
       // overflow float16; 8192 does the same to P V sums.
@@ -204,7 +213,7 @@ TEST_CASE("register-tiled scalar forward: float16 products, and float32 rows whe
         bool one_row;
       };
       for (Case c : {Case{1, 1, 1, false}, Case{256, 256, 1, false}, Case{1, 1, 8192, false}, Case{512, 64, 1, true}}) {
-        INFO(Describe(params) << (f16_math ? ", float16 products" : ", float32 products") << ", Q x" << c.q
+        INFO(Describe(params) << (f16_math ? ", float16 products" : ", float32 products") << ", tile " << tile.forced << ", Q x" << c.q
                               << (c.one_row ? " (row 37 only)" : "") << ", K x" << c.k << ", V x" << c.v);
         std::vector<float> q = RandomValues(s.q_elements(), params.dtype, 21, c.one_row ? 1.0f : c.q);
         if (c.one_row) {
@@ -216,11 +225,12 @@ TEST_CASE("register-tiled scalar forward: float16 products, and float32 rows whe
         CHECK(run.lse_error <= ForwardTolerance(params.dtype));
       }
       // The worst case for a float16 partial sum of P V: every P 1 (Q = 0) and V of one sign.
-      // Just under the guard (1000-1022) a partial of a whole tile's keys stays finite; V of
-      // 3000-3998 must take float32 products (a float16 partial of 32 such keys overflows).
+      // Just under the guard (1000-1022: the float16 path's precision at its largest sums); V of
+      // 3000-3998, whose float16 partials of 32 keys would overflow (a guard of 4096 or more fails
+      // here), must take float32 products.
       for (float v_base : {1000.0f, 3000.0f}) {
-        INFO(Describe(params) << (f16_math ? ", float16 products" : ", float32 products") << ", Q = 0, V "
-                              << v_base << " + ...");
+        INFO(Describe(params) << (f16_math ? ", float16 products" : ", float32 products") << ", tile " << tile.forced
+                              << ", Q = 0, V " << v_base << " + ...");
         std::vector<float> v(s.kv_elements());
         for (uint64_t i = 0; i < v.size(); ++i) v[i] = v_base + 2.0f * float(i % (v_base < 2048 ? 12 : 500));
         const ForwardRun run = RunForwardWith(context, params, std::vector<float>(s.q_elements(), 0.0f),

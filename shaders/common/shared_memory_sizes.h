@@ -45,7 +45,7 @@
 
 // --- Register-tiled scalar forward (scalar/attention_forward_tiled.comp) ---
 // A row of 16-byte words (8 halves where scalar/register_tile.glsl keeps them, else 4 floats; the
-// head dim is a multiple of 8), at an odd stride as above.
+// _kf32 variants' K tile always floats; the head dim is a multiple of 8), at an odd stride as above.
 #define VKF_TILED_ROW_WORDS(head_dim, word_cols) ((head_dim) / (word_cols))
 // words: the Q tile (BLOCK_Q rows), and each of the K and V tiles (BLOCK_KV rows).
 #define VKF_SMEM_TILED_WORDS(rows, stride) ((rows) * (stride))

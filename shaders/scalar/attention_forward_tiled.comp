@@ -49,7 +49,7 @@ const uint WORDS_PER_THREAD = ROW_WORDS / THREADS_PER_ROW;      // of O: words l
 const uint VEC4_PER_THREAD = WORDS_PER_THREAD * WORD_COLS / 4;  // ...as vec4 accumulators
 const uint HEAD_VEC4 = HEAD_DIM / 4;                            // a row of the chunked state
 // Loops unrolled by hand: the driver does not unroll one whose trip count is a specialization
-// constant, and their own instructions were a fifth of their bodies (docs/tuning-log.md).
+// constant, and their index, compare and branch cost issue slots (3-5%: docs/tuning-log.md).
 const uint S_UNROLL = VKF_TILED_FORWARD_S_WORDS_PER_STEP;
 const uint PV_UNROLL = VKF_TILED_FORWARD_PV_KEYS_PER_STEP;
 const uint P_STRIDE = VKF_TILED_P_STRIDE(BLOCK_KV, VKF_FLOAT16_MATH != 0 ? 2 : 4);
@@ -115,8 +115,8 @@ void scores(out float s[ROWS_PER_THREAD][KEYS_PER_THREAD]) {
     [[unroll]] for (uint u = 0; u < S_UNROLL; ++u) {
       const uint w = w_step + u;
       if (ROW_WORDS % S_UNROLL != 0 && w >= ROW_WORDS) break;
-      // A word of halves widened once per row and key (8 conversions for ROWS_PER_THREAD x
-      // KEYS_PER_THREAD x 8 products), K's not at all where it is staged as floats.
+      // Q's words of halves widened here: 8 conversions per row, for KEYS_PER_THREAD x 8 products
+      // each; K's too (8 per key) unless K is staged as floats.
       vec4 qx[ROWS_PER_THREAD][WORD_VEC4S];
       [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) word_to_f32(q_tile[(row0 + r) * STRIDE + w], qx[r]);
       [[unroll]] for (uint j = 0; j < KEYS_PER_THREAD; ++j) {

@@ -3,7 +3,8 @@
 //
 // VKF_HALF_WORDS = 1: a word is a uvec4 of 8 halves, as a float16 tensor stores them (half the
 // shared memory of floats), widened to floats where read (word_to_f32). The forward keeps halves
-// with float16 products only (its default); the backward kernels whenever the tensors are float16.
+// with float16 products only (its default; its _kf32 variants stage K as floats all the same); the
+// backward kernels whenever the tensors are float16.
 // VKF_HALF_WORDS = 0: a word is a vec4 of 4 floats (float16 tensors are converted when staged).
 //
 // VKF_FLOAT16_MATH = 1 (the forward, float16 tensors on a device with shaderFloat16): S = Q K^T is computed in
@@ -83,7 +84,8 @@ uint word_abs_max_bits(word_t w) {
   const uvec4 m = max(a & 0xffffu, a >> 16);
   return max(max(m.x, m.y), max(m.z, m.w));
 }
-// float16 1024: below it, 32 keys' P V (P <= 1, at most 32768) cannot overflow a float16 partial sum.
+// float16 1024: below it, 32 keys' P V (P <= 1, at most 32768) cannot overflow a float16 partial sum
+// (VKF_TILED_FORWARD_FLOAT16_TERMS keys; scalar_backend.cc checks the pair).
 const uint FLOAT16_PARTIAL_SAFE_BITS = 0x6400u;
 #endif
 

@@ -13,6 +13,11 @@
 namespace vkflash::attention {
 namespace {
 
+// The float16 P V loop's steps of keys tile a partial, and a partial of 32 keys with P <= 1 and |V| < 1024
+// (the shader's guard, FLOAT16_PARTIAL_SAFE_BITS in scalar/register_tile.glsl) stays below 32768.
+static_assert(VKF_TILED_FORWARD_FLOAT16_TERMS % VKF_TILED_FORWARD_PV_KEYS_PER_STEP == 0);
+static_assert(VKF_TILED_FORWARD_FLOAT16_TERMS * 1024 <= 32768);
+
 struct TileShape {
   uint32_t block_q, block_kv;
 };
@@ -422,7 +427,10 @@ LoopCost TiledForwardLoopCost(const KernelChoice& choice, uint32_t head_dim) {
   // over its vec4s where K is floats) and the rows' products (word_dot_add loops over the vec4s
   // of a word); zero and scale S. Counted as if the driver unrolled no loop.
   const uint64_t word_vec4s = word_cols / 4, k_word_loops = float_k_tile ? word_vec4s : 0;
-  const uint64_t s = CeilDiv(row_words, VKF_TILED_FORWARD_S_WORDS_PER_STEP) + row_words * (1 + rows + keys * (1 + k_word_loops + rows * (1 + word_vec4s))) +
+  // The unrolled iterations of an odd last pair count too (the one past the end breaks).
+  const uint64_t s_steps = CeilDiv(row_words, VKF_TILED_FORWARD_S_WORDS_PER_STEP);
+  const uint64_t s = s_steps + s_steps * VKF_TILED_FORWARD_S_WORDS_PER_STEP *
+                                   (1 + rows + keys * (1 + k_word_loops + rows * (1 + word_vec4s))) +
                      2 * rows * keys;
   const uint64_t pv_f32 = uint64_t(choice.block_kv) * (1 + rows + lane_words * (1 + rows));
   // float16 P V: per partial its zeroing and flush and its keys' iterations, per key the rows' P
@@ -464,12 +472,12 @@ uint64_t StageLoops(const KernelChoice& choice, uint64_t rows, const TiledGradie
   return CeilDiv(rows * l.row_words, choice.workgroup_size);
 }
 // S and dP (zeroing; the word loop: the owned rows' words, then per streamed row its words and
-// the products, word_dot looping over a word's vec4s past the first; the scores' epilogue), then
+// the products, word_dot_add looping over every vec4 of a word, twice; the scores' epilogue), then
 // the sums over `streamed` rows (the owned rows' scores, then per word of the lane the products,
 // one iteration per vec4 of the word).
 uint64_t TiledStepLoops(const TiledGradientLoops& l, uint64_t streamed) {
   const uint64_t block = l.rows * (1 + l.streamed_per_lane);
-  const uint64_t words = l.row_words * (1 + l.rows + l.streamed_per_lane * (1 + l.rows * (1 + 2 * (l.word_vec4s - 1))));
+  const uint64_t words = l.row_words * (1 + l.rows + l.streamed_per_lane * (1 + l.rows * (1 + 2 * l.word_vec4s)));
   const uint64_t sums = streamed * (1 + l.rows + l.lane_words * (1 + l.rows * (1 + l.word_vec4s)));
   return 2 * block + words + sums;
 }
