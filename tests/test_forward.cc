@@ -225,14 +225,15 @@ TEST_CASE("register-tiled scalar forward: float16 products, and float32 rows whe
         CHECK(run.lse_error <= ForwardTolerance(params.dtype));
       }
       // The worst case for a float16 partial sum of P V: every P 1 (Q = 0) and V of one sign.
-      // Just under the guard (1000-1022: the float16 path's precision at its largest sums); V of
-      // 3000-3998, whose float16 partials of 32 keys would overflow (a guard of 4096 or more fails
+      // Just under the guard (2000-2046: the float16 path's precision at its largest sums); V of
+      // 5000-5996, whose float16 partials of 16 keys would overflow (a guard of 8192 or more fails
       // here), must take float32 products.
-      for (float v_base : {1000.0f, 3000.0f}) {
+      for (float v_base : {2000.0f, 5000.0f}) {
         INFO(Describe(params) << (f16_math ? ", float16 products" : ", float32 products") << ", tile " << tile.forced
                               << ", Q = 0, V " << v_base << " + ...");
         std::vector<float> v(s.kv_elements());
-        for (uint64_t i = 0; i < v.size(); ++i) v[i] = v_base + 2.0f * float(i % (v_base < 2048 ? 12 : 500));
+        // Values float16 holds exactly: steps of 2 below 4096, of 4 above.
+        for (uint64_t i = 0; i < v.size(); ++i) v[i] = v_base + (v_base < 4096 ? 2.0f * float(i % 24) : 4.0f * float(i % 250));
         const ForwardRun run = RunForwardWith(context, params, std::vector<float>(s.q_elements(), 0.0f),
                                               RandomValues(s.kv_elements(), params.dtype, 22), v);
         CHECK(run.o_error <= ForwardTolerance(params.dtype));

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "half.h"
 #include "reference_attention.h"
 #include "storage_bytes.h"
 #include "support/attention_case.h"
@@ -240,6 +241,25 @@ TEST_CASE("score variants: rows that see no key get zeros, the sink or -inf, and
     CheckBackward(context, p, seed + 1);
     seed += 2;
   }
+}
+
+TEST_CASE("sinks: rows whose keys' P lie below float16's normal range keep O's precision", "[forward][sinks]") {
+  // Q = 0 and a sink of 15.72: every key's P is e^-15.72 = 2.5 * 2^-24 of the sink's, float16
+  // subnormals, yet O (about 0.02 with V in [500, 1000)) is well inside float16's range. Kernels
+  // that round P to float16 must do so relative to the keys' own largest P (found by a fuzz: a
+  // 20% error in the scalar forward's float16 products).
+  Context& context = SharedContext(Knobs::kDevice);
+  AttentionParams p = MakeParams({1, 2, 1, 64, 173, 64}, DataType::kFloat16, false);
+  p.sinks = true;
+  INFO(Describe(p));
+  const AttentionShape& s = p.shape;
+  std::vector<float> v = RandomValues(s.kv_elements(), p.dtype, 16090, 250.0f);
+  for (float& x : v) x = tools::RoundToHalf(750.0f + std::fabs(x) / 4.0f);  // [750, ~1000)
+  const ForwardRun run = RunForwardWith(context, p, std::vector<float>(s.q_elements(), 0.0f),
+                                        RandomValues(s.kv_elements(), p.dtype, 16091), v, {{}, {15.72f, 15.72f}});
+  CHECK(run.o_error <= ForwardTolerance(p.dtype));
+  CHECK(run.lse_error <= ForwardTolerance(p.dtype));
+  RequireNoValidationMessages();
 }
 
 TEST_CASE("sinks: -inf is no sink, and a large sink takes the whole row", "[forward][backward][sinks]") {

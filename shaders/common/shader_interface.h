@@ -54,7 +54,7 @@ using uint = std::uint32_t;
 // float16 P V per iteration, and keys per float16 partial sum of P V.
 #define VKF_TILED_FORWARD_S_WORDS_PER_STEP 2
 #define VKF_TILED_FORWARD_PV_KEYS_PER_STEP 4
-#define VKF_TILED_FORWARD_FLOAT16_TERMS 32
+#define VKF_TILED_FORWARD_FLOAT16_TERMS 16
 
 // ALiBi's slopes (float32): none, one per query head [Hq], or one per batch entry and query head
 // [B, Hq]. The values of vkflash::AlibiSlopes.

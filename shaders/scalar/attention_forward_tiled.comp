@@ -133,11 +133,13 @@ void scores(out float s[ROWS_PER_THREAD][KEYS_PER_THREAD]) {
 // acc[r][i]: vec4 i of this invocation's columns of row r, at vec4 column acc_column(i) of the row.
 uint acc_column(uint i) { return word_vec4_column(lane_id(), THREADS_PER_ROW, i); }
 
-// acc += P V over the staged tile; row r with float16 products where float16_products[r] (the
-// keys it sees hold only finite V there). `visible_keys[r]`: with `masked`, row r's products stop
-// there (a key it cannot see may hold inf in V, and 0 x inf is NaN: common/nonfinite.glsl).
+// acc += P V over the staged tile (P = the stored P x tile_scale[r]); row r with float16 products
+// where float16_products[r] (the keys it sees hold only finite V there). `visible_keys[r]`: with
+// `masked`, row r's products stop there (a key it cannot see may hold inf in V, and 0 x inf is NaN:
+// common/nonfinite.glsl).
 void add_pv(inout vec4 acc[ROWS_PER_THREAD][VEC4_PER_THREAD], bool float16_products[ROWS_PER_THREAD],
-            bool masked, uint visible_first[ROWS_PER_THREAD], uint visible_end[ROWS_PER_THREAD]) {
+            float tile_scale[ROWS_PER_THREAD], bool masked, uint visible_first[ROWS_PER_THREAD],
+            uint visible_end[ROWS_PER_THREAD]) {
   const uint row0 = row_group_first_row(), lane = lane_id();
   bool any_float32 = false;
   [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) any_float32 = any_float32 || !float16_products[r];
@@ -169,8 +171,9 @@ void add_pv(inout vec4 acc[ROWS_PER_THREAD][VEC4_PER_THREAD], bool float16_produ
       [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
         if (!float16_products[r]) continue;
         [[unroll]] for (uint k = 0; k < WORDS_PER_THREAD; ++k) {
-          acc[r][2 * k] += vec4(vec2(part[r][4 * k]), vec2(part[r][4 * k + 1]));
-          acc[r][2 * k + 1] += vec4(vec2(part[r][4 * k + 2]), vec2(part[r][4 * k + 3]));
+          acc[r][2 * k] = fma(vec4(vec2(part[r][4 * k]), vec2(part[r][4 * k + 1])), vec4(tile_scale[r]), acc[r][2 * k]);
+          acc[r][2 * k + 1] =
+              fma(vec4(vec2(part[r][4 * k + 2]), vec2(part[r][4 * k + 3])), vec4(tile_scale[r]), acc[r][2 * k + 1]);
         }
       }
     }
@@ -179,7 +182,7 @@ void add_pv(inout vec4 acc[ROWS_PER_THREAD][VEC4_PER_THREAD], bool float16_produ
 #endif
   for (uint c = 0; c < BLOCK_KV; ++c) {
     float p[ROWS_PER_THREAD];
-    [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) p[r] = float(p_tile[(row0 + r) * P_STRIDE + c]);
+    [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) p[r] = float(p_tile[(row0 + r) * P_STRIDE + c]) * tile_scale[r];
     [[unroll]] for (uint k = 0; k < WORDS_PER_THREAD; ++k) {
       const word_t v = v_tile[c * STRIDE + lane + k * THREADS_PER_ROW];
 #if VKF_FLOAT16_MATH
@@ -300,6 +303,10 @@ void main() {
     }
 
     // Online softmax per row: new running max, P = exp2(S - m_new), rescale what was accumulated.
+    // With float16 P, the tile stores P relative to its own largest score (tile_scale[r] = that
+    // P): a row's P of this tile far below its running max or its sink would lose its bits in
+    // float16 (below 2^-14) though its sum carries O; the largest stored P is 1.
+    float tile_scale[ROWS_PER_THREAD];
     [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
       float tile_max = NEG_INF;
       [[unroll]] for (uint j = 0; j < KEYS_PER_THREAD; ++j) tile_max = max(tile_max, s[r][j]);
@@ -307,10 +314,17 @@ void main() {
       const float m_new = max(m[r], tile_max);
       const float m_ref = m_new == NEG_INF ? 0.0 : m_new;  // row saw no key yet: keeps exp2 off NaN
       const float alpha = exp2(m[r] - m_ref);               // 0 when m_old = -inf
+#if VKF_FLOAT16_MATH
+      const float stored_ref = tile_max == NEG_INF ? m_ref : tile_max;  // the row sees none of the tile: P = 0
+      tile_scale[r] = exp2(stored_ref - m_ref);
+#else
+      const float stored_ref = m_ref;
+      tile_scale[r] = 1.0;
+#endif
       float tile_sum = 0.0;
       [[unroll]] for (uint j = 0; j < KEYS_PER_THREAD; ++j) {
         const float p = exp2(s[r][j] - m_ref);
-        p_tile[(row0 + r) * P_STRIDE + lane + j * THREADS_PER_ROW] = p_t(p);
+        p_tile[(row0 + r) * P_STRIDE + lane + j * THREADS_PER_ROW] = p_t(VKF_FLOAT16_MATH != 0 ? exp2(s[r][j] - stored_ref) : p);
         tile_sum += p;
       }
       l[r] = l[r] * alpha + tile_sum;
@@ -325,9 +339,9 @@ void main() {
 
     // Two copies: tiles inside the band run without the per-row key limits.
     if (masked_tile) {
-      add_pv(acc, pv_in_float16, true, visible_first, visible_end);
+      add_pv(acc, pv_in_float16, tile_scale, true, visible_first, visible_end);
     } else {
-      add_pv(acc, pv_in_float16, false, visible_first, visible_end);
+      add_pv(acc, pv_in_float16, tile_scale, false, visible_first, visible_end);
     }
     barrier();  // everyone is done with K, V and P before the next step overwrites them
   }

@@ -84,9 +84,9 @@ uint word_abs_max_bits(word_t w) {
   const uvec4 m = max(a & 0xffffu, a >> 16);
   return max(max(m.x, m.y), max(m.z, m.w));
 }
-// float16 1024: below it, 32 keys' P V (P <= 1, at most 32768) cannot overflow a float16 partial sum
+// float16 2048: below it, 16 keys' P V (P <= 1, at most 32768) cannot overflow a float16 partial sum
 // (VKF_TILED_FORWARD_FLOAT16_TERMS keys; scalar_backend.cc checks the pair).
-const uint FLOAT16_PARTIAL_SAFE_BITS = 0x6400u;
+const uint FLOAT16_PARTIAL_SAFE_BITS = 0x6800u;
 #endif
 
 // Defines `uint fn(uint base, uint stride, uint first, uint count, uint row_bits)`: copies rows

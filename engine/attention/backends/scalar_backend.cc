@@ -13,10 +13,12 @@
 namespace vkflash::attention {
 namespace {
 
-// The float16 P V loop's steps of keys tile a partial, and a partial of 32 keys with P <= 1 and |V| < 1024
-// (the shader's guard, FLOAT16_PARTIAL_SAFE_BITS in scalar/register_tile.glsl) stays below 32768.
+// The float16 P V loop's steps of keys tile a partial, and a partial of 16 keys with P <= 1 and |V| <
+// 2048 (the shader's guard, FLOAT16_PARTIAL_SAFE_BITS in scalar/register_tile.glsl) stays below
+// 32768. More keys per partial would save flushes (32: 8% at D = 128 on the H100) but let crafted V
+// miss the float16 tolerance: their roundings add up (docs/tuning-log.md).
 static_assert(VKF_TILED_FORWARD_FLOAT16_TERMS % VKF_TILED_FORWARD_PV_KEYS_PER_STEP == 0);
-static_assert(VKF_TILED_FORWARD_FLOAT16_TERMS * 1024 <= 32768);
+static_assert(VKF_TILED_FORWARD_FLOAT16_TERMS * 2048 <= 32768);
 
 struct TileShape {
   uint32_t block_q, block_kv;
@@ -25,7 +27,8 @@ struct TileShape {
 // The register-tiled forward (scalar/attention_forward_tiled.comp): rows x keys per step, the
 // invocations sharing a row group, the rows each owns, the largest head dim the entry is for.
 // Order from H100 measurements (docs/tuning-log.md, 2026-11-24 and 2026-11-27; float16, with K
-// as floats where it fits), first that fits wins.
+// as floats where it fits; the 2026-11-27 numbers with 32 keys per float16 partial of P V, since
+// 16), first that fits wins.
 struct TiledTile {
   // Rows the workgroup owns (forward, dQ: query rows; dK/dV: keys) and streams per step.
   uint32_t owned, streamed, threads_per_row, rows_per_thread, max_head_dim = 256;
