@@ -11,19 +11,16 @@
 part=${1:-bench}
 source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, catch_tests, report
 
+# D H ROUND BUILD: the plain kernel (base only), float32 and float16 bias.
+bias_rows() {
+  local d=$1 h=$2 v=$4
+  [ $v = base ] && run --kernel coopmat2 --b 4 --h $h --n 4096 --d $d --mode both
+  run --kernel coopmat2 --b 4 --h $h --n 4096 --d $d --mode both --mask
+  run --kernel coopmat2 --b 4 --h $h --n 4096 --d $d --mode both --mask --mask-dtype f16
+}
+
 if [ "$part" = bench ]; then
-  for round in 1 2; do
-    for d in 128 64; do
-      h=$((2048 / d))
-      for v in base new bwdfirst; do
-        cli=build-lab/$v/vkflash
-        echo "== $v D=$d round $round"
-        [ $v = base ] && run --kernel coopmat2 --b 4 --h $h --n 4096 --d $d --mode both
-        run --kernel coopmat2 --b 4 --h $h --n 4096 --d $d --mode both --mask
-        run --kernel coopmat2 --b 4 --h $h --n 4096 --d $d --mode both --mask --mask-dtype f16
-      done
-    done
-  done
+  sweep 2 "128 64" "base new bwdfirst" bias_rows
   echo "== registers"
   for v in base new bwdfirst; do
     echo "-- $v"

@@ -11,22 +11,24 @@
 # and run `bash tools/lab/runs/2026-11-27-softcap.sh bench|tests|bias-view|families`.
 part=${1:-bench}
 source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, catch_tests, report
-variants=${VARIANTS:-base new rcp}
+variants=$(for v in ${VARIANTS:-base new rcp}; do [ -x build-lab/$v/vkflash ] && echo $v; done)  # those built
+
+# D H ROUND BUILD: the plain kernel (base only), softcap 50; in the first round with ALiBi, sinks, causal.
+softcap_rows() {
+  local d=$1 h=$2 round=$3 v=$4
+  [ $v = base ] && run --kernel coopmat2 --b 4 --h $h --n 4096 --d $d --mode both
+  run --kernel coopmat2 --b 4 --h $h --n 4096 --d $d --mode both --softcap 50
+  [ $round = 1 ] && run --kernel coopmat2 --b 4 --h $h --n 4096 --d $d --mode both --softcap 50 --alibi --sinks --causal
+}
+# D H ROUND BUILD: float32 and float16 bias.
+bias_rows() {
+  local d=$1 h=$2
+  run --kernel coopmat2 --b 4 --h $h --n 4096 --d $d --mode both --mask
+  run --kernel coopmat2 --b 4 --h $h --n 4096 --d $d --mode both --mask --mask-dtype f16
+}
 
 if [ "$part" = bench ]; then
-  for round in 1 2; do
-    for d in 128 64; do
-      h=$((2048 / d))
-      for v in $variants; do
-        [ -x build-lab/$v/vkflash ] || continue
-        cli=build-lab/$v/vkflash
-        echo "== $v D=$d round $round"
-        [ $v = base ] && run --kernel coopmat2 --b 4 --h $h --n 4096 --d $d --mode both
-        run --kernel coopmat2 --b 4 --h $h --n 4096 --d $d --mode both --softcap 50
-        [ $round = 1 ] && run --kernel coopmat2 --b 4 --h $h --n 4096 --d $d --mode both --softcap 50 --alibi --sinks --causal
-      done
-    done
-  done
+  sweep 2 "128 64" "$variants" softcap_rows
   for v in base new; do
     cli=build-lab/$v/vkflash
     echo "== $v decode, scalar and KHR"
@@ -37,7 +39,6 @@ if [ "$part" = bench ]; then
   done
   echo "== softcap accuracy"
   for v in $variants; do
-    [ -x build-lab/$v/vkflash ] || continue
     for dt in f16 f32; do
       build-lab/$v/vkflash check --b 2 --hq 8 --hkv 2 --nq 1024 --nk 1024 --d 128 --dtype $dt --softcap 20 --repeats 1 2>&1 |
         grep -E "error|PASS|FAIL" | sed "s/^/$v $dt: /"
@@ -56,17 +57,7 @@ fi
 # The same day: one VKF_DEFINE_BIAS_TILE for the plain and the transposed bias tile (an identity
 # tensor view for the plain one), timed against base and tested with the softcap's together tests.
 if [ "$part" = bias-view ]; then
-  for round in 1 2; do
-    for d in 128 64; do
-      h=$((2048 / d))
-      for v in base new; do
-        cli=build-lab/$v/vkflash
-        echo "== $v D=$d round $round"
-        run --kernel coopmat2 --b 4 --h $h --n 4096 --d $d --mode both --mask
-        run --kernel coopmat2 --b 4 --h $h --n 4096 --d $d --mode both --mask --mask-dtype f16
-      done
-    done
-  done
+  sweep 2 "128 64" "base new" bias_rows
   catch_tests mask_forward '"masks: forward matches*","masks: rows the mask*","masks: a padding*","masks: the bias*","masks: the gradient*","masks with sequences*"' &
   catch_tests mask_backward '"masks: backward and*"' &
   catch_tests softcap_forward '"*together with causal masks and windows: forward"' &

@@ -9,6 +9,21 @@ out=${OUT:-/tmp}
 # run ARGS...: `$cli bench` of one configuration, its table rows only ($RUNS timed runs, 20 unless set).
 run() { "$cli" bench --no-naive --runs "${RUNS:-20}" --min-time-ms 200 "$@" 2>&1 | grep -E "^ +[0-9]|error"; }
 
+# sweep ROUNDS "HEAD_DIMS" "BUILDS" FN: for each round, head dim D and build (build-lab/BUILD/vkflash
+# as $cli), a header line, then `FN D H ROUND` with H = 2048 / D heads (the FA grid's H * D).
+sweep() {
+  local rounds=$1 dims=$2 builds=$3 fn=$4 round d v
+  for ((round = 1; round <= rounds; ++round)); do
+    for d in $dims; do
+      for v in $builds; do
+        cli=build-lab/$v/vkflash
+        echo "== $v D=$d round $round"
+        "$fn" "$d" "$((2048 / d))" "$round" "$v"
+      done
+    done
+  done
+}
+
 # catch_tests NAME SPEC [VAR=value...]: the Catch2 tests SPEC (a quoted test spec, as for the
 # shell) of $build under trixie's validation layer, the kernels `auto` picks unless a
 # VKFLASH_KERNELS=... follows, into $out/NAME.log; stopped after $TEST_TIMEOUT seconds (420).
