@@ -323,9 +323,9 @@ void main() {
 #endif
       float tile_sum = 0.0;
       [[unroll]] for (uint j = 0; j < KEYS_PER_THREAD; ++j) {
-        const float p = exp2(s[r][j] - m_ref);
-        p_tile[(row0 + r) * P_STRIDE + lane + j * THREADS_PER_ROW] = p_t(VKF_FLOAT16_MATH != 0 ? exp2(s[r][j] - stored_ref) : p);
-        tile_sum += p;
+        const float stored_p = exp2(s[r][j] - stored_ref);
+        p_tile[(row0 + r) * P_STRIDE + lane + j * THREADS_PER_ROW] = p_t(stored_p);
+        tile_sum += stored_p * tile_scale[r];  // P = exp2(S - m_new)
       }
       l[r] = l[r] * alpha + tile_sum;
       [[unroll]] for (uint i = 0; i < VEC4_PER_THREAD; ++i) acc[r][i] *= alpha;
