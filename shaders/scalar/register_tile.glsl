@@ -89,12 +89,18 @@ uint word_abs_max_bits(word_t w) {
 const uint FLOAT16_PARTIAL_SAFE_BITS = 0x6800u;
 #endif
 
-// Defines `uint fn(uint base, uint stride, uint first, uint count, uint row_bits)`: copies rows
-// [first, first + ROWS) of `data` (row n at global word (base + n * stride) / GLOBAL_COLS) into
-// `tile` at row stride STRIDE; rows at or past `count` become zeros. GUARDED (the forward's V,
-// with float16 products): also keeps each row's largest |value| (word_abs_max_bits) in
-// v_abs_max_bits[row_bits + row] and returns the largest this invocation staged; else returns 0.
-// Needs STRIDE and GLOBAL_ROW_WORDS (words of a tensor row) in scope.
+// Stores global word w at shared word `at` of `tile` as floats: one vec4, or two for a word of 8
+// halves. (Arguments as VKF_STAGE_WORD's, whose words-of-floats form it is.)
+#define VKF_STAGE_WORD_WIDENED(tile, at, w, bits, row_slot, GUARDED) \
+  {                                                                  \
+    vec4 lo, hi;                                                     \
+    unpack_global(w, lo, hi);                                        \
+    tile[at] = lo;                                                   \
+    if (GLOBAL_COLS == 8) tile[at + 1] = hi;                         \
+  }
+// Stores global word w at shared word `at` of `tile` in the tile's words; GUARDED (the forward's V,
+// with float16 products): also keeps the word's largest |value| in v_abs_max_bits[row_slot] and in
+// `bits`.
 #if VKF_HALF_WORDS
 #define VKF_STAGE_WORD(tile, at, w, bits, row_slot, GUARDED) \
   {                                                          \
@@ -102,13 +108,7 @@ const uint FLOAT16_PARTIAL_SAFE_BITS = 0x6800u;
     VKF_GUARD_WORD(w, bits, row_slot, GUARDED)               \
   }
 #else
-#define VKF_STAGE_WORD(tile, at, w, bits, row_slot, GUARDED) \
-  {                                                          \
-    vec4 lo, hi;                                             \
-    unpack_global(w, lo, hi);                                \
-    tile[at] = lo;                                           \
-    if (WORDS_PER_GLOBAL == 2) tile[at + 1] = hi;            \
-  }
+#define VKF_STAGE_WORD VKF_STAGE_WORD_WIDENED
 #endif
 #if VKF_FLOAT16_MATH
 #define VKF_GUARD_WORD(w, bits, row_slot, GUARDED)                            \
@@ -120,32 +120,38 @@ const uint FLOAT16_PARTIAL_SAFE_BITS = 0x6800u;
 #else
 #define VKF_GUARD_WORD(w, bits, row_slot, GUARDED)
 #endif
-#define VKF_DEFINE_STAGER(fn, tile, data, ROWS, GUARDED)                                                \
-  uint fn(uint base, uint stride, uint first, uint count, uint row_bits) {                              \
-    uint bits = 0;                                                                                      \
-    for (uint i = gl_LocalInvocationIndex; i < ROWS * GLOBAL_ROW_WORDS; i += WORKGROUP_SIZE) {         \
-      const uint r = i / GLOBAL_ROW_WORDS, g = i % GLOBAL_ROW_WORDS;                                    \
-      const global_word_t w =                                                                           \
-          first + r < count ? data[(base + (first + r) * stride) / GLOBAL_COLS + g] : global_word_t(0);  \
-      VKF_STAGE_WORD(tile, r * STRIDE + g * WORDS_PER_GLOBAL, w, bits, row_bits + r, GUARDED)           \
-    }                                                                                                   \
-    return bits;                                                                                        \
+// The loop of a stager (in a function with base, stride, first, count and row_bits): global word g
+// of row r of `data` (row n at global word (base + n * stride) / GLOBAL_COLS) goes through
+// STORE(tile, r * TILE_STRIDE + g * WORDS, w, bits, row_bits + r, GUARDED); rows at or past `count`
+// are zeros. Needs GLOBAL_ROW_WORDS (words of a tensor row) in scope.
+#define VKF_STAGE_ROWS(tile, data, ROWS, TILE_STRIDE, WORDS, GUARDED, STORE)                           \
+  for (uint i = gl_LocalInvocationIndex; i < ROWS * GLOBAL_ROW_WORDS; i += WORKGROUP_SIZE) {           \
+    const uint r = i / GLOBAL_ROW_WORDS, g = i % GLOBAL_ROW_WORDS;                                      \
+    const global_word_t w =                                                                             \
+        first + r < count ? data[(base + (first + r) * stride) / GLOBAL_COLS + g] : global_word_t(0);    \
+    STORE(tile, r * TILE_STRIDE + g * WORDS, w, bits, row_bits + r, GUARDED)                            \
+  }
+
+// Defines `uint fn(uint base, uint stride, uint first, uint count, uint row_bits)`: copies rows
+// [first, first + ROWS) of `data` into `tile` at row stride STRIDE, in the tile's words; rows at or
+// past `count` become zeros. GUARDED (the forward's V, with float16 products): also keeps each row's
+// largest |value| (word_abs_max_bits) in v_abs_max_bits[row_bits + row] and returns the largest
+// this invocation staged; else returns 0. Needs STRIDE in scope.
+#define VKF_DEFINE_STAGER(fn, tile, data, ROWS, GUARDED)                                       \
+  uint fn(uint base, uint stride, uint first, uint count, uint row_bits) {                     \
+    uint bits = 0;                                                                             \
+    VKF_STAGE_ROWS(tile, data, ROWS, STRIDE, WORDS_PER_GLOBAL, GUARDED, VKF_STAGE_WORD)        \
+    return bits;                                                                               \
   }
 
 // Defines `void fn(uint base, uint stride, uint first, uint count)`: as VKF_DEFINE_STAGER, into a
 // tile of float words (vec4) at row stride TILE_STRIDE, whatever the words of the other tiles:
 // each element widened once, where it is staged, instead of in every row group that reads it.
-#define VKF_DEFINE_WIDENING_STAGER(fn, tile, data, ROWS, TILE_STRIDE)                                  \
-  void fn(uint base, uint stride, uint first, uint count) {                                             \
-    for (uint i = gl_LocalInvocationIndex; i < ROWS * GLOBAL_ROW_WORDS; i += WORKGROUP_SIZE) {         \
-      const uint r = i / GLOBAL_ROW_WORDS, g = i % GLOBAL_ROW_WORDS;                                    \
-      const global_word_t w =                                                                           \
-          first + r < count ? data[(base + (first + r) * stride) / GLOBAL_COLS + g] : global_word_t(0);  \
-      vec4 lo, hi;                                                                                      \
-      unpack_global(w, lo, hi);                                                                         \
-      tile[r * TILE_STRIDE + g * (GLOBAL_COLS / 4)] = lo;                                               \
-      if (GLOBAL_COLS == 8) tile[r * TILE_STRIDE + g * 2 + 1] = hi;                                     \
-    }                                                                                                   \
+#define VKF_DEFINE_WIDENING_STAGER(fn, tile, data, ROWS, TILE_STRIDE)                                 \
+  void fn(uint base, uint stride, uint first, uint count) {                                            \
+    const uint row_bits = 0;                                                                           \
+    uint bits = 0;                                                                                     \
+    VKF_STAGE_ROWS(tile, data, ROWS, TILE_STRIDE, GLOBAL_COLS / 4, false, VKF_STAGE_WORD_WIDENED)      \
   }
 
 // --- Products ---
