@@ -486,12 +486,21 @@ TEST_CASE("subgroup-scope tensor-core tiles follow shared memory and workgroup l
   }
 }
 
-TEST_CASE("register-tiled scalar forward: K staged as floats where the tile still fits") {
-  vkflash::DeviceInfo device;  // a synthetic device without tensor cores, with float16 arithmetic
+namespace {
+// A synthetic device without tensor cores, with float16 arithmetic and subgroups of 32.
+vkflash::DeviceInfo ScalarFloat16Device(uint32_t shared_bytes) {
+  vkflash::DeviceInfo device;
   device.max_workgroup_invocations = 1024;
+  device.usable_shared_memory_bytes = shared_bytes;
   device.storage_buffer_16bit = device.shader_float16 = device.use_float16_arithmetic = true;
   device.subgroup_size = device.min_subgroup_size = device.max_subgroup_size = 32;
   device.use_subgroup_ops = true;
+  return device;
+}
+}  // namespace
+
+TEST_CASE("register-tiled scalar forward: K staged as floats where the tile still fits") {
+  vkflash::DeviceInfo device = ScalarFloat16Device(49152);
   vkflash::AttentionParams params;
   params.dtype = vkflash::DataType::kFloat16;
   params.shape = {1, 2, 2, 1000, 1000, 128};
@@ -522,4 +531,23 @@ TEST_CASE("register-tiled scalar forward: K staged as floats where the tile stil
   device.use_float16_arithmetic = false;  // float32 products: words of floats, one variant
   device.usable_shared_memory_bytes = 49152;
   CHECK(vkflash::attention::ChooseForwardKernel(device, params, false)->kernel == "forward_tiled_f16_subgroup");
+}
+
+TEST_CASE("register-tiled scalar forward: a forced tile runs even where only shared-memory reductions can take it") {
+  const vkflash::DeviceInfo device = ScalarFloat16Device(49152);
+  vkflash::AttentionParams params;
+  params.dtype = vkflash::DataType::kFloat16;
+  params.shape = {1, 2, 1, 100, 130, 64};
+  vkflash::TileOverrides overrides;
+  // 8 rows of 1 per invocation, 2 invocations per row group: 16 invocations, half a subgroup.
+  overrides.scalar_forward = "8x6x2x1";
+  auto small = vkflash::attention::ChooseForwardKernel(device, params, false, overrides);
+  REQUIRE(small.ok());
+  CHECK(small->kernel == "forward_tiled_f16math_kf32_shared");
+  CHECK((small->block_q == 8 && small->block_kv == 6 && small->workgroup_size == 16 && !small->subgroup_reductions));
+  // A forced tile that subgroups can take keeps them.
+  overrides.scalar_forward = "16x64x8x2";
+  auto wide = vkflash::attention::ChooseForwardKernel(device, params, false, overrides);
+  REQUIRE(wide.ok());
+  CHECK((wide->block_q == 16 && wide->block_kv == 64 && wide->subgroup_reductions));
 }

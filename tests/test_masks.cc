@@ -210,6 +210,29 @@ TEST_CASE("masks: rows the mask blocks entirely get zeros, -inf or the sink, and
   }
 }
 
+TEST_CASE("masks: keys far below an earlier tile's largest score keep O's precision", "[forward][mask]") {
+  // Q = 0; key 0 alone in its tile (keys 1-255 blocked) with V = 0 holds each row's max, the keys
+  // from 256 on lie 15.72 below it: their P are float16 subnormals relative to the row's running
+  // max, yet O (about 0.02 with V in [750, ~1000)) is well inside float16's range. Kernels that
+  // round P to float16 must do so relative to each tile's own largest score.
+  Context& context = SharedContext(Knobs::kDevice);
+  AttentionParams p = MakeParams({1, 2, 1, 64, 429, 64}, DataType::kFloat16, false);
+  p.mask = Mask(MaskType::kFloat32, false, false, false, true);
+  INFO(Describe(p) << MaskName(p.mask));
+  const AttentionShape& s = p.shape;
+  ScoreValues values;
+  values.mask.resize(MaskElements(p));
+  for (uint32_t j = 0; j < s.kv_len; ++j) values.mask[j] = j == 0 ? 0.0f : j < 256 ? -kInf : -15.72f;
+  std::vector<float> v = RandomValues(s.kv_elements(), p.dtype, 26900, 250.0f);
+  for (float& x : v) x = tools::RoundToHalf(750.0f + std::fabs(x) / 4.0f);  // [750, ~1000)
+  for (uint32_t d = 0; d < s.head_dim; ++d) v[d] = 0.0f;                    // key 0's row
+  const ForwardRun run = RunForwardWith(context, p, std::vector<float>(s.q_elements(), 0.0f),
+                                        RandomValues(s.kv_elements(), p.dtype, 26901), v, values);
+  CHECK(run.o_error <= ForwardTolerance(p.dtype));
+  CHECK(run.lse_error <= ForwardTolerance(p.dtype));
+  RequireNoValidationMessages();
+}
+
 TEST_CASE("masks: a padding mask over a KV cache, decode and speculative rows", "[forward][backward][decode][mask]") {
   Context& context = SharedContext(Knobs::kDevice);
   uint32_t seed = 24000;

@@ -280,8 +280,39 @@ float pair_p(float t, float lse_log2, ScoreHead h, uint q_row, uint key, uint q_
   return exp2(score_mod(t, h, q_row, key, q_len, kv_len) - lse_log2);
 }
 
+// Where the tensor-core forwards take a tile's P from (base 2): its rows' own largest score, so that
+// P rounded to float16 keeps its bits when an earlier tile holds the row's max, but never more than
+// VKF_P_REFERENCE_RANGE below the running max m_new: O's float32 sums, kept relative to the same
+// reference, then grow by at most 2^64 (float16 V times any key count stays finite). P is exp2(s -
+// reference) <= 1; O and l are rescaled by exp2(old reference - new) at each tile. Their sinks
+// join the row only at its end (finish_row), so that a sink-dominated row's P keep their bits too.
+#define VKF_P_REFERENCE_RANGE 64.0
+float softmax_reference(float m_new, float tile_max) { return max(tile_max, m_new - VKF_P_REFERENCE_RANGE); }
+
+// The end of a row of the tensor-core forwards: its running max m (their floor or -inf where it saw
+// no key), reference and sum l of its keys (relative to the reference), and its sink (base 2, -inf:
+// none) give the factor for O's accumulator (0 for a row that saw no key) and the base-2 LSE: m +
+// log2 of the sum relative to the max, not reference + log2(l), whose rounding would swamp an LSE
+// near 0. A row that saw no key gets its sink exactly, or -inf; a NaN sum stays NaN.
+void finish_row(float m, float ref, float l, float sink, out float o_scale, out float lse) {
+  if (l == 0.0 && sink == NEG_INF) {
+    o_scale = 0.0;
+    lse = NEG_INF;
+    return;
+  }
+  const float m_all = max(m, sink);
+  const float keys_scale = l == 0.0 ? 0.0 : exp2(ref - m_all);
+  const float sum = l * keys_scale + (sink == NEG_INF ? 0.0 : exp2(sink - m_all));
+  o_scale = keys_scale / sum;
+  lse = m_all + log2(sum);
+}
+
 #ifdef VKF_SCORE_MOD_BINDING_SINKS
-// Where a row's online softmax starts: running max m0 and sum l0 (relative to m0). With sinks,
+// A head's sink logit in base 2; -inf without sinks.
+float sink_log2(uint head) { return SINKS ? sink_logits[head] * LOG2E : NEG_INF; }
+
+// Where a row's online softmax starts in the scalar kernels (the tensor-core forwards join the
+// sink at the row's end: finish_row): running max m0 and sum l0 (relative to m0). With sinks,
 // the sink is the row's first score, with a zero value row; its max is held at or above `floor`
 // (the kernel's starting max, finite in most kernels, so that m_old - m_new never becomes NaN);
 // a sink of -inf weighs nothing. Without sinks: floor and 0.
@@ -289,7 +320,7 @@ void softmax_start(uint head, float floor, out float m0, out float l0) {
   m0 = floor;
   l0 = 0.0;
   if (!SINKS) return;
-  const float sink = sink_logits[head] * LOG2E;
+  const float sink = sink_log2(head);
   m0 = max(sink, floor);
   l0 = sink == NEG_INF ? 0.0 : exp2(sink - m0);
 }

@@ -85,13 +85,12 @@ void main() {
   }
 
   float m_run[M_BLOCKS * ROWS_PER_LANE];  // running row max of S (base 2), per (block, slot)
+  // where P, l and O are measured from (common/score_mod.glsl's softmax_reference); -inf until the
+  // row sees a key. The sink joins at the end.
+  float ref_run[M_BLOCKS * ROWS_PER_LANE];
   float l_part[M_BLOCKS * ROWS_PER_LANE]; // this lane's share of the running row sum of P
   VKF_ACC o_acc[M_BLOCKS * D_BLOCKS];
-  // Each row's softmax starts from its sink, if any, held by one of the lanes that share the row.
-  float sink_m, sink_l;
-  softmax_start(head, NEG_INF, sink_m, sink_l);
-  if ((lane & VKF_CM_ROW_LANE_MASK) != 0) sink_l = 0.0;
-  [[unroll]] for (uint j = 0; j < M_BLOCKS * ROWS_PER_LANE; ++j) { m_run[j] = sink_m; l_part[j] = sink_l; }
+  [[unroll]] for (uint j = 0; j < M_BLOCKS * ROWS_PER_LANE; ++j) { m_run[j] = NEG_INF; ref_run[j] = NEG_INF; l_part[j] = 0.0; }
   const ScoreHead modifiers = score_head(batch, head);
   const uint mask_summary = mask_summary_base(batch, head);  // for the tiles the mask closes
   [[unroll]] for (uint j = 0; j < M_BLOCKS * D_BLOCKS; ++j) o_acc[j] = VKF_ACC(0.0);
@@ -138,7 +137,7 @@ void main() {
       }
     }
 
-    // Online softmax on the accumulators: mask, row max, P = exp2(S - m_new), rescale O and l.
+    // Online softmax on the accumulators: mask, row max, P = exp2(S - reference), rescale O and l.
     [[unroll]] for (uint mb = 0; mb < M_BLOCKS; ++mb) {
       float tile_max[ROWS_PER_LANE];
       [[unroll]] for (uint t = 0; t < ROWS_PER_LANE; ++t) tile_max[t] = NEG_INF;
@@ -152,17 +151,20 @@ void main() {
           tile_max[cm_slot(i)] = max(tile_max[cm_slot(i)], x);
         }
       }
-      float m_ref[ROWS_PER_LANE], alpha[ROWS_PER_LANE], tile_sum[ROWS_PER_LANE];
+      float p_ref[ROWS_PER_LANE], alpha[ROWS_PER_LANE], tile_sum[ROWS_PER_LANE];
       [[unroll]] for (uint t = 0; t < ROWS_PER_LANE; ++t) {
-        const float m_new = max(m_run[mb * ROWS_PER_LANE + t], cm_row_max(tile_max[t]));
-        m_ref[t] = m_new == NEG_INF ? 0.0 : m_new;  // row saw no key yet: keeps exp2 off NaN
-        alpha[t] = exp2(m_run[mb * ROWS_PER_LANE + t] - m_ref[t]);
-        m_run[mb * ROWS_PER_LANE + t] = m_new;
+        const uint j = mb * ROWS_PER_LANE + t;
+        const float row_tile_max = cm_row_max(tile_max[t]);
+        m_run[j] = max(m_run[j], row_tile_max);
+        const float ref_new = softmax_reference(m_run[j], row_tile_max);
+        p_ref[t] = ref_new == NEG_INF ? 0.0 : ref_new;  // row saw no key yet: keeps exp2 off NaN
+        alpha[t] = exp2(ref_run[j] - p_ref[t]);
+        ref_run[j] = ref_new;
         tile_sum[t] = 0.0;
       }
       [[unroll]] for (uint nb = 0; nb < N_BLOCKS; ++nb) {
         [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
-          const float p = exp2(s[mb * N_BLOCKS + nb][i] - m_ref[cm_slot(i)]);
+          const float p = exp2(s[mb * N_BLOCKS + nb][i] - p_ref[cm_slot(i)]);
           s[mb * N_BLOCKS + nb][i] = p;
           tile_sum[cm_slot(i)] += p;
         }
@@ -208,25 +210,23 @@ void main() {
     }
   }
 
-  // Epilogue: O = acc / l, LSE = ln(l) + m. A row that saw no key: O = 0, LSE = -inf; a row whose
-  // scores held NaN: l is NaN, and so are O and LSE.
+  // Epilogue: the sink joins, O = acc / l, LSE = m + log2(l) (finish_row). A row that saw no key:
+  // O = 0, LSE = -inf or its sink; a row whose scores held NaN: l is NaN, and so are O and LSE.
+  const float sink = sink_log2(head);
   [[unroll]] for (uint mb = 0; mb < M_BLOCKS; ++mb) {
     const uint row0 = rows_begin + 16 * mb;
-    float l_row[ROWS_PER_LANE], inv_l[ROWS_PER_LANE];
+    float o_scale[ROWS_PER_LANE], lse[ROWS_PER_LANE];
     [[unroll]] for (uint t = 0; t < ROWS_PER_LANE; ++t) {
-      l_row[t] = cm_row_sum(l_part[mb * ROWS_PER_LANE + t]);
-      inv_l[t] = l_row[t] == 0.0 ? 0.0 : 1.0 / l_row[t];
+      const uint j = mb * ROWS_PER_LANE + t;
+      finish_row(m_run[j], ref_run[j], cm_row_sum(l_part[j]), sink, o_scale[t], lse[t]);
     }
     [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db)
-      [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) o_acc[mb * D_BLOCKS + db][i] *= inv_l[cm_slot(i)];
+      [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) o_acc[mb * D_BLOCKS + db][i] *= o_scale[cm_slot(i)];
     VKF_STORE_ROW_BLOCK(o_acc, mb * D_BLOCKS, o_u4, o_h, coord, o_base, o_stride, row0, q_len);
     if (WRITE_LSE && (lane & VKF_CM_ROW_LANE_MASK) == 0) {
       [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
-        const uint r = row0 + cm_row(coord, i), t = cm_slot(i);
-        if (cm_first_of_slot(i) && r < q_len) {
-          lse_data[lse_index(batch, head, seq, r)] =
-              l_row[t] == 0.0 ? NEG_INF : (m_run[mb * ROWS_PER_LANE + t] + log2(l_row[t])) * LN2;
-        }
+        const uint r = row0 + cm_row(coord, i);
+        if (cm_first_of_slot(i) && r < q_len) lse_data[lse_index(batch, head, seq, r)] = lse[cm_slot(i)] * LN2;
       }
     }
   }

@@ -122,10 +122,11 @@ void main() {
   coopMatLoadTensorNV(q_tile, q_h, q_base, sliceTensorLayoutNV(q_layout, q_begin, BLOCK_Q, 0, HEAD_DIM));
 
   ROWS_X_DIM(float) o_acc = ROWS_X_DIM(float)(0.0);
-  float m_start, l_start;  // from the sink, if any
-  softmax_start(head, NEG_HALF_FLT_MAX, m_start, l_start);
-  ROW_VECTOR(float) m_run = ROW_VECTOR(float)(m_start);  // every column holds the row's value
-  ROW_VECTOR(float) l_run = ROW_VECTOR(float)(l_start);
+  // Every column holds the row's value. The floor keeps every value finite (no -inf - -inf); the
+  // sink joins at the end.
+  ROW_VECTOR(float) m_run = ROW_VECTOR(float)(NEG_HALF_FLT_MAX);
+  ROW_VECTOR(float) ref_run = m_run;  // where P, l and O are measured from
+  ROW_VECTOR(float) l_run = ROW_VECTOR(float)(0.0);
   const ScoreHead modifiers = score_head(batch, head);
   const uint mask_summary = mask_summary_base(batch, head);  // for the tiles the mask closes
 
@@ -183,12 +184,14 @@ void main() {
     }
     if (masked_tile) coopMatPerElementNV(s, s, mask_element, q_begin, kv_begin, q_len, kv_len);
 
-    online_softmax_step(s, ones, o_acc, m_run, l_run);
+    online_softmax_step(s, ones, o_acc, m_run, ref_run, l_run);
   }
 
-  // Epilogue: O = acc / l, LSE = ln(l) + m. A row that saw no key: O = 0, LSE = -inf; a row whose
-  // scores held NaN: l is NaN, and so are O and LSE.
-  const ROWS_X_DIM(float16_t) o_out = ROWS_X_DIM(float16_t)(normalized_o(o_acc, l_run));
+  // Epilogue: the sink joins, O = acc / l, LSE = m + log2(l) (finish_row). A row that saw no key:
+  // O = 0, LSE = -inf or its sink; a row whose scores held NaN: l is NaN, and so are O and LSE.
+  ROW_VECTOR(float) o_scale, lse;
+  finish_rows(m_run, ref_run, l_run, ROW_VECTOR(float)(sink_log2(head)), o_scale, lse);
+  const ROWS_X_DIM(float16_t) o_out = ROWS_X_DIM(float16_t)(scaled_o(o_acc, o_scale));
   coopMatStoreTensorNV(o_out, o_h, o_base, sliceTensorLayoutNV(o_layout, q_begin, BLOCK_Q, 0, HEAD_DIM));
 
   // Infinities and NaNs of V that the staging zeroed, added where the rows see them (rare: the
@@ -216,7 +219,7 @@ void main() {
   }
 
   if (WRITE_LSE) {
-    ROW_VECTOR(float) lse = lse_log2(m_run, l_run) * LN2;
+    lse *= LN2;
     coopMatPerElementNV(lse, lse, store_lse, lse_index(batch, head, seq, q_begin), q_end - q_begin);
   }
 }

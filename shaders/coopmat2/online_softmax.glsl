@@ -17,21 +17,26 @@ float smear(const float a, const float b) { return a; }  // widens a row-reduced
 float exp2_element(const uint row, const uint col, const float x) { return exp2(x); }
 
 // One tile of keys: s holds its scores in base-2 units (scaled and masked); the running max m_run,
-// the sum l_run and the unnormalized O o_acc take it in. `ones` is ONES_COLUMNS(1.0).
+// the reference ref_run (common/score_mod.glsl's softmax_reference: where P and O, l are measured
+// from), the sum l_run and the unnormalized O o_acc take it in. `ones` is ONES_COLUMNS(1.0).
 void online_softmax_step(const ROWS_X_KEYS(float) s, const ONES_COLUMNS ones, inout ROWS_X_DIM(float) o_acc,
-                         inout ROW_VECTOR(float) m_run, inout ROW_VECTOR(float) l_run) {
-  // m_new = max(m_run, rowmax(S)), P = exp2(S - m_new), alpha = exp2(m_run - m_new)
+                         inout ROW_VECTOR(float) m_run, inout ROW_VECTOR(float) ref_run, inout ROW_VECTOR(float) l_run) {
+  // m_new = max(m_run, rowmax(S)), reference near rowmax(S), P = exp2(S - reference),
+  // alpha = exp2(old reference - new). The floor keeps every value finite (no -inf - -inf).
   ROW_VECTOR(float) tile_max;
   coopMatReduceNV(tile_max, s, gl_CooperativeMatrixReduceRowNV, row_max);
-  ROW_VECTOR(float) m_new;
-  [[unroll]] for (uint i = 0; i < m_new.length(); ++i) m_new[i] = max(m_run[i], tile_max[i]);
-  ROWS_X_KEYS(float) m_new_wide;
-  coopMatReduceNV(m_new_wide, m_new, gl_CooperativeMatrixReduceRowNV, smear);
+  ROW_VECTOR(float) ref_new;
+  [[unroll]] for (uint i = 0; i < ref_new.length(); ++i) {
+    m_run[i] = max(m_run[i], tile_max[i]);
+    ref_new[i] = softmax_reference(m_run[i], tile_max[i]);
+  }
+  ROWS_X_KEYS(float) ref_wide;
+  coopMatReduceNV(ref_wide, ref_new, gl_CooperativeMatrixReduceRowNV, smear);
   ROWS_X_KEYS(float) p;
-  coopMatPerElementNV(p, s - m_new_wide, exp2_element);
+  coopMatPerElementNV(p, s - ref_wide, exp2_element);
   ROW_VECTOR(float) alpha;
-  coopMatPerElementNV(alpha, m_run - m_new, exp2_element);
-  m_run = m_new;
+  coopMatPerElementNV(alpha, ref_run - ref_new, exp2_element);
+  ref_run = ref_new;
 
   const coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_Q, BLOCK_KV, gl_MatrixUseA> p_a =
       coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_Q, BLOCK_KV, gl_MatrixUseA>(p);
@@ -49,20 +54,23 @@ void online_softmax_step(const ROWS_X_KEYS(float) s, const ONES_COLUMNS ones, in
   o_acc = coopMatMulAdd(p_a, v_tile, o_acc);
 }
 
-// O = acc / l; a row that saw no key (l = 0) gets 0, a row whose scores held NaN NaN.
-ROWS_X_DIM(float) normalized_o(const ROWS_X_DIM(float) o_acc, const ROW_VECTOR(float) l_run) {
-  ROW_VECTOR(float) inv_l;
-  [[unroll]] for (uint i = 0; i < inv_l.length(); ++i) inv_l[i] = l_run[i] == 0.0 ? 0.0 : 1.0 / l_run[i];
-  ROWS_X_DIM(float) inv_l_wide;
-  coopMatReduceNV(inv_l_wide, inv_l, gl_CooperativeMatrixReduceRowNV, smear);
-  return o_acc * inv_l_wide;
+// The rows' ends (common/score_mod.glsl's finish_row), with each row's sink (base 2; -inf: none):
+// O's scale (1 / l, 0 for a row that saw no key) and the base-2 LSE.
+void finish_rows(const ROW_VECTOR(float) m_run, const ROW_VECTOR(float) ref_run, const ROW_VECTOR(float) l_run,
+                 const ROW_VECTOR(float) sinks, out ROW_VECTOR(float) o_scale, out ROW_VECTOR(float) lse) {
+  [[unroll]] for (uint i = 0; i < lse.length(); ++i) {
+    float scale, row_lse;
+    finish_row(m_run[i], ref_run[i], l_run[i], sinks[i], scale, row_lse);
+    o_scale[i] = scale;
+    lse[i] = row_lse;
+  }
 }
 
-// The rows' LSE in base 2: m + log2(l), -inf for a row that saw no key.
-ROW_VECTOR(float) lse_log2(const ROW_VECTOR(float) m_run, const ROW_VECTOR(float) l_run) {
-  ROW_VECTOR(float) lse;
-  [[unroll]] for (uint i = 0; i < lse.length(); ++i) lse[i] = l_run[i] == 0.0 ? NEG_INF : m_run[i] + log2(l_run[i]);
-  return lse;
+// O = acc x its row's scale.
+ROWS_X_DIM(float) scaled_o(const ROWS_X_DIM(float) o_acc, const ROW_VECTOR(float) o_scale) {
+  ROWS_X_DIM(float) scale_wide;
+  coopMatReduceNV(scale_wide, o_scale, gl_CooperativeMatrixReduceRowNV, smear);
+  return o_acc * scale_wide;
 }
 
 #endif

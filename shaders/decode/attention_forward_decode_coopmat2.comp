@@ -83,16 +83,9 @@ float modify_packed(const uint row, const uint col, const float s, const uint kv
   return score_mod(s, score_head(gl_WorkGroupID.z, packed_head(row, rows, q_len)), row % q_len, kv_begin + col,
                    q_len, kv_len);
 }
-// Where a packed row's softmax starts: its head's sink (the running max, then the sum).
-float sink_max(const uint row, const uint col, const float m, const uint rows, const uint q_len) {
-  float m0, l0;
-  softmax_start(packed_head(row, rows, q_len), NEG_HALF_FLT_MAX, m0, l0);
-  return m0;
-}
-float sink_sum(const uint row, const uint col, const float l, const uint rows, const uint q_len) {
-  float m0, l0;
-  softmax_start(packed_head(row, rows, q_len), NEG_HALF_FLT_MAX, m0, l0);
-  return l0;
+// A packed row's sink (base 2), joined at the row's end.
+float packed_sink(const uint row, const uint col, const float x, const uint rows, const uint q_len) {
+  return sink_log2(packed_head(row, rows, q_len));
 }
 
 float keep_lse(const uint row, const uint col, const float lse) {
@@ -136,10 +129,7 @@ void main() {
   ROWS_X_DIM(float) o_acc = ROWS_X_DIM(float)(0.0);
   ROW_VECTOR(float) m_run = ROW_VECTOR(float)(NEG_HALF_FLT_MAX);
   ROW_VECTOR(float) l_run = ROW_VECTOR(float)(0.0);
-  if (SINKS && split == 0) {  // the sinks join one part only
-    coopMatPerElementNV(m_run, m_run, sink_max, rows, q_len);
-    coopMatPerElementNV(l_run, l_run, sink_sum, rows, q_len);
-  }
+  ROW_VECTOR(float) ref_run = m_run;  // where P, l and O are measured from
   const ONES_COLUMNS ones = ONES_COLUMNS(1.0);
   CrossedRuns crossed = no_crossed_tiles(key_begin, key_end);  // where V was zeroed
   MaskWalk closed_keys = mask_walk();  // the tiles the mask closes for every packed head, read as the loop goes
@@ -174,12 +164,14 @@ void main() {
     s *= pc.scale_log2;
     if (scores_modified()) coopMatPerElementNV(s, s, modify_packed, kv_begin, rows, q_len, kv_len);
     if (masked_tile) coopMatPerElementNV(s, s, mask_packed, kv_begin, key_end, q_len, kv_len);
-    online_softmax_step(s, ones, o_acc, m_run, l_run);
+    online_softmax_step(s, ones, o_acc, m_run, ref_run, l_run);
   }
 
   // O (normalized, float32) and the rows' base-2 LSE through shared memory, to be stored row by row.
-  const ROWS_X_DIM(float) o_out = normalized_o(o_acc, l_run);
-  ROW_VECTOR(float) lse = lse_log2(m_run, l_run);
+  ROW_VECTOR(float) sinks = ROW_VECTOR(float)(NEG_INF), o_scale, lse;
+  if (SINKS && split == 0) coopMatPerElementNV(sinks, sinks, packed_sink, rows, q_len);  // they join one part only
+  finish_rows(m_run, ref_run, l_run, sinks, o_scale, lse);
+  const ROWS_X_DIM(float) o_out = scaled_o(o_acc, o_scale);
   barrier();  // every matrix load of the last step is done
   coopMatStore(o_out, kv_tiles, 0, QUADS, gl_CooperativeMatrixLayoutRowMajor);
   coopMatPerElementNV(lse, lse, keep_lse);

@@ -175,36 +175,44 @@ bool TiledFits(const DeviceInfo& device, const AttentionParams& params, TiledTil
                                  subgroup) <= device.usable_shared_memory_bytes;
 }
 
-// The register-tiled forward's first tile that fits, if any.
+// The register-tiled forward's first tile that fits, if any: a forced tile with subgroup
+// reductions or without (a workgroup smaller than a subgroup runs only without), then the table's.
 std::optional<KernelChoice> ChooseTiledForward(const DeviceInfo& device, const AttentionParams& params,
                                                const ForcedScalarTile& forced) {
   const bool f16_products = Float16Products(device, params.dtype);
+  const auto make_choice = [&](TiledTile tile, bool subgroup, bool float_k_tile) {
+    KernelChoice choice;
+    choice.kernel = std::string("forward_tiled_") + (f16_products ? "f16math" : DtypeSuffix(params.dtype)) +
+                    (float_k_tile ? "_kf32" : "") + (subgroup ? "_subgroup" : "_shared");
+    choice.block_q = tile.owned;
+    choice.block_kv = tile.streamed;
+    choice.threads_per_row = tile.threads_per_row;
+    choice.workgroup_size = tile.workgroup_size();
+    choice.subgroup_reductions = subgroup;
+    choice.shared_memory_bytes = TiledForwardSharedBytes(params.shape.head_dim, tile.owned, tile.streamed,
+                                                         choice.workgroup_size, f16_products, float_k_tile, subgroup);
+    return choice;
+  };
+  // On a driver with a loop budget, one step (and the fixed part) must fit half of it
+  // (chunk_plan.h); a smaller tile, or the per-row kernel, runs the call otherwise.
+  const auto fits = [&](TiledTile tile, bool subgroup, bool float_k_tile) {
+    return (!subgroup || device.use_subgroup_ops) && TiledFits(device, params, tile, subgroup, float_k_tile) &&
+           OneStepFits(device, TiledForwardLoopCost(make_choice(tile, subgroup, float_k_tile), params.shape.head_dim));
+  };
+  // With float16 products, K as floats wherever the tile still fits: S's products then widen
+  // only Q's halves (H100, D = 128, alone: 26.3 against 25.5 TFLOP/s; docs/tuning-log.md).
+  const auto choose = [&](TiledTile tile, bool subgroup) {
+    return make_choice(tile, subgroup, f16_products && fits(tile, subgroup, true));
+  };
+  if (forced.tiled) {
+    for (bool subgroup : {true, false}) {
+      if (fits(*forced.tiled, subgroup, false)) return choose(*forced.tiled, subgroup);
+    }
+  }
   for (bool subgroup : {true, false}) {
-    if (subgroup && !device.use_subgroup_ops) continue;
-    const auto make_choice = [&](TiledTile tile, bool float_k_tile) {
-      KernelChoice choice;
-      choice.kernel = std::string("forward_tiled_") + (f16_products ? "f16math" : DtypeSuffix(params.dtype)) +
-                      (float_k_tile ? "_kf32" : "") + (subgroup ? "_subgroup" : "_shared");
-      choice.block_q = tile.owned;
-      choice.block_kv = tile.streamed;
-      choice.threads_per_row = tile.threads_per_row;
-      choice.workgroup_size = tile.workgroup_size();
-      choice.subgroup_reductions = subgroup;
-      choice.shared_memory_bytes = TiledForwardSharedBytes(params.shape.head_dim, tile.owned, tile.streamed,
-                                                           choice.workgroup_size, f16_products, float_k_tile, subgroup);
-      return choice;
-    };
-    // On a driver with a loop budget, one step (and the fixed part) must fit half of it
-    // (chunk_plan.h); a smaller tile, or the per-row kernel, runs the call otherwise.
-    const auto fits = [&](TiledTile tile, bool float_k_tile) {
-      return TiledFits(device, params, tile, subgroup, float_k_tile) &&
-             OneStepFits(device, TiledForwardLoopCost(make_choice(tile, float_k_tile), params.shape.head_dim));
-    };
-    const std::optional<TiledTile> tile = FirstTileThatFits(forced.tiled, std::span<const TiledTile>(kTiledForwardTiles),
-                                                            [&](TiledTile tile) { return fits(tile, false); });
-    // With float16 products, K as floats wherever the tile still fits: S's products then widen
-    // only Q's halves (H100, D = 128, alone: 26.3 against 25.5 TFLOP/s; docs/tuning-log.md).
-    if (tile) return make_choice(*tile, f16_products && fits(*tile, true));
+    for (TiledTile tile : kTiledForwardTiles) {
+      if (fits(tile, subgroup, false)) return choose(tile, subgroup);
+    }
   }
   return std::nullopt;
 }

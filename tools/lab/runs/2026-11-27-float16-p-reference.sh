@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# 2026-11-27, the contract: the tensor-core forwards (coopmat2, its decode kernel, the KHR and NV
+# subgroup-scope kernels) take each tile's P relative to the tile's own largest score
+# (softmax_reference in shaders/common/score_mod.glsl) instead of the running max, and join the
+# sink only at the row's end (finish_row): a sink-dominated row's P were float16 subnormals (20%
+# error in O; docs/tuning-log.md, "float16 P relative to the tile in the tensor-core forwards").
+# Carry [".gpu", ".gl", "build-lab"], build-lab/ holding head/vkflash (the commit before), new/ (the
+# change: vkflash, new/tests/vkflash_tests, CMakeCache.txt) and, for `tests`,
+# noref/tests/vkflash_tests (the change's tests with softmax_reference returning the running max),
+# and run `bash tools/lab/runs/2026-11-27-float16-p-reference.sh bench|tests`.
+part=${1:-bench}
+RUNS=${RUNS:-20}
+source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, catch_tests, report
+
+family_rows() {
+  local k
+  for k in coopmat2 coopmat_khr coopmat_nv; do
+    echo "-- $k"
+    run --kernel $k --b 4 --h "$2" --n 4096 --d "$1" --mode fwd
+  done
+}
+decode_rows() {
+  run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd
+  run --b 1 --h 32 --hkv 8 --nq 1 --nk 131072 --d 128 --mode fwd
+  run --b 4 --h 32 --hkv 8 --nq 16 --nk 8192 --d 128 --mode fwd
+}
+
+case "$part" in
+  bench)
+    sweep 2 "64 128" "head new" family_rows
+    echo "-- decode"
+    sweep 1 "128" "head new" decode_rows
+    ;;
+  tests)  # not the CLI's tests: they need the CLI at its build path
+    far='"masks: keys far below*","sinks: rows whose*","masks: rows the mask blocks entirely*"'
+    for k in auto coopmat_khr coopmat_nv; do
+      TEST_TIMEOUT=280 catch_tests "sinks_$k" '"[sinks]~[cli]"' VKFLASH_KERNELS=$k &
+      TEST_TIMEOUT=280 catch_tests "far_keys_$k" "$far" VKFLASH_KERNELS=$k &
+    done
+    TEST_TIMEOUT=280 catch_tests decode '"[decode]~[cli]"' &
+    build=build-lab/noref TEST_TIMEOUT=280 catch_tests noref_auto '"masks: keys far below*"' &
+    wait
+    report sinks_auto sinks_coopmat_khr sinks_coopmat_nv far_keys_auto far_keys_coopmat_khr far_keys_coopmat_nv decode noref_auto
+    ;;
+esac
