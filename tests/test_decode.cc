@@ -21,6 +21,7 @@ using namespace vkflash;
 using namespace vkflash::testing;
 
 namespace {
+constexpr float kInf = std::numeric_limits<float>::infinity();
 
 AttentionParams DecodeParams(AttentionShape shape, bool causal) { return MakeParams(shape, DataType::kFloat16, causal); }
 
@@ -85,15 +86,26 @@ TEST_CASE("decode: more packed rows than registers hold (tensor cores where they
   CheckForwardAgainstReference(context, params, seed++);
 }
 
-TEST_CASE("decode: split-K parts agree with one part, and give the same bits run after run", "[forward][decode]") {
+TEST_CASE("decode: split-K parts agree with one part, and give the same bits run after run", "[forward][decode][sinks]") {
   // 8 packed rows (the register kernel), 16 (the tensor-core one where it runs); one part fits
-  // lavapipe's loop budget.
-  for (const AttentionShape& shape : {AttentionShape{2, 8, 2, 2, 3000, 64}, AttentionShape{2, 8, 2, 4, 3000, 64}}) {
-    const AttentionParams params = DecodeParams(shape, true);
+  // lavapipe's loop budget. With sinks (they join part 0 only), and with a window of the last 500
+  // keys, which leaves the first parts no key: part 0 then carries the sink alone.
+  struct Variant {
+    bool sinks;
+    int32_t window_left;  // -1: none
+  };
+  for (const AttentionShape& shape : {AttentionShape{2, 8, 2, 2, 3000, 64}, AttentionShape{2, 8, 2, 4, 3000, 64}})
+  for (Variant variant : {Variant{false, -1}, Variant{true, -1}, Variant{true, 499}}) {
+    AttentionParams params = DecodeParams(shape, true);
+    params.sinks = variant.sinks;
+    params.window.left = variant.window_left;
+    ScoreValues values;
+    if (variant.sinks) values.sinks = {2.0f, -1.0f, 3.5f, 0.5f, -kInf, 1.0f, 6.0f, -3.0f};  // one per query head
     const uint64_t rows = uint64_t(shape.batch) * shape.q_heads * shape.q_len;
     std::vector<float> one_part;
     for (uint32_t splits : {1u, 7u, 0u}) {  // 0: from the device
-      INFO("rows per KV head " << shape.q_heads / shape.kv_heads * shape.q_len << ", decode_splits " << splits);
+      INFO(Describe(params) << ", rows per KV head " << shape.q_heads / shape.kv_heads * shape.q_len << ", decode_splits "
+                            << splits);
       ContextOptions options = ValidatedOptions();
       options.tile_overrides.decode_splits = splits;
       auto context = Context::Create(options);
@@ -113,10 +125,10 @@ TEST_CASE("decode: split-K parts agree with one part, and give the same bits run
         if (splits == 1) CHECK(*workspace == 0);
         if (splits == 7) CHECK((*workspace >= part_bytes && *workspace < part_bytes + alignment));
       }
-      const ForwardRun first = RunForwardCase(**context, params, 77);
+      const ForwardRun first = RunForwardCase(**context, params, 77, values);
       CHECK(first.o_error <= ForwardTolerance(params.dtype));
       CHECK(first.lse_error <= ForwardTolerance(params.dtype));
-      const ForwardRun again = RunForwardCase(**context, params, 77);
+      const ForwardRun again = RunForwardCase(**context, params, 77, values);
       REQUIRE(std::memcmp(first.o.data(), again.o.data(), first.o.size() * sizeof(float)) == 0);
       REQUIRE(std::memcmp(first.lse.data(), again.lse.data(), first.lse.size() * sizeof(float)) == 0);
       // Parts merged by their LSE give one part's O within float16 rounding.

@@ -212,25 +212,31 @@ TEST_CASE("masks: rows the mask blocks entirely get zeros, -inf or the sink, and
 
 TEST_CASE("masks: keys far below an earlier tile's largest score keep O's precision", "[forward][mask]") {
   // Q = 0; key 0 alone in its tile (keys 1-255 blocked) with V = 0 holds each row's max, the keys
-  // from 256 on lie 15.72 below it: their P are float16 subnormals relative to the row's running
-  // max, yet O (about 0.02 with V in [750, ~1000)) is well inside float16's range. Kernels that
-  // round P to float16 must do so relative to each tile's own largest score.
-  Context& context = SharedContext(Knobs::kDevice);
-  AttentionParams p = MakeParams({1, 2, 1, 64, 429, 64}, DataType::kFloat16, false);
-  p.mask = Mask(MaskType::kFloat32, false, false, false, true);
-  INFO(Describe(p) << MaskName(p.mask));
-  const AttentionShape& s = p.shape;
-  ScoreValues values;
-  values.mask.resize(MaskElements(p));
-  for (uint32_t j = 0; j < s.kv_len; ++j) values.mask[j] = j == 0 ? 0.0f : j < 256 ? -kInf : -15.72f;
-  std::vector<float> v = RandomValues(s.kv_elements(), p.dtype, 26900, 250.0f);
-  for (float& x : v) x = tools::RoundToHalf(750.0f + std::fabs(x) / 4.0f);  // [750, ~1000)
-  for (uint32_t d = 0; d < s.head_dim; ++d) v[d] = 0.0f;                    // key 0's row
-  const ForwardRun run = RunForwardWith(context, p, std::vector<float>(s.q_elements(), 0.0f),
-                                        RandomValues(s.kv_elements(), p.dtype, 26901), v, values);
-  CHECK(run.o_error <= ForwardTolerance(p.dtype));
-  CHECK(run.lse_error <= ForwardTolerance(p.dtype));
-  RequireNoValidationMessages();
+  // 256-428 lie 15.72 below it: their P are float16 subnormals relative to the row's running max,
+  // yet O (about 0.02 with V in [750, ~1000)) is well inside float16's range. Kernels that round P
+  // to float16 must do so relative to each tile's own largest score. The second case adds whole
+  // tiles of keys 100 below the max with V = 60000 (keys 512-639; 429-511 blocked): nothing in O,
+  // but a reference that followed their tiles down (2^-144) would scale O's sums past float32.
+  for (bool far_tiles : {false, true}) {
+    Context& context = SharedContext(Knobs::kDevice);
+    AttentionParams p = MakeParams({1, 2, 1, 64, far_tiles ? 640u : 429u, 64}, DataType::kFloat16, false);
+    p.mask = Mask(MaskType::kFloat32, false, false, false, true);
+    INFO(Describe(p) << MaskName(p.mask));
+    const AttentionShape& s = p.shape;
+    ScoreValues values;
+    values.mask.resize(MaskElements(p));
+    for (uint32_t j = 0; j < s.kv_len; ++j)
+      values.mask[j] = j == 0 ? 0.0f : j < 256 ? -kInf : j < 429 ? -15.72f : j < 512 ? -kInf : -100.0f;
+    std::vector<float> v = RandomValues(s.kv_elements(), p.dtype, 26900, 250.0f);
+    for (float& x : v) x = tools::RoundToHalf(750.0f + std::fabs(x) / 4.0f);  // [750, ~1000)
+    for (uint32_t d = 0; d < s.head_dim; ++d) v[d] = 0.0f;                    // key 0's row
+    for (uint64_t i = 512 * uint64_t(s.head_dim); i < v.size(); ++i) v[i] = 60000.0f;
+    const ForwardRun run = RunForwardWith(context, p, std::vector<float>(s.q_elements(), 0.0f),
+                                          RandomValues(s.kv_elements(), p.dtype, 26901), v, values);
+    CHECK(run.o_error <= ForwardTolerance(p.dtype));
+    CHECK(run.lse_error <= ForwardTolerance(p.dtype));
+    RequireNoValidationMessages();
+  }
 }
 
 TEST_CASE("masks: a padding mask over a KV cache, decode and speculative rows", "[forward][backward][decode][mask]") {

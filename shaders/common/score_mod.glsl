@@ -1,9 +1,9 @@
 // The one place where a score is modified (FlexAttention's score_mod), shared by every kernel
 // family: the logit softcap, ALiBi and the mask / bias, then (common/attention_mask.glsl) the band's
-// mask. And where
-// a row's softmax starts: from nothing, or from its head's sink logit (gpt-oss), which joins the
-// denominator with no value row. docs/design.md gives the contract in natural-log units; the
-// kernels work in base 2 (t = scale * log2(e) * q.k, exp2), so here
+// mask. And where a row's softmax starts and ends: from nothing, or with its head's sink logit
+// (gpt-oss), which joins the denominator with no value row; the tensor-core forwards' reference
+// for P. docs/design.md gives the contract in natural-log units; the kernels work in base 2 (t =
+// scale * log2(e) * q.k, exp2), so here
 //   softcap:  t <- C2 * tanh(t / C2), C2 = C * log2(e)   (the same curve, scaled)
 //   ALiBi:    t <- t - slope * log2(e) * |i + Nk - Nq - j|
 //   mask:     t <- t + bias[b, h, i, j] * log2(e)   (a boolean mask: t, or -inf where it blocks)
@@ -14,7 +14,7 @@
 // masked attention (docs/design.md).
 // Include after common/attention_mask.glsl (diagonal_shift), with VKF_SCORE_MOD_BINDING_ALIBI,
 // VKF_SCORE_MOD_BINDING_MASK and VKF_SCORE_MOD_BINDING_MASK_TILES (the kernel's
-// VKF_*_BINDING_ALIBI / _MASK / _MASK_TILES) and, in kernels that start a softmax,
+// VKF_*_BINDING_ALIBI / _MASK / _MASK_TILES) and, in kernels that start or end a softmax,
 // VKF_SCORE_MOD_BINDING_SINKS defined.
 #ifndef VKFLASH_SCORE_MOD_GLSL
 #define VKFLASH_SCORE_MOD_GLSL

@@ -151,20 +151,20 @@ void main() {
           tile_max[cm_slot(i)] = max(tile_max[cm_slot(i)], x);
         }
       }
-      float p_ref[ROWS_PER_LANE], alpha[ROWS_PER_LANE], tile_sum[ROWS_PER_LANE];
+      float exp2_ref[ROWS_PER_LANE], alpha[ROWS_PER_LANE], tile_sum[ROWS_PER_LANE];
       [[unroll]] for (uint t = 0; t < ROWS_PER_LANE; ++t) {
         const uint j = mb * ROWS_PER_LANE + t;
         const float row_tile_max = cm_row_max(tile_max[t]);
         m_run[j] = max(m_run[j], row_tile_max);
         const float ref_new = softmax_reference(m_run[j], row_tile_max);
-        p_ref[t] = ref_new == NEG_INF ? 0.0 : ref_new;  // row saw no key yet: keeps exp2 off NaN
-        alpha[t] = exp2(ref_run[j] - p_ref[t]);
+        exp2_ref[t] = ref_new == NEG_INF ? 0.0 : ref_new;  // row saw no key yet: keeps exp2 off NaN
+        alpha[t] = exp2(ref_run[j] - exp2_ref[t]);
         ref_run[j] = ref_new;
         tile_sum[t] = 0.0;
       }
       [[unroll]] for (uint nb = 0; nb < N_BLOCKS; ++nb) {
         [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
-          const float p = exp2(s[mb * N_BLOCKS + nb][i] - p_ref[cm_slot(i)]);
+          const float p = exp2(s[mb * N_BLOCKS + nb][i] - exp2_ref[cm_slot(i)]);
           s[mb * N_BLOCKS + nb][i] = p;
           tile_sum[cm_slot(i)] += p;
         }
@@ -190,9 +190,24 @@ void main() {
     barrier();  // every subgroup is done with K and V before the next tile overwrites them
   }
 
+  // Epilogue: the sink joins, O = acc / l, LSE = m + log2(l) (finish_row). A row that saw no key:
+  // O = 0, LSE = -inf or its sink; a row whose scores held NaN: l is NaN, and so are O and LSE.
+  const float sink = sink_log2(head);
+  float lse[M_BLOCKS * ROWS_PER_LANE];
+  [[unroll]] for (uint mb = 0; mb < M_BLOCKS; ++mb) {
+    float o_scale[ROWS_PER_LANE];
+    [[unroll]] for (uint t = 0; t < ROWS_PER_LANE; ++t) {
+      const uint j = mb * ROWS_PER_LANE + t;
+      finish_row(m_run[j], ref_run[j], cm_row_sum(l_part[j]), sink, o_scale[t], lse[j]);
+    }
+    [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db)
+      [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) o_acc[mb * D_BLOCKS + db][i] *= o_scale[cm_slot(i)];
+  }
+
   // Infinities and NaNs of V that the staging zeroed, where the rows see them, read again from the
   // buffer (rare: the flag was raised before the last step's barriers; common/nonfinite.glsl): the
-  // row's visible keys in the crossed tiles.
+  // row's visible keys in the crossed tiles. Added to the scaled O, as the coopmat2 kernel adds them
+  // to the stored one: an inf stays inf where a sink far above every key makes the scale 0.
   if (kv_first < kv_end && nonfinite_v != 0) {
     [[unroll]] for (uint mb = 0; mb < M_BLOCKS; ++mb) {
       [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) {
@@ -210,23 +225,15 @@ void main() {
     }
   }
 
-  // Epilogue: the sink joins, O = acc / l, LSE = m + log2(l) (finish_row). A row that saw no key:
-  // O = 0, LSE = -inf or its sink; a row whose scores held NaN: l is NaN, and so are O and LSE.
-  const float sink = sink_log2(head);
   [[unroll]] for (uint mb = 0; mb < M_BLOCKS; ++mb) {
     const uint row0 = rows_begin + 16 * mb;
-    float o_scale[ROWS_PER_LANE], lse[ROWS_PER_LANE];
-    [[unroll]] for (uint t = 0; t < ROWS_PER_LANE; ++t) {
-      const uint j = mb * ROWS_PER_LANE + t;
-      finish_row(m_run[j], ref_run[j], cm_row_sum(l_part[j]), sink, o_scale[t], lse[t]);
-    }
-    [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db)
-      [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) o_acc[mb * D_BLOCKS + db][i] *= o_scale[cm_slot(i)];
     VKF_STORE_ROW_BLOCK(o_acc, mb * D_BLOCKS, o_u4, o_h, coord, o_base, o_stride, row0, q_len);
     if (WRITE_LSE && (lane & VKF_CM_ROW_LANE_MASK) == 0) {
       [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
         const uint r = row0 + cm_row(coord, i);
-        if (cm_first_of_slot(i) && r < q_len) lse_data[lse_index(batch, head, seq, r)] = lse[cm_slot(i)] * LN2;
+        if (cm_first_of_slot(i) && r < q_len) {
+          lse_data[lse_index(batch, head, seq, r)] = lse[mb * ROWS_PER_LANE + cm_slot(i)] * LN2;
+        }
       }
     }
   }

@@ -40,9 +40,6 @@ layout(constant_id = VKF_SPEC_WRITE_LSE) const bool WRITE_LSE = true;
 layout(constant_id = VKF_SPEC_CM2_STAT_COLUMNS) const uint STAT_COLUMNS = 32;
 
 #include "common/constants.glsl"
-// The running max starts finite so that m_old - m_new never becomes -inf - -inf (NaN) for a row
-// that has seen only masked keys so far.
-#define NEG_HALF_FLT_MAX uintBitsToFloat(0xfeffffffu)
 
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_FWD_BINDING_ALIBI
@@ -122,8 +119,8 @@ void main() {
   coopMatLoadTensorNV(q_tile, q_h, q_base, sliceTensorLayoutNV(q_layout, q_begin, BLOCK_Q, 0, HEAD_DIM));
 
   ROWS_X_DIM(float) o_acc = ROWS_X_DIM(float)(0.0);
-  // Every column holds the row's value. The floor keeps every value finite (no -inf - -inf); the
-  // sink joins at the end.
+  // Every column holds the row's value, from the floor (coopmat2/online_softmax.glsl); the sink
+  // joins at the end.
   ROW_VECTOR(float) m_run = ROW_VECTOR(float)(NEG_HALF_FLT_MAX);
   ROW_VECTOR(float) ref_run = m_run;  // where P, l and O are measured from
   ROW_VECTOR(float) l_run = ROW_VECTOR(float)(0.0);

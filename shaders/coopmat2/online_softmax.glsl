@@ -12,6 +12,11 @@
 #define ROW_VECTOR(T) coopmat<T, gl_ScopeWorkgroup, BLOCK_Q, STAT_COLUMNS, gl_MatrixUseAccumulator>
 #define ONES_COLUMNS coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_KV, STAT_COLUMNS, gl_MatrixUseB>
 
+// Where a row's running max and reference start: finite, so that no difference of them (old
+// reference - new, S - reference) is -inf - -inf (NaN) for a row that has seen only masked keys so
+// far. A finite base-2 score below it (a bias below about -1.18e38) counts as masked.
+#define NEG_HALF_FLT_MAX uintBitsToFloat(0xfeffffffu)
+
 float row_max(const float a, const float b) { return max(a, b); }
 float smear(const float a, const float b) { return a; }  // widens a row-reduced matrix
 float exp2_element(const uint row, const uint col, const float x) { return exp2(x); }
@@ -22,7 +27,7 @@ float exp2_element(const uint row, const uint col, const float x) { return exp2(
 void online_softmax_step(const ROWS_X_KEYS(float) s, const ONES_COLUMNS ones, inout ROWS_X_DIM(float) o_acc,
                          inout ROW_VECTOR(float) m_run, inout ROW_VECTOR(float) ref_run, inout ROW_VECTOR(float) l_run) {
   // m_new = max(m_run, rowmax(S)), reference near rowmax(S), P = exp2(S - reference),
-  // alpha = exp2(old reference - new). The floor keeps every value finite (no -inf - -inf).
+  // alpha = exp2(old reference - new).
   ROW_VECTOR(float) tile_max;
   coopMatReduceNV(tile_max, s, gl_CooperativeMatrixReduceRowNV, row_max);
   ROW_VECTOR(float) ref_new;

@@ -30,8 +30,6 @@ layout(constant_id = VKF_SPEC_CHUNKED) const bool SPLIT = false;  // partial res
 layout(constant_id = VKF_SPEC_CM2_STAT_COLUMNS) const uint STAT_COLUMNS = 32;
 
 #include "common/constants.glsl"
-// The running max starts finite so that m_old - m_new never becomes -inf - -inf (NaN).
-#define NEG_HALF_FLT_MAX uintBitsToFloat(0xfeffffffu)
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_FWD_BINDING_ALIBI
 #define VKF_SCORE_MOD_BINDING_MASK VKF_FWD_BINDING_MASK

@@ -209,9 +209,11 @@ std::optional<KernelChoice> ChooseTiledForward(const DeviceInfo& device, const A
       if (fits(*forced.tiled, subgroup, false)) return choose(*forced.tiled, subgroup);
     }
   }
+  const std::span<const TiledTile> table(kTiledForwardTiles);
   for (bool subgroup : {true, false}) {
-    for (TiledTile tile : kTiledForwardTiles) {
-      if (fits(tile, subgroup, false)) return choose(tile, subgroup);
+    const auto fits_here = [&](TiledTile tile) { return fits(tile, subgroup, false); };
+    if (const std::optional<TiledTile> tile = FirstTileThatFits(std::optional<TiledTile>(), table, fits_here)) {
+      return choose(*tile, subgroup);
     }
   }
   return std::nullopt;

@@ -7,7 +7,9 @@
 # Carry [".gpu", ".gl", "build-lab"], build-lab/ holding head/vkflash (the commit before), new/ (the
 # change: vkflash, new/tests/vkflash_tests, CMakeCache.txt) and, for `tests`,
 # noref/tests/vkflash_tests (the change's tests with softmax_reference returning the running max),
-# and run `bash tools/lab/runs/2026-11-27-float16-p-reference.sh bench|tests`.
+# and run `bash tools/lab/runs/2026-11-27-float16-p-reference.sh bench|statistics|tests`
+# (`statistics`: the KHR and NV forwards' registers and local memory in head and new, for their 5%
+# at D = 128).
 part=${1:-bench}
 RUNS=${RUNS:-20}
 source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, catch_tests, report
@@ -30,6 +32,18 @@ case "$part" in
     sweep 2 "64 128" "head new" family_rows
     echo "-- decode"
     sweep 1 "128" "head new" decode_rows
+    ;;
+  statistics)
+    for v in head new; do
+      for k in coopmat_khr coopmat_nv; do
+        for d in 128 64; do
+          echo "== statistics $v $k D=$d"
+          VKFLASH_PIPELINE_STATISTICS=1 build-lab/$v/vkflash bench --no-naive --runs 2 --warmup 1 --warmup-ms 0 \
+            --min-time-ms 0 --kernel $k --b 1 --h 16 --n 1024 --d $d --mode fwd 2>&1 |
+            grep -oE "statistics [a-z0-9_]+|Register Count=[0-9]+|Local Memory Size=[0-9]+" | paste - - -
+        done
+      done
+    done
     ;;
   tests)  # not the CLI's tests: they need the CLI at its build path
     far='"masks: keys far below*","sinks: rows whose*","masks: rows the mask blocks entirely*"'
