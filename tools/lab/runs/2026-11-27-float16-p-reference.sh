@@ -7,7 +7,7 @@
 # Carry [".gpu", ".gl", "build-lab"], build-lab/ holding head/vkflash (the commit before), new/ (the
 # change: vkflash, new/tests/vkflash_tests, CMakeCache.txt) and, for `tests`,
 # noref/tests/vkflash_tests (the change's tests with softmax_reference returning the running max),
-# and run `bash tools/lab/runs/2026-11-27-float16-p-reference.sh bench|statistics|tests`
+# and run `bash tools/lab/runs/2026-11-27-float16-p-reference.sh bench|statistics|tests|tests-review`
 # (`statistics`: the KHR and NV forwards' registers and local memory in head and new, for their 5%
 # at D = 128).
 part=${1:-bench}
@@ -55,5 +55,14 @@ case "$part" in
     build=build-lab/noref TEST_TIMEOUT=280 catch_tests noref_auto '"masks: keys far below*"' &
     wait
     report sinks_auto sinks_coopmat_khr sinks_coopmat_nv far_keys_auto far_keys_coopmat_khr far_keys_coopmat_nv decode noref_auto
+    ;;
+  tests-review)  # what the review's commit changed (not yet run on the GPU): its tests, fewer at once
+    TEST_TIMEOUT=500 catch_tests sinks_auto '"[sinks]~[cli]"' &
+    for k in coopmat_khr coopmat_nv; do
+      TEST_TIMEOUT=500 catch_tests "nonfinite_$k" '"[nonfinite]~[cli]~[knobs]","masks: keys far below*"' VKFLASH_KERNELS=$k &
+    done
+    TEST_TIMEOUT=500 catch_tests far_keys_auto '"masks: keys far below*","decode: split-K parts agree*"' &
+    wait
+    report sinks_auto nonfinite_coopmat_khr nonfinite_coopmat_nv far_keys_auto
     ;;
 esac
