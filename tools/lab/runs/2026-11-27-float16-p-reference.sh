@@ -8,8 +8,11 @@
 # change: vkflash, new/tests/vkflash_tests, CMakeCache.txt) and, for `tests`,
 # noref/tests/vkflash_tests (the change's tests with softmax_reference returning the running max),
 # and run `bash tools/lab/runs/2026-11-27-float16-p-reference.sh bench|statistics|tests|tests-review`
-# (`statistics`: the KHR and NV forwards' registers and local memory in head and new, for their 5%
-# at D = 128).
+# (`statistics`: the KHR and NV forwards' registers, local memory and speed in head, new and two
+# timing-only variants of new, for their 5% at D = 128: khrfloor/vkflash, the KHR / NV forward
+# started from coopmat2's finite floor, without the per-row select of a row that saw no key;
+# khrtilemax/vkflash, softmax_reference returning the tile's max, so no running max is kept (wrong
+# for masked rows: plain shapes only). Both from tools/lab/build_variant.py on 318ab8b).
 part=${1:-bench}
 RUNS=${RUNS:-20}
 source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, catch_tests, report
@@ -34,7 +37,15 @@ case "$part" in
     sweep 1 "128" "head new" decode_rows
     ;;
   statistics)
-    for v in head new; do
+    khr_rows() {
+      local k
+      for k in coopmat_khr coopmat_nv; do
+        echo "-- $k"
+        run --kernel $k --b 4 --h "$2" --n 4096 --d "$1" --mode fwd
+      done
+    }
+    sweep 2 "128 64" "head new khrfloor khrtilemax" khr_rows
+    for v in head new khrfloor khrtilemax; do
       for k in coopmat_khr coopmat_nv; do
         for d in 128 64; do
           echo "== statistics $v $k D=$d"
