@@ -312,17 +312,12 @@ void finish_row(float m, float ref, float l, float sink, out float o_scale, out 
 float sink_log2(uint head) { return SINKS ? sink_logits[head] * LOG2E : NEG_INF; }
 
 // Where a row's online softmax starts in the scalar kernels (the tensor-core forwards join the
-// sink at the row's end: finish_row): running max m0 and sum l0 (relative to m0). With sinks,
-// the sink is the row's first score, with a zero value row; its max is held at or above `floor`
-// (the kernel's starting max, finite in most kernels, so that m_old - m_new never becomes NaN);
-// a sink of -inf weighs nothing. Without sinks: floor and 0.
-void softmax_start(uint head, float floor, out float m0, out float l0) {
-  m0 = floor;
-  l0 = 0.0;
-  if (!SINKS) return;
-  const float sink = sink_log2(head);
-  m0 = max(sink, floor);
-  l0 = sink == NEG_INF ? 0.0 : exp2(sink - m0);
+// sink at the row's end: finish_row): running max m0 and sum l0 (relative to m0). The sink is the
+// row's first score, with a zero value row: m0 = the sink, l0 = 1 (NaN for a sink of +inf or NaN,
+// which makes the row NaN). Without sinks, or with a sink of -inf, which weighs nothing: -inf and 0.
+void softmax_start(uint head, out float m0, out float l0) {
+  m0 = sink_log2(head);
+  l0 = m0 == NEG_INF ? 0.0 : exp2(m0 - m0);
 }
 #endif
 

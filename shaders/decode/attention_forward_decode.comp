@@ -114,7 +114,7 @@ void main() {
     const uint head = kv_head * group_size + min(r, rows - 1) / q_len;
     modifiers[r] = score_head(batch, head);
     // The row's softmax starts from its head's sink in one key group of one part only.
-    softmax_start(head, NEG_INF, start_max[r], start_sum[r]);
+    softmax_start(head, start_max[r], start_sum[r]);
     if (split != 0 || key_group != 0) {
       start_max[r] = NEG_INF;
       start_sum[r] = 0.0;

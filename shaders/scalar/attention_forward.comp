@@ -107,7 +107,7 @@ void main() {
 
   float m;          // running row max of S (base-2 units), the same in every lane of a row
   float l_partial;  // this lane's share of the running row sum of P
-  softmax_start(head, NEG_INF, m, l_partial);  // from the sink, if any: lane 0's share holds it
+  softmax_start(head, m, l_partial);  // from the sink, if any: lane 0's share holds it
   if (lane != 0) l_partial = 0.0;
   const ScoreHead modifiers = score_head(batch, head);
   const uint mask_summary = mask_summary_base(batch, head);  // for the tiles the mask closes

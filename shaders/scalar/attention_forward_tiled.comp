@@ -229,7 +229,7 @@ void main() {
   vec4 acc[ROWS_PER_THREAD][VEC4_PER_THREAD];
   uint row_first_key[ROWS_PER_THREAD], row_keys[ROWS_PER_THREAD];  // row r sees keys [row_first_key[r], row_keys[r])
   float sink_m, sink_l;  // where each row's softmax starts: from the sink, if any (lane 0's share holds it)
-  softmax_start(head, NEG_INF, sink_m, sink_l);
+  softmax_start(head, sink_m, sink_l);
   const ScoreHead modifiers = score_head(batch, head);
   const uint mask_summary = mask_summary_base(batch, head);  // for the tiles the mask closes
   [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
