@@ -305,6 +305,27 @@ TEST_CASE("sinks: -inf is no sink, and a large sink takes the whole row", "[forw
   }
 }
 
+TEST_CASE("sinks: a sink of +inf or NaN makes its head's rows NaN, and no other head's", "[forward][sinks][nonfinite]") {
+  // docs/design.md: such a sink makes its head's rows NaN. Heads 2 and 3 (the other KV head's)
+  // must give the same bits as with finite sinks on heads 0 and 1.
+  Context& context = SharedContext(Knobs::kDevice);
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
+    AttentionParams p = MakeParams({1, 4, 2, 33, 47, 64}, dtype, true);
+    p.sinks = true;
+    INFO(Describe(p));
+    const ForwardRun poisoned = RunForwardCase(context, p, 16150, {{}, {std::nanf(""), kInf, 0.5f, -kInf}});
+    const ForwardRun finite = RunForwardCase(context, p, 16150, {{}, {0.0f, 0.0f, 0.5f, -kInf}});
+    const uint64_t rows = p.shape.q_len, row_elements = rows * p.shape.head_dim;
+    for (uint64_t i = 0; i < 2 * row_elements; ++i) REQUIRE(std::isnan(poisoned.o[i]));
+    for (uint64_t i = 0; i < 2 * rows; ++i) REQUIRE(std::isnan(poisoned.lse[i]));
+    CHECK(std::memcmp(poisoned.o.data() + 2 * row_elements, finite.o.data() + 2 * row_elements,
+                      2 * row_elements * sizeof(float)) == 0);
+    CHECK(std::memcmp(poisoned.lse.data() + 2 * rows, finite.lse.data() + 2 * rows, 2 * rows * sizeof(float)) == 0);
+    CHECK(finite.o_error <= ForwardTolerance(dtype));
+    RequireNoValidationMessages();
+  }
+}
+
 TEST_CASE("score variants over a KV cache: decode and speculative rows", "[forward][backward][decode][softcap][alibi][sinks]") {
   Context& context = SharedContext(Knobs::kDevice);
   uint32_t seed = 17000;
