@@ -216,7 +216,9 @@ TEST_CASE("masks: keys far below an earlier tile's largest score keep O's precis
   // yet O (about 0.02 with V in [750, ~1000)) is well inside float16's range. Kernels that round P
   // to float16 must do so relative to each tile's own largest score. The second case adds whole
   // tiles of keys 100 below the max with V = 60000 (keys 512-639; 429-511 blocked): nothing in O,
-  // but a reference that followed their tiles down (2^-144) would scale O's sums past float32.
+  // but a reference that followed their tiles down (2^-144) would scale O's sums past float32, and
+  // one clamped 64 below the max must move O and l there by an exact power of two: exp2(41.32)
+  // put 4% of itself into this LSE of 2.6e-5 (docs/tuning-log.md, "whole-number reference depths").
   for (bool far_tiles : {false, true}) {
     Context& context = SharedContext(Knobs::kDevice);
     AttentionParams p = MakeParams({1, 2, 1, 64, far_tiles ? 640u : 429u, 64}, DataType::kFloat16, false);

@@ -280,28 +280,48 @@ float pair_p(float t, float lse_log2, ScoreHead h, uint q_row, uint key, uint q_
   return exp2(score_mod(t, h, q_row, key, q_len, kv_len) - lse_log2);
 }
 
-// Where the tensor-core forwards take a tile's P from (base 2): its rows' own largest score, so that
-// P rounded to float16 keeps its bits when an earlier tile holds the row's max, but never more than
-// VKF_P_REFERENCE_RANGE below the running max m_new: O's float32 sums, kept relative to the same
-// reference, then grow by at most 2^64 (float16 V times any key count stays finite). P is exp2(s -
-// reference) <= 1; O and l are rescaled by exp2(old reference - new) at each tile. Their sinks
-// join the row only at its end (finish_row), so that a sink-dominated row's P keep their bits too.
+// Where the tensor-core forwards take a tile's P from (base 2): m_new - depth, with m_new the
+// running max and depth the whole number of base-2 units by which the tile's own largest score lies
+// below it (0 for the tile that holds the max), at most VKF_P_REFERENCE_RANGE. So P rounded to
+// float16 keeps its bits when an earlier tile holds the row's max; O's float32 sums, kept relative
+// to the same reference, grow by at most 2^64 (float16 V times any key count stays finite); the
+// row's largest key has P = 1 exactly. The depth is whole so that, while the max stands, the
+// rescales of O and l by exp2(old reference - new) are exact powers of two: with the tile's max
+// itself as the reference, exp2 of a difference like 41.32 rounded l by ~1e-6, 4% of an LSE near
+// 0 (docs/tuning-log.md, "whole-number reference depths"). Their sinks join the row only at its
+// end (finish_row), so that a sink-dominated row's P keep their bits too.
 #define VKF_P_REFERENCE_RANGE 64.0
-float softmax_reference(float m_new, float tile_max) { return max(tile_max, m_new - VKF_P_REFERENCE_RANGE); }
+// For a finite m_new (coopmat2's rows start from a finite floor); reference_depth takes -inf too.
+float reference_depth_below_finite(float m_new, float tile_max) {
+  return min(floor(m_new - tile_max), VKF_P_REFERENCE_RANGE);
+}
+float reference_depth(float m_new, float tile_max) {
+  return m_new == tile_max ? 0.0 : reference_depth_below_finite(m_new, tile_max);  // -inf == -inf: 0, not NaN
+}
+
+// log2 of the factor that moves O and l from one reference (m_old - depth_old) to the next: the
+// depths' difference exactly while the max stands. For finite maxima; reference_rescale_log2 also
+// takes a row that has seen only masked keys (m_old = m_new = -inf: 0, not NaN).
+float reference_rescale_log2_finite(float m_old, float depth_old, float m_new, float depth_new) {
+  return (m_old - m_new) + (depth_new - depth_old);
+}
+float reference_rescale_log2(float m_old, float depth_old, float m_new, float depth_new) {
+  return (m_old == m_new ? 0.0 : m_old - m_new) + (depth_new - depth_old);
+}
 
 // The end of a row of the tensor-core forwards: its running max m (their floor or -inf where it saw
-// no key), reference and sum l of its keys (relative to the reference), and its sink (base 2, -inf:
-// none) give the factor for O's accumulator (0 for a row that saw no key) and the base-2 LSE: m +
-// log2 of the sum relative to the max, not reference + log2(l), whose rounding would swamp an LSE
-// near 0. A row that saw no key gets its sink exactly, or -inf; a NaN sum stays NaN.
-void finish_row(float m, float ref, float l, float sink, out float o_scale, out float lse) {
+// no key), reference depth and sum l of its keys (relative to m - depth), and its sink (base 2,
+// -inf: none) give the factor for O's accumulator (0 for a row that saw no key) and the base-2 LSE:
+// m + log2 of the sum relative to the max, not the reference + log2(l), whose rounding would swamp
+// an LSE near 0. A row that saw no key gets its sink exactly, or -inf; a NaN sum stays NaN.
+void finish_row(float m, float depth, float l, float sink, out float o_scale, out float lse) {
   if (l == 0.0 && sink == NEG_INF) {
     o_scale = 0.0;
     lse = NEG_INF;
     return;
   }
   const float m_all = max(m, sink);
-  const float keys_scale = l == 0.0 ? 0.0 : exp2(ref - m_all);
+  const float keys_scale = l == 0.0 ? 0.0 : exp2(m - m_all) * exp2(-depth);  // exact without a sink above m
   const float sum = l * keys_scale + (sink == NEG_INF ? 0.0 : exp2(sink - m_all));
   o_scale = keys_scale / sum;
   lse = m_all + log2(sum);

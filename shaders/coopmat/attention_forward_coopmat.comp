@@ -85,12 +85,12 @@ void main() {
   }
 
   float m_run[M_BLOCKS * ROWS_PER_LANE];  // running row max of S (base 2), per (block, slot)
-  // where P, l and O are measured from (common/score_mod.glsl's softmax_reference); -inf until the
-  // row sees a key. The sink joins at the end.
-  float ref_run[M_BLOCKS * ROWS_PER_LANE];
+  // P, l and O are measured from m_run - depth_run (common/score_mod.glsl's reference_depth). The
+  // sink joins at the end.
+  float depth_run[M_BLOCKS * ROWS_PER_LANE];
   float l_part[M_BLOCKS * ROWS_PER_LANE]; // this lane's share of the running row sum of P
   VKF_ACC o_acc[M_BLOCKS * D_BLOCKS];
-  [[unroll]] for (uint j = 0; j < M_BLOCKS * ROWS_PER_LANE; ++j) { m_run[j] = NEG_INF; ref_run[j] = NEG_INF; l_part[j] = 0.0; }
+  [[unroll]] for (uint j = 0; j < M_BLOCKS * ROWS_PER_LANE; ++j) { m_run[j] = NEG_INF; depth_run[j] = 0.0; l_part[j] = 0.0; }
   const ScoreHead modifiers = score_head(batch, head);
   const uint mask_summary = mask_summary_base(batch, head);  // for the tiles the mask closes
   [[unroll]] for (uint j = 0; j < M_BLOCKS * D_BLOCKS; ++j) o_acc[j] = VKF_ACC(0.0);
@@ -155,11 +155,12 @@ void main() {
       [[unroll]] for (uint t = 0; t < ROWS_PER_LANE; ++t) {
         const uint j = mb * ROWS_PER_LANE + t;
         const float row_tile_max = cm_row_max(tile_max[t]);
-        m_run[j] = max(m_run[j], row_tile_max);
-        const float ref_new = softmax_reference(m_run[j], row_tile_max);
+        const float m_new = max(m_run[j], row_tile_max), depth_new = reference_depth(m_new, row_tile_max);
+        alpha[t] = exp2(reference_rescale_log2(m_run[j], depth_run[j], m_new, depth_new));
+        const float ref_new = m_new - depth_new;
         exp2_ref[t] = ref_new == NEG_INF ? 0.0 : ref_new;  // row saw no key yet: keeps exp2 off NaN
-        alpha[t] = exp2(ref_run[j] - exp2_ref[t]);
-        ref_run[j] = ref_new;
+        m_run[j] = m_new;
+        depth_run[j] = depth_new;
         tile_sum[t] = 0.0;
       }
       [[unroll]] for (uint nb = 0; nb < N_BLOCKS; ++nb) {
@@ -198,7 +199,7 @@ void main() {
     float o_scale[ROWS_PER_LANE];
     [[unroll]] for (uint t = 0; t < ROWS_PER_LANE; ++t) {
       const uint j = mb * ROWS_PER_LANE + t;
-      finish_row(m_run[j], ref_run[j], cm_row_sum(l_part[j]), sink, o_scale[t], lse[j]);
+      finish_row(m_run[j], depth_run[j], cm_row_sum(l_part[j]), sink, o_scale[t], lse[j]);
     }
     [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db)
       [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) o_acc[mb * D_BLOCKS + db][i] *= o_scale[cm_slot(i)];

@@ -122,7 +122,7 @@ void main() {
   // Every column holds the row's value, from the floor (coopmat2/online_softmax.glsl); the sink
   // joins at the end.
   ROW_VECTOR(float) m_run = ROW_VECTOR(float)(NEG_HALF_FLT_MAX);
-  ROW_VECTOR(float) ref_run = m_run;  // where P, l and O are measured from
+  ROW_VECTOR(float) depth_run = ROW_VECTOR(float)(0.0);  // P, l and O are measured from m_run - depth_run
   ROW_VECTOR(float) l_run = ROW_VECTOR(float)(0.0);
   const ScoreHead modifiers = score_head(batch, head);
   const uint mask_summary = mask_summary_base(batch, head);  // for the tiles the mask closes
@@ -181,13 +181,13 @@ void main() {
     }
     if (masked_tile) coopMatPerElementNV(s, s, mask_element, q_begin, kv_begin, q_len, kv_len);
 
-    online_softmax_step(s, ones, o_acc, m_run, ref_run, l_run);
+    online_softmax_step(s, ones, o_acc, m_run, depth_run, l_run);
   }
 
   // Epilogue: the sink joins, O = acc / l, LSE = m + log2(l) (finish_row). A row that saw no key:
   // O = 0, LSE = -inf or its sink; a row whose scores held NaN: l is NaN, and so are O and LSE.
   ROW_VECTOR(float) o_scale, lse;
-  finish_rows(m_run, ref_run, l_run, ROW_VECTOR(float)(sink_log2(head)), o_scale, lse);
+  finish_rows(m_run, depth_run, l_run, ROW_VECTOR(float)(sink_log2(head)), o_scale, lse);
   const ROWS_X_DIM(float16_t) o_out = ROWS_X_DIM(float16_t)(scaled_o(o_acc, o_scale));
   coopMatStoreTensorNV(o_out, o_h, o_base, sliceTensorLayoutNV(o_layout, q_begin, BLOCK_Q, 0, HEAD_DIM));
 

@@ -22,26 +22,31 @@ float smear(const float a, const float b) { return a; }  // widens a row-reduced
 float exp2_element(const uint row, const uint col, const float x) { return exp2(x); }
 
 // One tile of keys: s holds its scores in base-2 units (scaled and masked); the running max m_run,
-// the reference ref_run (common/score_mod.glsl's softmax_reference: where P and O, l are measured
-// from), the sum l_run and the unnormalized O o_acc take it in. `ones` is ONES_COLUMNS(1.0).
+// the reference depth depth_run (common/score_mod.glsl's reference_depth: P, O and l are measured
+// from m_run - depth_run), the sum l_run and the unnormalized O o_acc take it in. `ones` is
+// ONES_COLUMNS(1.0).
 void online_softmax_step(const ROWS_X_KEYS(float) s, const ONES_COLUMNS ones, inout ROWS_X_DIM(float) o_acc,
-                         inout ROW_VECTOR(float) m_run, inout ROW_VECTOR(float) ref_run, inout ROW_VECTOR(float) l_run) {
-  // m_new = max(m_run, rowmax(S)), reference near rowmax(S), P = exp2(S - reference),
+                         inout ROW_VECTOR(float) m_run, inout ROW_VECTOR(float) depth_run, inout ROW_VECTOR(float) l_run) {
+  // m_new = max(m_run, rowmax(S)), reference = m_new - depth, P = exp2(S - reference),
   // alpha = exp2(old reference - new).
   ROW_VECTOR(float) tile_max;
   coopMatReduceNV(tile_max, s, gl_CooperativeMatrixReduceRowNV, row_max);
-  ROW_VECTOR(float) ref_new;
+  ROW_VECTOR(float) ref_new, rescale_log2;
   [[unroll]] for (uint i = 0; i < ref_new.length(); ++i) {
-    m_run[i] = max(m_run[i], tile_max[i]);
-    ref_new[i] = softmax_reference(m_run[i], tile_max[i]);
+    // m_run starts at the finite floor: the guards of reference_depth and reference_rescale_log2
+    // against -inf - -inf cost coopmat2 0.5% (docs/tuning-log.md).
+    const float m_new = max(m_run[i], tile_max[i]), depth_new = reference_depth_below_finite(m_new, tile_max[i]);
+    rescale_log2[i] = reference_rescale_log2_finite(m_run[i], depth_run[i], m_new, depth_new);
+    ref_new[i] = m_new - depth_new;
+    m_run[i] = m_new;
+    depth_run[i] = depth_new;
   }
   ROWS_X_KEYS(float) ref_wide;
   coopMatReduceNV(ref_wide, ref_new, gl_CooperativeMatrixReduceRowNV, smear);
   ROWS_X_KEYS(float) p;
   coopMatPerElementNV(p, s - ref_wide, exp2_element);
   ROW_VECTOR(float) alpha;
-  coopMatPerElementNV(alpha, ref_run - ref_new, exp2_element);
-  ref_run = ref_new;
+  coopMatPerElementNV(alpha, rescale_log2, exp2_element);
 
   const coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_Q, BLOCK_KV, gl_MatrixUseA> p_a =
       coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_Q, BLOCK_KV, gl_MatrixUseA>(p);
@@ -61,11 +66,11 @@ void online_softmax_step(const ROWS_X_KEYS(float) s, const ONES_COLUMNS ones, in
 
 // The rows' ends (common/score_mod.glsl's finish_row), with each row's sink (base 2; -inf: none):
 // O's scale (1 / l, 0 for a row that saw no key) and the base-2 LSE.
-void finish_rows(const ROW_VECTOR(float) m_run, const ROW_VECTOR(float) ref_run, const ROW_VECTOR(float) l_run,
+void finish_rows(const ROW_VECTOR(float) m_run, const ROW_VECTOR(float) depth_run, const ROW_VECTOR(float) l_run,
                  const ROW_VECTOR(float) sinks, out ROW_VECTOR(float) o_scale, out ROW_VECTOR(float) lse) {
   [[unroll]] for (uint i = 0; i < lse.length(); ++i) {
     float scale, row_lse;
-    finish_row(m_run[i], ref_run[i], l_run[i], sinks[i], scale, row_lse);
+    finish_row(m_run[i], depth_run[i], l_run[i], sinks[i], scale, row_lse);
     o_scale[i] = scale;
     lse[i] = row_lse;
   }

@@ -127,7 +127,7 @@ void main() {
   ROWS_X_DIM(float) o_acc = ROWS_X_DIM(float)(0.0);
   ROW_VECTOR(float) m_run = ROW_VECTOR(float)(NEG_HALF_FLT_MAX);
   ROW_VECTOR(float) l_run = ROW_VECTOR(float)(0.0);
-  ROW_VECTOR(float) ref_run = m_run;  // where P, l and O are measured from
+  ROW_VECTOR(float) depth_run = ROW_VECTOR(float)(0.0);  // P, l and O are measured from m_run - depth_run
   const ONES_COLUMNS ones = ONES_COLUMNS(1.0);
   CrossedRuns crossed = no_crossed_tiles(key_begin, key_end);  // where V was zeroed
   MaskWalk closed_keys = mask_walk();  // the tiles the mask closes for every packed head, read as the loop goes
@@ -162,13 +162,13 @@ void main() {
     s *= pc.scale_log2;
     if (scores_modified()) coopMatPerElementNV(s, s, modify_packed, kv_begin, rows, q_len, kv_len);
     if (masked_tile) coopMatPerElementNV(s, s, mask_packed, kv_begin, key_end, q_len, kv_len);
-    online_softmax_step(s, ones, o_acc, m_run, ref_run, l_run);
+    online_softmax_step(s, ones, o_acc, m_run, depth_run, l_run);
   }
 
   // O (normalized, float32) and the rows' base-2 LSE through shared memory, to be stored row by row.
   ROW_VECTOR(float) sinks = ROW_VECTOR(float)(NEG_INF), o_scale, lse;
   if (SINKS && split == 0) coopMatPerElementNV(sinks, sinks, packed_sink, rows, q_len);  // they join one part only
-  finish_rows(m_run, ref_run, l_run, sinks, o_scale, lse);
+  finish_rows(m_run, depth_run, l_run, sinks, o_scale, lse);
   const ROWS_X_DIM(float) o_out = scaled_o(o_acc, o_scale);
   barrier();  // every matrix load of the last step is done
   coopMatStore(o_out, kv_tiles, 0, QUADS, gl_CooperativeMatrixLayoutRowMajor);

@@ -7,7 +7,7 @@
 # holding the build to measure (vkflash), and run `bash tools/lab/runs/2026-11-27-every-family-table.sh`.
 RUNS=${RUNS:-20}
 source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, catch_tests, report
-cli=build-lab/new/vkflash
+cli=$VKFLASH_BUILD_DIR/vkflash  # build-lab/new unless VKFLASH_BUILD_DIR says otherwise
 
 for d in 128 64; do
   for k in scalar coopmat_khr coopmat_nv coopmat2; do

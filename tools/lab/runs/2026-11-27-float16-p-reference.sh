@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # 2026-11-27, the contract: the tensor-core forwards (coopmat2, its decode kernel, the KHR and NV
 # subgroup-scope kernels) take each tile's P relative to the tile's own largest score
-# (softmax_reference in shaders/common/score_mod.glsl) instead of the running max, and join the
+# (softmax_reference in shaders/common/score_mod.glsl; replaced the same day by reference_depth: 2026-11-27-reference-depths.sh) instead of the running max, and join the
 # sink only at the row's end (finish_row): a sink-dominated row's P were float16 subnormals (20%
 # error in O; docs/tuning-log.md, "float16 P relative to the tile in the tensor-core forwards").
 # Carry [".gpu", ".gl", "build-lab"], build-lab/ holding head/vkflash (the commit before), new/ (the
