@@ -292,11 +292,11 @@ float pair_p(float t, float lse_log2, ScoreHead h, uint q_row, uint key, uint q_
 // end (finish_row), so that a sink-dominated row's P keep their bits too.
 #define VKF_P_REFERENCE_RANGE 64.0
 // For a finite m_new (coopmat2's rows start from a finite floor); reference_depth takes -inf too.
-float reference_depth_below_finite(float m_new, float tile_max) {
+float reference_depth_finite(float m_new, float tile_max) {
   return min(floor(m_new - tile_max), VKF_P_REFERENCE_RANGE);
 }
 float reference_depth(float m_new, float tile_max) {
-  return m_new == tile_max ? 0.0 : reference_depth_below_finite(m_new, tile_max);  // -inf == -inf: 0, not NaN
+  return m_new == tile_max ? 0.0 : reference_depth_finite(m_new, tile_max);  // -inf == -inf: 0, not NaN
 }
 
 // log2 of the factor that moves O and l from one reference (m_old - depth_old) to the next: the

@@ -12,9 +12,9 @@
 #define ROW_VECTOR(T) coopmat<T, gl_ScopeWorkgroup, BLOCK_Q, STAT_COLUMNS, gl_MatrixUseAccumulator>
 #define ONES_COLUMNS coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_KV, STAT_COLUMNS, gl_MatrixUseB>
 
-// Where a row's running max and reference start: finite, so that no difference of them (old
-// reference - new, S - reference) is -inf - -inf (NaN) for a row that has seen only masked keys so
-// far. A finite base-2 score below it (a bias below about -1.18e38) counts as masked.
+// Where a row's running max starts: finite, so that neither m_new - tile max nor m_old - m_new is
+// -inf - -inf (NaN) for a row that has seen only masked keys so far. A finite base-2 score below it
+// (a bias below about -1.18e38) counts as masked.
 #define NEG_HALF_FLT_MAX uintBitsToFloat(0xfeffffffu)
 
 float row_max(const float a, const float b) { return max(a, b); }
@@ -34,8 +34,8 @@ void online_softmax_step(const ROWS_X_KEYS(float) s, const ONES_COLUMNS ones, in
   ROW_VECTOR(float) ref_new, rescale_log2;
   [[unroll]] for (uint i = 0; i < ref_new.length(); ++i) {
     // m_run starts at the finite floor: the guards of reference_depth and reference_rescale_log2
-    // against -inf - -inf cost coopmat2 0.5% (docs/tuning-log.md).
-    const float m_new = max(m_run[i], tile_max[i]), depth_new = reference_depth_below_finite(m_new, tile_max[i]);
+    // against -inf - -inf cost coopmat2 0.6% at D = 64 (docs/tuning-log.md).
+    const float m_new = max(m_run[i], tile_max[i]), depth_new = reference_depth_finite(m_new, tile_max[i]);
     rescale_log2[i] = reference_rescale_log2_finite(m_run[i], depth_run[i], m_new, depth_new);
     ref_new[i] = m_new - depth_new;
     m_run[i] = m_new;
