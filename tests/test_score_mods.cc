@@ -305,6 +305,30 @@ TEST_CASE("sinks: -inf is no sink, and a large sink takes the whole row", "[forw
   }
 }
 
+TEST_CASE("sinks: a row that sees no key gets zeros and its sink's LSE, however far below every score", "[forward][sinks]") {
+  // Causal with Nq > Nk (bottom-right): rows 0-13 see no key. Head 0's sink lies below the
+  // coopmat2 forward's finite start for the running max (-1.7e38 in base 2): taken as the row's
+  // max there, the sink weighed exp2(sink - floor) = 0 and O was 0 / 0.
+  Context& context = SharedContext(Knobs::kDevice);
+  const std::vector<float> sinks = {-1.5e38f, -1e30f, -3.0f, 0.5f};
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
+    AttentionParams p = MakeParams({1, 4, 2, 47, 33, 64}, dtype, true);
+    p.sinks = true;
+    INFO(Describe(p));
+    const ForwardRun run = RunForwardCase(context, p, 16160, {{}, sinks});
+    const uint32_t rows = p.shape.q_len, dim = p.shape.head_dim, blind_rows = 47 - 33;
+    for (uint32_t h = 0; h < 4; ++h) {
+      for (uint32_t i = 0; i < blind_rows; ++i) {
+        INFO("head " << h << " row " << i << " LSE " << run.lse[h * rows + i]);
+        REQUIRE(std::fabs(run.lse[h * rows + i] - sinks[h]) <= 1e-6f * std::fabs(sinks[h]) + 1e-6f);
+        for (uint32_t d = 0; d < dim; ++d) REQUIRE(run.o[(uint64_t(h) * rows + i) * dim + d] == 0.0f);
+      }
+    }
+    CHECK(run.o_error <= ForwardTolerance(dtype));
+    RequireNoValidationMessages();
+  }
+}
+
 TEST_CASE("sinks: a sink of +inf or NaN makes its head's rows NaN, and no other head's", "[forward][sinks][nonfinite]") {
   // docs/design.md: such a sink makes its head's rows NaN. Heads 2 and 3 (the other KV head's)
   // must give the same bits as with finite sinks on heads 0 and 1.

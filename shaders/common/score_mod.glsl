@@ -313,14 +313,15 @@ float reference_rescale_log2(float m_old, float depth_old, float m_new, float de
 // no key), reference depth and sum l of its keys (relative to m - depth), and its sink (base 2,
 // -inf: none) give the factor for O's accumulator (0 for a row that saw no key) and the base-2 LSE:
 // m + log2 of the sum relative to the max, not the reference + log2(l), whose rounding would swamp
-// an LSE near 0. A row that saw no key gets its sink exactly, or -inf; a NaN sum stays NaN.
+// an LSE near 0. A row that saw no key gets its sink exactly, or -inf, even a sink below coopmat2's
+// finite floor for m (max(m, sink) would be the floor there, and O 0 / 0); a NaN sum stays NaN.
 void finish_row(float m, float depth, float l, float sink, out float o_scale, out float lse) {
   if (l == 0.0 && sink == NEG_INF) {
     o_scale = 0.0;
     lse = NEG_INF;
     return;
   }
-  const float m_all = max(m, sink);
+  const float m_all = l == 0.0 ? sink : max(m, sink);
   const float keys_scale = l == 0.0 ? 0.0 : exp2(m - m_all) * exp2(-depth);  // exact without a sink above m
   const float sum = l * keys_scale + (sink == NEG_INF ? 0.0 : exp2(sink - m_all));
   o_scale = keys_scale / sum;
