@@ -13,7 +13,10 @@
 # `lean`: coopmat2 alone, new, depth and lean/ (depth with the coopmat2 step's guards dropped: its
 # running max starts finite), then `tests` on lean (VKFLASH_BUILD_DIR=build-lab/lean). `final`:
 # coopmat2, new, lean and final/ (lean's expressions in score_mod.glsl's *_finite helpers, which
-# glslang emits as function calls), then the far-keys tests on final.
+# glslang emits as function calls), then the far-keys tests on final. `unverified`: what was
+# committed after the last device run (4af15b3: finish_row takes a blind row's sink as its max), on
+# the build in build-lab/new (VKFLASH_BUILD_DIR=build-lab/new): its new sink test with each
+# tensor-core family, [sinks] with auto.
 part=${1:-tests}
 RUNS=${RUNS:-20}
 VKFLASH_BUILD_DIR=${VKFLASH_BUILD_DIR:-build-lab/depth}
@@ -51,6 +54,15 @@ case "$part" in
     far='"masks: keys far below*","sinks: rows whose*","*ALiBi and sinks together with causal masks and windows: backward"'
     build=build-lab/final TEST_TIMEOUT=300 catch_tests far_keys_final "$far"
     report far_keys_final
+    ;;
+  unverified)
+    blind='"sinks: a row that sees no key*"'
+    for k in auto coopmat_khr coopmat_nv; do
+      TEST_TIMEOUT=300 catch_tests "blind_$k" "$blind" VKFLASH_KERNELS=$k &
+    done
+    TEST_TIMEOUT=500 catch_tests sinks_auto '"[sinks]~[cli]"' &
+    wait
+    report blind_auto blind_coopmat_khr blind_coopmat_nv sinks_auto
     ;;
   tests)  # not the CLI's tests: they need the CLI at its build path
     far='"masks: keys far below*","sinks: rows whose*","masks: rows the mask blocks entirely*"'
