@@ -17,22 +17,9 @@ part=${1:-bench}
 RUNS=${RUNS:-20}
 source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, catch_tests, report
 
-family_rows() {
-  local k
-  for k in coopmat2 coopmat_khr coopmat_nv; do
-    echo "-- $k"
-    run --kernel $k --b 4 --h "$2" --n 4096 --d "$1" --mode fwd
-  done
-}
-decode_rows() {
-  run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd
-  run --b 1 --h 32 --hkv 8 --nq 1 --nk 131072 --d 128 --mode fwd
-  run --b 4 --h 32 --hkv 8 --nq 16 --nk 8192 --d 128 --mode fwd
-}
-
 case "$part" in
   bench)
-    sweep 2 "64 128" "head new" family_rows
+    sweep 2 "64 128" "head new" tensor_core_forward_rows
     echo "-- decode"
     sweep 1 "128" "head new" decode_rows
     ;;

@@ -20,36 +20,23 @@
 part=${1:-tests}
 RUNS=${RUNS:-20}
 VKFLASH_BUILD_DIR=${VKFLASH_BUILD_DIR:-build-lab/depth}
-source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, catch_tests, report
+source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, sweep, catch_tests, report, the rows
 
-family_rows() {
-  local k
-  for k in coopmat2 coopmat_khr coopmat_nv; do
-    echo "-- $k"
-    run --kernel $k --b 4 --h "$2" --n 4096 --d "$1" --mode fwd
-  done
-}
-decode_rows() {
-  run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd
-  run --b 1 --h 32 --hkv 8 --nq 1 --nk 131072 --d 128 --mode fwd
-  run --b 4 --h 32 --hkv 8 --nq 16 --nk 8192 --d 128 --mode fwd
-}
+coopmat2_rows() { run --kernel coopmat2 --b 4 --h "$2" --n 4096 --d "$1" --mode fwd; }
 
 case "$part" in
   bench)
-    sweep 2 "64 128" "new depth" family_rows
+    sweep 2 "64 128" "new depth" tensor_core_forward_rows
     echo "-- decode"
     sweep 1 "128" "new depth" decode_rows
     ;;
   lean)
-    coopmat2_rows() { run --kernel coopmat2 --b 4 --h "$2" --n 4096 --d "$1" --mode fwd; }
     sweep 2 "64 128" "new depth lean" coopmat2_rows
     echo "-- decode (tensor cores)"
     decode_row() { run --b 4 --h 32 --hkv 8 --nq 16 --nk 8192 --d 128 --mode fwd; }
     sweep 1 "128" "new depth lean" decode_row
     ;;
   final)
-    coopmat2_rows() { run --kernel coopmat2 --b 4 --h "$2" --n 4096 --d "$1" --mode fwd; }
     sweep 2 "64 128" "new lean final" coopmat2_rows
     far='"masks: keys far below*","sinks: rows whose*","*ALiBi and sinks together with causal masks and windows: backward"'
     build=build-lab/final TEST_TIMEOUT=300 catch_tests far_keys_final "$far"

@@ -24,6 +24,21 @@ sweep() {
   done
 }
 
+# Rows for sweep: the tensor-core forwards (coopmat2, KHR, NV) at B = 4, N = 4096; the decode
+# shapes of issue 21's goal (B = 1, Hq = 32, Hkv = 8, 16k and 128k keys) and a speculative one.
+tensor_core_forward_rows() {
+  local k
+  for k in coopmat2 coopmat_khr coopmat_nv; do
+    echo "-- $k"
+    run --kernel $k --b 4 --h "$2" --n 4096 --d "$1" --mode fwd
+  done
+}
+decode_rows() {
+  run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd
+  run --b 1 --h 32 --hkv 8 --nq 1 --nk 131072 --d 128 --mode fwd
+  run --b 4 --h 32 --hkv 8 --nq 16 --nk 8192 --d 128 --mode fwd
+}
+
 # catch_tests NAME SPEC [VAR=value...]: the Catch2 tests SPEC (a quoted test spec, as for the
 # shell) of $build under trixie's validation layer, the kernels `auto` picks unless a
 # VKFLASH_KERNELS=... follows, into $out/NAME.log; stopped after $TEST_TIMEOUT seconds (420).
