@@ -54,6 +54,8 @@ report() {
   local name
   for name in "$@"; do
     echo "== $name"
-    grep -E "^[0-9.]+ s: |passed|failed|FAILED" -A3 "$out/$name.log" | head -40
+    # A log with no verdict (the binary missing, a crash before Catch2 printed) shows its end instead.
+    grep -E "^[0-9.]+ s: |passed|failed|FAILED" -A3 "$out/$name.log" | head -40 ||
+      { echo "no verdict; the log ends:"; tail -3 "$out/$name.log"; }
   done
 }
