@@ -45,6 +45,15 @@ struct BenchConfig {
   bool forward = true, backward = true;
 };
 
+// A kernel and its tile as the table prints them: "name ROWSxKEYS/INVOCATIONS", and the invocations
+// per row where the kernel has several ("name 32x32/8/128"; the register-tiled backward's tiles
+// differ only there).
+std::string KernelText(const KernelChoice& k) {
+  std::string text = k.kernel + " " + std::to_string(k.block_q) + "x" + std::to_string(k.block_kv) + "/";
+  if (k.threads_per_row > 1) text += std::to_string(k.threads_per_row) + "/";
+  return text + std::to_string(k.workgroup_size);
+}
+
 // The forward's FLOPs: 4 * D per visible pair; with --mask-sparsity, only the pairs of the blocks
 // left open (the kernels skip the closed ones, as FlexAttention's benchmarks count block-sparse
 // attention).
@@ -257,9 +266,7 @@ Status RunConfig(Context& context, const BenchConfig& c, const BenchOptions& o, 
     auto measured = time([&](VkCommandBuffer cmd) { return context.RecordForward(cmd, p, f); }, o.runs);
     if (!measured.ok()) return measured.status();
     auto choice = context.ChooseForwardKernel(p);
-    const std::string kernel = choice->kernel + " " + std::to_string(choice->block_q) + "x" +
-                               std::to_string(choice->block_kv) + "/" + std::to_string(choice->workgroup_size);
-    add_row("fwd", kernel, *measured, forward_flops);
+    add_row("fwd", KernelText(*choice), *measured, forward_flops);
     if (o.read_ceiling || o.preset == "decode") {
       // The same K and V bytes read once by the read probe: the ceiling of this forward.
       const std::array<BufferView, 2> sources = {BufferView{b.k.buffer, b.k.offset, b.k.size / 16 * 16},
@@ -288,7 +295,7 @@ Status RunConfig(Context& context, const BenchConfig& c, const BenchOptions& o, 
     auto measured = time([&](VkCommandBuffer cmd) { return context.RecordBackward(cmd, p, b); }, o.runs);
     if (!measured.ok()) return measured.status();
     auto kernels = context.ChooseBackwardKernels(p);
-    add_row("bwd", kernels->dkdv.kernel + "+" + kernels->dq.kernel, *measured, 2.5 * forward_flops);
+    add_row("bwd", KernelText(kernels->dkdv) + " + " + KernelText(kernels->dq), *measured, 2.5 * forward_flops);
   }
   return Status::Ok();
 }

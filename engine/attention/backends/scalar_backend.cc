@@ -49,13 +49,14 @@ constexpr TiledTile kTiledForwardTiles[] = {
 
 // The register-tiled gradient kernels (scalar/attention_backward_{dkdv,dq}_tiled.comp), the same
 // fields (first that fits wins). Order from H100 measurements, float16, N = 4096, H * D = 2048,
-// backward TFLOP/s with the other kernel at its default (docs/tuning-log.md, 2026-11-24); entries
+// backward TFLOP/s with the other kernel at its default (docs/tuning-log.md, 2026-11-24 and 2026-11-27); entries
 // with 4 invocations per row group take head dims whose row words 8 does not divide (float16 D = 96,
 // 160, 224; float32 D = 48, 80, 112).
 constexpr TiledTile kTiledDkdvTiles[] = {
     {64, 32, 8, 4, 64},  // D <= 64: 18.9 TFLOP/s (with dQ's 64x32x8x4) against 17.6-17.8 for 64x32x4x2, 32x32x8x2
     {64, 32, 4, 2, 64},  // (17.8)
-    {32, 32, 8, 2},      // D = 128 on 48 KB: 16.9 against 16.3-16.4 for 32x32x8x4, 32x16x8x2
+    {32, 32, 16, 4, 128},  // D = 128 on 48 KB: 18.56 against 17.95 for 32x32x8x2, 17.5 for 32x16x16x4 (2026-11-27)
+    {32, 32, 8, 2},      // other head dims: 16.9 against 16.3-16.4 for 32x32x8x4, 32x16x8x2 at D = 128 (2026-11-24)
     {32, 32, 4, 2},      // (15.7)
     {32, 16, 8, 2},      // where 32x32 does not fit: 32 KB at D = 128 (15.5), 48 KB at D = 192
     {32, 16, 4, 2},
