@@ -320,6 +320,16 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
     f = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(f.ok());
     CHECK((f->block_q == 128 && f->block_kv == 64 && f->workgroup_size == 256));
+    // With a mask or bias the 64-row tiles run instead (as fast open, faster with closed blocks)
+    params.mask.type = vkflash::MaskType::kBool;
+    f = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(f.ok());
+    CHECK((f->block_q == 64 && f->block_kv == 80 && f->workgroup_size == 128));
+    device.shared_memory_bytes = 49152;
+    device.cooperative_matrix2_reserved_shared_memory = 8192;  // the H100's: 80-key steps do not fit
+    f = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(f.ok());
+    CHECK((f->block_q == 64 && f->block_kv == 64 && f->workgroup_size == 128));
   }
   SECTION("the forward uses only the listed workgroup sizes") {
     device.cooperative_matrix2_workgroups = {{256, 32, 32, 16}};

@@ -25,13 +25,14 @@ struct TileShape {
 };
 
 // The register-tiled forward (scalar/attention_forward_tiled.comp): rows x keys per step, the
-// invocations sharing a row group, the rows each owns, the largest head dim the entry is for.
+// invocations sharing a row group, the rows each owns, the largest (and smallest) head dim the
+// entry is for.
 // Order from H100 measurements (docs/tuning-log.md, 2026-11-24 and 2026-11-27; float16, with K
 // as floats where it fits; the 2026-11-27 numbers with 32 keys per float16 partial of P V, since
 // 16), first that fits wins.
 struct TiledTile {
   // Rows the workgroup owns (forward, dQ: query rows; dK/dV: keys) and streams per step.
-  uint32_t owned, streamed, threads_per_row, rows_per_thread, max_head_dim = 256;
+  uint32_t owned, streamed, threads_per_row, rows_per_thread, max_head_dim = 256, min_head_dim = 0;
   uint32_t workgroup_size() const { return owned / rows_per_thread * threads_per_row; }
 };
 constexpr TiledTile kTiledForwardTiles[] = {
@@ -55,7 +56,7 @@ constexpr TiledTile kTiledForwardTiles[] = {
 constexpr TiledTile kTiledDkdvTiles[] = {
     {64, 32, 8, 4, 64},  // D <= 64: 18.9 TFLOP/s (with dQ's 64x32x8x4) against 17.6-17.8 for 64x32x4x2, 32x32x8x2
     {64, 32, 4, 2, 64},  // (17.8)
-    {32, 32, 16, 4, 128},  // D = 128 on 48 KB: 18.56 against 17.95 for 32x32x8x2, 17.5 for 32x16x16x4 (2026-11-27)
+    {32, 32, 16, 4, 128, 128},  // D = 128 on 48 KB: 18.56 against 17.95 for 32x32x8x2, 17.5 for 32x16x16x4 (2026-11-27)
     {32, 32, 8, 2},      // other head dims: 16.9 against 16.3-16.4 for 32x32x8x4, 32x16x8x2 at D = 128 (2026-11-24)
     {32, 32, 4, 2},      // (15.7)
     {32, 16, 8, 2},      // where 32x32 does not fit: 32 KB at D = 128 (15.5), 48 KB at D = 192
@@ -160,7 +161,8 @@ ForcedScalarTile ParseScalarTile(const std::string& text) {
 // per 16-byte word: whole words (16-byte loads), whole register blocks, a workgroup the device runs.
 bool TiledShapeFits(const DeviceInfo& device, TiledTile tile, uint32_t head_dim, uint32_t word_cols) {
   const uint32_t row_words = head_dim / word_cols;
-  return head_dim % 8 == 0 && head_dim <= tile.max_head_dim && tile.owned % tile.rows_per_thread == 0 &&
+  return head_dim % 8 == 0 && head_dim <= tile.max_head_dim && head_dim >= tile.min_head_dim &&
+         tile.owned % tile.rows_per_thread == 0 &&
          row_words % tile.threads_per_row == 0 && tile.streamed % tile.threads_per_row == 0 &&
          tile.workgroup_size() <= device.max_workgroup_invocations;
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # 2026-11-27, issue 21's goal shape (B = 1, Hq = 32, Hkv = 8, Nq = 1, D = 128): at 16k keys the
-# decode call reads K and V at 0.70 of the read probe, 0.8 wanted. Where do its last microseconds
+# decode call reads K and V at 0.70-0.72 of the read probe, 0.8 wanted. Where do its last microseconds
 # go? Timing-only variants beside the committed code (build-lab/new), each a CLI in build-lab/NAME
 # built by tools/lab/build_variant.py: `nocombine` records no merge dispatch (and no barrier before
 # it; its O is wrong), `onebarrier` merges the key groups' O with one barrier instead of one per
@@ -31,5 +31,9 @@ case "$part" in
     ;;
   zero)
     sweep 2 "128" "new nocombine zero_fill zero_dispatch" goal_rows
+    ;;
+  *)
+    echo "unknown part '$part'" >&2
+    exit 2
     ;;
 esac

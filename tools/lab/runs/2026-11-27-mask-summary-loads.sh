@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # 2026-11-27, issue 23's block-sparse goal (75% of the bias's blocks closed >= 3x faster than all
-# open; 2.93-2.99x on the H100 so far). The summary pass before the kernels
+# open; 2.93-2.97x on the H100 so far). The summary pass before the kernels
 # (scalar/attention_mask_tiles.comp) read a column's 16 rows one load after the other and stopped
 # at the first open element: cheap for an open bias (one load), 16 memory latencies per column for
 # a closed block, so the closed case paid most for it. `summary4` reads 4 rows of every column at
@@ -13,7 +13,7 @@ source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, sweep, catch
 rows() {
   run --kernel coopmat2 --b 4 --h "$2" --n 4096 --d "$1" --mode fwd --mask
   run --kernel coopmat2 --b 4 --h "$2" --n 4096 --d "$1" --mode fwd --mask --mask-sparsity 0.75
-  [ "$3" = 1 ] && run --kernel coopmat2 --b 4 --h "$2" --n 4096 --d "$1" --mode fwd
+  if [ "$3" = 1 ]; then run --kernel coopmat2 --b 4 --h "$2" --n 4096 --d "$1" --mode fwd; fi
 }
 case "$part" in
   bench)
@@ -39,5 +39,9 @@ case "$part" in
     catch_tests dbias_bits_scalar '"masks: the bias*"' VKFLASH_KERNELS=scalar &
     wait
     report skipped past_1024 dbias_bits rest dbias_bits_scalar
+    ;;
+  *)
+    echo "unknown part '$part'" >&2
+    exit 2
     ;;
 esac

@@ -39,4 +39,8 @@ case "$part" in
     build=build-lab/new TEST_TIMEOUT=400 catch_tests forward_mask '"[forward][mask]~[cli]~[knobs]"'
     report forward_mask
     ;;
+  *)
+    echo "unknown part '$part'" >&2
+    exit 2
+    ;;
 esac

@@ -50,4 +50,8 @@ case "$part" in
     build=build-lab/new TEST_TIMEOUT=560 catch_tests backward_scalar '"[backward]~[cli]~[knobs]"' VKFLASH_KERNELS=scalar
     report backward_scalar
     ;;
+  *)
+    echo "unknown part '$part'" >&2
+    exit 2
+    ;;
 esac

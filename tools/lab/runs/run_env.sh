@@ -54,8 +54,12 @@ report() {
   local name
   for name in "$@"; do
     echo "== $name"
-    # A log with no verdict (the binary missing, a crash before Catch2 printed) shows its end instead.
-    grep -E "^[0-9.]+ s: |passed|failed|FAILED" -A3 "$out/$name.log" | head -40 ||
-      { echo "no verdict; the log ends:"; tail -3 "$out/$name.log"; }
+    # A log without a test's line (the binary missing, a crash before Catch2 printed) shows its end.
+    if grep -qE "^[0-9.]+ s: |passed|failed|FAILED" "$out/$name.log"; then
+      grep -E "^[0-9.]+ s: |passed|failed|FAILED" -A3 "$out/$name.log" | head -40
+    else
+      echo "no test ran; the log ends:"
+      tail -3 "$out/$name.log"
+    fi
   done
 }
