@@ -45,11 +45,14 @@ struct BenchConfig {
   bool forward = true, backward = true;
 };
 
-// A kernel and its tile as the table prints them: "name ROWSxKEYS/INVOCATIONS", and the invocations
-// per row where the kernel has several ("name 32x32/8/128"; the register-tiled backward's tiles
-// differ only there).
+// A kernel and its tile as the table prints them: "name ROWSxKEYS/INVOCATIONS" (query rows x keys
+// per tile, also for the dK/dV kernels, which own the keys; a kernel without key tiles, ROWS), and
+// the invocations per row where the kernel has several ("name 32x32/8/128": the register-tiled
+// backward's tiles can differ only there).
 std::string KernelText(const KernelChoice& k) {
-  std::string text = k.kernel + " " + std::to_string(k.block_q) + "x" + std::to_string(k.block_kv) + "/";
+  std::string text = k.kernel + " " + std::to_string(k.block_q);
+  if (k.block_kv > 0) text += "x" + std::to_string(k.block_kv);
+  text += "/";
   if (k.threads_per_row > 1) text += std::to_string(k.threads_per_row) + "/";
   return text + std::to_string(k.workgroup_size);
 }
