@@ -37,13 +37,15 @@ void main() {
 
   const uint head_base = mask_head * pc.rows * pc.keys;
   const uint row0 = row_block * VKF_MASK_TILE_ROWS, row_end = min(pc.rows, row0 + VKF_MASK_TILE_ROWS);
+  // Column c's key is first_key + c * VKF_MASK_TILES_WORKGROUP_SIZE (coalesced across the workgroup).
+  const uint first_key = word * KEYS_PER_WORD + lane;
   bool open[KEY_COLUMNS];  // some element of the column's rows so far is open (past the keys: true)
-  [[unroll]] for (uint c = 0; c < KEY_COLUMNS; ++c) open[c] = word * KEYS_PER_WORD + lane + c * VKF_MASK_TILES_WORKGROUP_SIZE >= pc.keys;
+  [[unroll]] for (uint c = 0; c < KEY_COLUMNS; ++c) open[c] = first_key + c * VKF_MASK_TILES_WORKGROUP_SIZE >= pc.keys;
   for (uint batch_row = row0; batch_row < row_end; batch_row += ROWS_IN_FLIGHT) {
     // Every load of the batch first (clamped into the mask: a row or key read twice changes no OR).
     float value[KEY_COLUMNS][ROWS_IN_FLIGHT];
     [[unroll]] for (uint c = 0; c < KEY_COLUMNS; ++c) {
-      const uint key = min(word * KEYS_PER_WORD + lane + c * VKF_MASK_TILES_WORKGROUP_SIZE, pc.keys - 1);
+      const uint key = min(first_key + c * VKF_MASK_TILES_WORKGROUP_SIZE, pc.keys - 1);
       [[unroll]] for (uint r = 0; r < ROWS_IN_FLIGHT; ++r) {
         value[c][r] = mask_value(head_base + min(batch_row + r, row_end - 1) * pc.keys + key);
       }
@@ -58,7 +60,7 @@ void main() {
   uint bits = 0;
   [[unroll]] for (uint c = 0; c < KEY_COLUMNS; ++c) {
     const uint offset = lane + c * VKF_MASK_TILES_WORKGROUP_SIZE;  // key within the word's keys
-    if (word * KEYS_PER_WORD + offset < pc.keys && open[c]) bits |= 1u << (offset / VKF_MASK_TILE_KEYS);
+    if (first_key + c * VKF_MASK_TILES_WORKGROUP_SIZE < pc.keys && open[c]) bits |= 1u << (offset / VKF_MASK_TILE_KEYS);
   }
   // An order-independent OR. Workgroup scope: the default, device scope, needs
   // vulkanMemoryModelDeviceScope where a Context enables the Vulkan memory model.

