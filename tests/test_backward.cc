@@ -219,7 +219,7 @@ TEST_CASE("deterministic = false sums dQ with float atomics where the family and
       CHECK(choice->dq.kernel == "backward_dq_from_sums_f16");
       // delta and the float32 dQ sums: O(N), as the chunked kernels' state
       CHECK(workspace >= (params.shape.lse_elements() + params.shape.q_elements()) * sizeof(float));
-    } else {  // the deterministic kernels run the call: the same bits
+    } else if (!choice->stored_ds) {  // the deterministic kernels run the call: the same bits
       params.deterministic = true;
       const BackwardRun same = RunBackwardCase(context, params, seed);
       REQUIRE(same.dq == run.dq);
@@ -229,6 +229,125 @@ TEST_CASE("deterministic = false sums dQ with float atomics where the family and
     ++seed;
   }
   RequireNoValidationMessages();
+}
+
+// Where a context that asks for stored dS (TileOverrides::nondeterministic_dq) runs it: calls the
+// VK_NV_cooperative_matrix2 family takes, without a mask, whose (batch, KV head) pair fits the budget.
+bool ExpectStoredDs(const Context& context, AttentionParams params, uint32_t max_mib) {
+  params.deterministic = true;
+  auto deterministic = context.ChooseBackwardKernels(params);
+  REQUIRE(deterministic.ok());
+  return deterministic->dkdv.family == "coopmat2" && params.mask.type == MaskType::kNone &&
+         attention::StoredDsChunkPairs(context.device_info(), params.shape, max_mib) > 0;
+}
+
+TEST_CASE("stored dS (deterministic = false): dQ from the dS that the dK/dV kernel stored, whole and in chunks",
+          "[backward][stored_ds]") {
+  // 1 MiB holds 3 of the first shape's 4 (batch, KV head) pairs (two chunks of 2), none of the last's
+  // (the deterministic kernels then run it); the default holds every call whole.
+  for (const uint32_t max_mib : {0u, 1u}) {
+    ContextOptions options = ValidatedOptions();
+    options.tile_overrides.nondeterministic_dq = "stored-ds";
+    options.tile_overrides.stored_ds_max_mib = max_mib;
+    auto created = Context::Create(options);
+    REQUIRE(created.ok());
+    Context& context = **created;
+    uint32_t seed = 900 + 50 * max_mib;
+    for (const AttentionShape& shape : std::vector<AttentionShape>{
+             {2, 4, 2, 150, 170, 64}, {1, 2, 1, 130, 97, 128}, {1, 3, 3, 64, 64, 32}, {2, 4, 1, 200, 333, 128}}) {
+      for (int variant = 0; variant < 4; ++variant) {
+        // plain; causal; a window with a softcap; causal with sinks (one head's sink -inf)
+        AttentionParams params = MakeParams(shape, DataType::kFloat16, variant == 1 || variant == 3);
+        params.deterministic = false;
+        ScoreValues values;
+        if (variant == 2) {
+          params.window = {40, 7};
+          params.softcap = 5.0f;
+        }
+        if (variant == 3) {
+          params.sinks = true;
+          for (uint32_t h = 0; h < shape.q_heads; ++h) values.sinks.push_back(h == 1 ? -INFINITY : 0.5f * float(h));
+        }
+        INFO(Describe(params) << ", stored_ds_max_mib " << max_mib);
+        auto choice = context.ChooseBackwardKernels(params);
+        REQUIRE(choice.ok());
+        const bool stored = ExpectStoredDs(context, params, max_mib);
+        REQUIRE(choice->stored_ds == stored);
+        CHECK_FALSE(choice->atomic_dq);
+        const BackwardRun run = RunBackwardCase(context, params, seed, values);
+        const double tolerance = BackwardTolerance(params.dtype);
+        CHECK(run.dq_error <= tolerance);
+        CHECK(run.dk_error <= tolerance);
+        CHECK(run.dv_error <= tolerance);
+        if (params.sinks) CHECK(run.dsinks_error <= tolerance);
+        auto workspace = context.BackwardWorkspaceBytes(params);
+        REQUIRE(workspace.ok());
+        CHECK(run.peak_extra_bytes == *workspace);
+        if (stored) {
+          CHECK(choice->dkdv.kernel == "backward_dkdv_store_ds_f16_coopmat2");
+          CHECK(choice->dq.kernel == "backward_dq_from_ds_f16_coopmat2");
+          // delta and one chunk's dS^T slots
+          const uint32_t pairs = attention::StoredDsChunkPairs(context.device_info(), shape, max_mib);
+          CHECK(pairs <= shape.batch * shape.kv_heads);
+          CHECK(*workspace >= shape.lse_elements() * sizeof(float) + pairs * attention::StoredDsPairBytes(shape));
+          // No atomics: the same bits again.
+          const BackwardRun again = RunBackwardCase(context, params, seed, values);
+          REQUIRE(again.dq == run.dq);
+          REQUIRE(again.dk == run.dk);
+          REQUIRE(again.dv == run.dv);
+        }
+        ++seed;
+      }
+    }
+    RequireNoValidationMessages();
+  }
+}
+
+TEST_CASE("stored dS takes chunks of whole (batch, KV head) pairs within its budget", "[backward][stored_ds]") {
+  DeviceInfo device;
+  device.max_storage_buffer_range = uint64_t(4) << 30;
+  device.max_workgroup_count[1] = 65535;
+  device.device_local_bytes = uint64_t(16) << 30;  // a default budget of 1 GiB
+  // 2 query heads per KV head, rows of 4096 + 128 queries, 4096 + 128 keys: 71.3 MB per pair
+  const AttentionShape shape{4, 16, 8, 4096, 4096, 128};
+  CHECK(attention::StoredDsPairBytes(shape) == uint64_t(2) * 4224 * 4224 * 2);
+  CHECK(attention::StoredDsChunkPairs(device, shape, 0) == 11);    // 1024 MiB: 15 fit, 3 chunks of 11, 11, 10
+  CHECK(attention::StoredDsChunkPairs(device, shape, 1024) == 11);
+  CHECK(attention::StoredDsChunkPairs(device, shape, 4096) == 32);  // every pair
+  CHECK(attention::StoredDsChunkPairs(device, shape, 68) == 0);     // not even one
+  device.max_storage_buffer_range = uint64_t(128) << 20;  // the binding's limit bounds it too
+  CHECK(attention::StoredDsChunkPairs(device, shape, 4096) == 1);
+  device.max_workgroup_count[1] = 1;  // the dQ dispatch's y: a pair's 2 query heads do not fit
+  CHECK(attention::StoredDsChunkPairs(device, shape, 4096) == 0);
+  device.device_local_bytes = 0;  // unknown: 1 GiB
+  CHECK(attention::StoredDsDefaultBytes(device) == uint64_t(1) << 30);
+}
+
+TEST_CASE("deterministic = false stores dS by itself only at D >= 128, without a mask, in one chunk",
+          "[backward][stored_ds]") {
+  DeviceInfo device;
+  device.max_storage_buffer_range = uint64_t(4) << 30;
+  device.max_workgroup_count[1] = 65535;
+  device.device_local_bytes = uint64_t(80) << 30;  // an H100: 5 GiB, within the 4 GiB range
+  AttentionParams params;
+  params.deterministic = false;
+  params.shape = {4, 16, 16, 4096, 4096, 128};  // 64 pairs of 35.7 MB: 2.3 GB, one chunk
+  CHECK(attention::StoredDsPays(device, params, 0));
+  CHECK_FALSE(attention::StoredDsPays(device, params, 1024));  // three chunks
+  params.shape.head_dim = 64;
+  CHECK_FALSE(attention::StoredDsPays(device, params, 0));
+  params.shape = {1, 16, 16, 16384, 16384, 128};  // 8.6 GB
+  CHECK_FALSE(attention::StoredDsPays(device, params, 0));
+  params.shape = {4, 16, 16, 4096, 4096, 128};
+  params.mask.type = MaskType::kBool;
+  CHECK_FALSE(attention::StoredDsPays(device, params, 0));
+  device.device_local_bytes = uint64_t(8) << 30;  // 512 MiB
+  params.mask.type = MaskType::kNone;
+  CHECK_FALSE(attention::StoredDsPays(device, params, 0));
+  params.shape.batch = 1;  // 16 pairs: 571 MB
+  CHECK_FALSE(attention::StoredDsPays(device, params, 0));
+  params.shape.q_heads = params.shape.kv_heads = 8;  // 286 MB
+  CHECK(attention::StoredDsPays(device, params, 0));
 }
 
 TEST_CASE("atomic dQ runs only where the dQ kernel would fill at most half the compute units", "[backward][atomic]") {

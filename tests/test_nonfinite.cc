@@ -217,13 +217,21 @@ TEST_CASE("a row a key cannot reach has no effect on the key's gradients, whatev
   }
 }
 
-// With deterministic = false, dQ is summed with float atomics (where the device has that kernel):
-// its bits vary from run to run, so where the deterministic kernels promise the same bits, this
-// checks finite values within the tolerance; dK and dV are still summed in a fixed order.
-TEST_CASE("with atomic dQ a poisoned row or key reaches only the gradients of what it is seen by",
-          "[nonfinite][backward][atomic]") {
-  Context& context = SharedContext(Knobs::kDevice);
+// With deterministic = false, dQ is summed with float atomics or from stored dS (where the device
+// has those kernels): atomics' bits vary from run to run, so where the deterministic kernels
+// promise the same bits, this checks finite values within the tolerance; dK and dV are still
+// summed in a fixed order.
+TEST_CASE("with atomic dQ or stored dS a poisoned row or key reaches only the gradients of what it is seen by",
+          "[nonfinite][backward][atomic][stored_ds]") {
+  ContextOptions stored_ds_options = ValidatedOptions();
+  stored_ds_options.tile_overrides.nondeterministic_dq = "stored-ds";  // where the device has it
+  auto stored_ds = Context::Create(stored_ds_options);
+  REQUIRE(stored_ds.ok());
+  // The contexts: deterministic = false as the device and shape choose (atomic dQ on these small
+  // shapes), and stored dS asked for.
+  for (Context* context_of_run : {&SharedContext(Knobs::kDevice), stored_ds->get()})
   for (AttentionParams p : Calls()) {
+    Context& context = *context_of_run;
     p.deterministic = false;
     const AttentionShape& s = p.shape;
     const uint32_t D = s.head_dim;
@@ -278,7 +286,7 @@ TEST_CASE("with atomic dQ a poisoned row or key reaches only the gradients of wh
         check_kept_rows(run, [&](uint32_t i) { return !KeyVisible(p, i, key); });
         // A row that sees the key gets inf or NaN in its dQ: every column where the whole row is
         // poisoned or the tensor-core kernels multiply (contract), else at least the column's.
-        const bool every_column = column == kAllColumns || choice->atomic_dq;
+        const bool every_column = column == kAllColumns || choice->atomic_dq || choice->stored_ds;
         for (uint32_t bh = 0; bh < s.batch * s.q_heads; ++bh)
           for (uint32_t i = 0; i < s.q_len; ++i)
             if (KeyVisible(p, i, key))

@@ -6,6 +6,7 @@
 #include "attention/buffer_checks.h"
 #include "attention/call_layout.h"
 #include "attention/kernel_constants.h"
+#include "attention/backends/coopmat2_backend.h"
 #include "attention/backends/kernel_backend.h"
 #include "attention/backends/scalar_backend.h"
 #include "attention/chunk_plan.h"
@@ -23,7 +24,7 @@ namespace {
 // mask), delta per query row (laid out as
 // the LSE), and where a gradient kernel runs in chunks, the float32 sums it keeps between them
 // (VKF_BWD_BINDING_*_STATE; rows of the planning shape); with atomic dQ, dQ's float32 sums (as the
-// chunked dQ kernel's).
+// chunked dQ kernel's); with stored dS, a chunk's slots of dS^T (in the dQ sums' place).
 struct WorkspaceParts {
   VkDeviceSize table_offset = 0, table_bytes = 0;
   VkDeviceSize mask_tiles_offset = 0, mask_tiles_bytes = 0;
@@ -32,7 +33,7 @@ struct WorkspaceParts {
   VkDeviceSize dk_offset = 0, dv_offset = 0, dkdv_bytes = 0;
   VkDeviceSize total = 0;
 };
-WorkspaceParts BackwardWorkspaceParts(const DeviceInfo& device, const CallLayout& call, bool dq_sums,
+WorkspaceParts BackwardWorkspaceParts(const DeviceInfo& device, const CallLayout& call, VkDeviceSize dq_bytes,
                                       bool dkdv_chunked) {
   const AttentionShape& shape = call.planning.shape;
   WorkspaceLayout layout(device);
@@ -43,8 +44,8 @@ WorkspaceParts BackwardWorkspaceParts(const DeviceInfo& device, const CallLayout
   if (parts.mask_tiles_bytes > 0) parts.mask_tiles_offset = layout.Add(parts.mask_tiles_bytes);
   parts.delta_bytes = call.required_bytes[VKF_TENSOR_LSE];
   parts.delta_offset = layout.Add(parts.delta_bytes);
-  if (dq_sums) {
-    parts.dq_bytes = shape.q_elements() * sizeof(float);
+  if (dq_bytes > 0) {
+    parts.dq_bytes = dq_bytes;
     parts.dq_offset = layout.Add(parts.dq_bytes);
   }
   if (dkdv_chunked) {
@@ -55,10 +56,19 @@ WorkspaceParts BackwardWorkspaceParts(const DeviceInfo& device, const CallLayout
   parts.total = layout.bytes();
   return parts;
 }
-// ...for a call that runs `choice` in `plans`: dQ sums with atomic dQ or a chunked dQ kernel.
+// ...for a call that runs `choice` in `plans`: dQ sums with atomic dQ or a chunked dQ kernel, a
+// chunk's dS^T slots with stored dS.
 WorkspaceParts BackwardWorkspaceParts(const DeviceInfo& device, const CallLayout& call,
-                                      const BackwardKernelChoice& choice, const BackwardOperator::Plans& plans) {
-  return BackwardWorkspaceParts(device, call, plans.dq.chunks > 1 || choice.atomic_dq, plans.dkdv.chunks > 1);
+                                      const BackwardKernelChoice& choice, const BackwardOperator::Plans& plans,
+                                      const TileOverrides& overrides) {
+  const AttentionShape& shape = call.planning.shape;
+  VkDeviceSize dq_bytes = 0;
+  if (choice.stored_ds) {
+    dq_bytes = VkDeviceSize(StoredDsChunkPairs(device, shape, overrides.stored_ds_max_mib)) * StoredDsPairBytes(shape);
+  } else if (plans.dq.chunks > 1 || choice.atomic_dq) {
+    dq_bytes = shape.q_elements() * sizeof(float);
+  }
+  return BackwardWorkspaceParts(device, call, dq_bytes, plans.dkdv.chunks > 1);
 }
 
 }  // namespace
@@ -98,7 +108,7 @@ Result<uint64_t> BackwardOperator::WorkspaceBytes(const AttentionParams& params)
     VKF_ASSIGN_OR_RETURN(const BackwardKernelChoice choice,
                          ChooseBackwardKernels(info_, call.planning, scalar_only, overrides_));
     VKF_ASSIGN_OR_RETURN(const Plans plans, ChunkPlans(choice, call.planning));
-    bytes = std::max<uint64_t>(bytes, BackwardWorkspaceParts(info_, call, choice, plans).total);
+    bytes = std::max<uint64_t>(bytes, BackwardWorkspaceParts(info_, call, choice, plans, overrides_).total);
   }
   return bytes;
 }
@@ -146,7 +156,7 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   VKF_ASSIGN_OR_RETURN(const BackwardKernelChoice choice,
                        ChooseBackwardKernels(info_, call.planning, /*scalar_only=*/!aligned, overrides_));
   VKF_ASSIGN_OR_RETURN(const Plans plans, ChunkPlans(choice, call.planning));
-  const WorkspaceParts parts = BackwardWorkspaceParts(info_, call, choice, plans);
+  const WorkspaceParts parts = BackwardWorkspaceParts(info_, call, choice, plans, overrides_);
 
   const auto& bytes = call.required_bytes;  // dQ, dK, dV have the strides of Q, K, V
   NamedView q{"q", buffers.q, bytes[VKF_TENSOR_Q]}, o{"o", buffers.o, bytes[VKF_TENSOR_O]},
@@ -306,6 +316,10 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, dbias_pipeline);
     vkCmdDispatch(cmd, dbias_groups_x, dbias_groups_y, uint32_t(dbias_groups_z));
   }
+  if (choice.stored_ds) {  // the choice has queries and keys
+    RecordStoredDs(cmd, push, shape, dkdv_pipeline, dq_pipeline, groups_dkdv, groups_dq);
+    return Status::Ok();
+  }
   if (has_keys) {  // with no queries this writes zero dK, dV
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, dkdv_pipeline);
     DispatchChunks(cmd, push, plans.dkdv, (shape.q_heads / shape.kv_heads) * ((shape.q_len + choice.dkdv.block_q - 1) /
@@ -321,6 +335,28 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
     DispatchChunks(cmd, push, plans.dq, shape.kv_len, groups_dq, shape.q_heads, shape.batch);
   }
   return Status::Ok();
+}
+
+void BackwardOperator::RecordStoredDs(VkCommandBuffer cmd, gpu::AttentionPush push, const AttentionShape& shape, VkPipeline dkdv_pipeline, VkPipeline dq_pipeline,
+                                      uint32_t groups_dkdv, uint32_t groups_dq) {
+  const uint32_t pairs = shape.batch * shape.kv_heads, group = shape.q_heads / shape.kv_heads;
+  const uint32_t chunk_pairs = StoredDsChunkPairs(info_, shape, overrides_.stored_ds_max_mib);
+  for (uint32_t first = 0; first < pairs; first += chunk_pairs) {
+    const uint32_t count = std::min(chunk_pairs, pairs - first);
+    if (first > 0) {  // the last chunk's dQ dispatch has read the slots this one overwrites
+      vk::MemoryBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT,
+                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT);
+    }
+    push.chunk_begin = first;
+    vkCmdPushConstants(cmd, layout_->pipeline_layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, dkdv_pipeline);
+    vkCmdDispatch(cmd, groups_dkdv, count, 1);
+    // dS^T written by the dK/dV dispatch, read by the dQ one
+    vk::MemoryBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                      VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, dq_pipeline);
+    vkCmdDispatch(cmd, groups_dq, count * group, 1);
+  }
 }
 
 void BackwardOperator::DispatchChunks(VkCommandBuffer cmd, gpu::AttentionPush push, const ChunkPlan& plan,

@@ -1,6 +1,7 @@
 // The backward operator: checks a call, picks tiles, and records the preprocess dispatch, one
 // barrier, and the dK/dV and dQ dispatches; with atomic dQ (BackwardKernelChoice::atomic_dq), the
-// dK/dV dispatch, a barrier, and the dispatch that stores dQ from its sums (see
+// dK/dV dispatch, a barrier, and the dispatch that stores dQ from its sums; with stored dS
+// (::stored_ds), per chunk the dK/dV dispatch that stores dS^T, a barrier and the dQ dispatch (see
 // Context::RecordBackward for the contract).
 #pragma once
 
@@ -50,6 +51,11 @@ class BackwardOperator {
   // zero_dq_sums: the preprocess also zeroes the dQ sums (atomic dQ).
   Result<VkPipeline> Pipeline(const KernelChoice& choice, const AttentionParams& params, bool chunked,
                               bool zero_dq_sums = false);
+  // Stored dS (BackwardKernelChoice::stored_ds): per chunk of (batch, KV head) pairs, the dK/dV
+  // dispatch that stores the chunk's dS^T, a barrier, and the dQ dispatch that reads it back, with a
+  // barrier before the next chunk overwrites the slots.
+  void RecordStoredDs(VkCommandBuffer cmd, gpu::AttentionPush push, const AttentionShape& shape,
+                      VkPipeline dkdv_pipeline, VkPipeline dq_pipeline, uint32_t groups_dkdv, uint32_t groups_dq);
   // One dispatch per chunk of `plan` (a loop of `loop_end` keys or steps), with barriers between.
   void DispatchChunks(VkCommandBuffer cmd, gpu::AttentionPush push, const ChunkPlan& plan, uint32_t loop_end,
                       uint32_t groups_x, uint32_t groups_y, uint32_t groups_z);

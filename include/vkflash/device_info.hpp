@@ -70,6 +70,8 @@ struct DeviceInfo {
   // Streaming multiprocessors / compute units, where the device reports them (VK_NV_shader_sm_builtins,
   // VK_AMD_shader_core_properties); 0: unknown.
   uint32_t compute_units = 0;
+  // The largest device-local memory heap, in bytes (what stored dS's default budget is a part of).
+  uint64_t device_local_bytes = 0;
   // Loop iterations one shader invocation may run in all before the driver ends its loops early
   // (lavapipe of Mesa 22.3, Debian bookworm's: 65535; Mesa 25.0 has none), measured when a
   // Context starts; 0: no such budget below 2^20 iterations (0 also before a Context measured
@@ -132,6 +134,11 @@ struct BackwardKernelChoice {
   // deterministic = false, where the family has the kernel and the device float atomics: dkdv
   // also sums dQ with float atomics into the workspace, and dq only scales and stores those sums.
   bool atomic_dq = false;
+  // deterministic = false, where the family has the kernels and the workspace holds it (the
+  // VK_NV_cooperative_matrix2 family): dkdv also stores dS (float16, an N x N slot per query head,
+  // in chunks of (batch, KV head) pairs), and dq is dS K, one matrix product where the dQ kernel
+  // runs three. Deterministic too; Context::BackwardWorkspaceBytes counts the slots.
+  bool stored_ds = false;
 };
 
 // The values ContextOptions::kernels takes: "auto", "coopmat", then each kernel family's names,

@@ -183,7 +183,8 @@ typedef struct VkfAttentionParams {
   VkBool32 sinks; /* attention sinks: float32 [Hq] logits in the buffers' sinks */
   VkfAttentionMask mask;
   /* Backward only. VK_FALSE (the default): bit-identical gradients run after run. VK_TRUE allows
-   * dQ to be summed with float atomics where that is faster (AttentionParams::deterministic = false). */
+   * dQ to be summed with float atomics, or from dS stored in the workspace (N x N per head), where
+   * that is faster (AttentionParams::deterministic = false). */
   VkBool32 nondeterministic;
   VkfTensorLayout layout;
   /* Per-tensor strides instead of the packed layout, or NULL. dQ, dK, dV have Q's, K's, V's.
@@ -516,7 +517,8 @@ typedef struct VkfKernelChoice {
 VKFLASH_API VkfResult vkfChooseForwardKernel(VkfContext context, const VkfAttentionParams* params, VkfKernelChoice* choice);
 
 /* Which kernels the backward's two gradient kernels run with (dK/dV and dQ), and whether dQ is
- * summed with float atomics (atomic_dq may be NULL). */
+ * summed with float atomics (atomic_dq may be NULL). A dq kernel named
+ * "backward_dq_from_ds_f16_coopmat2" marks stored dS (BackwardKernelChoice::stored_ds). */
 VKFLASH_API VkfResult vkfChooseBackwardKernels(VkfContext context, const VkfAttentionParams* params, VkfKernelChoice* dkdv,
                                    VkfKernelChoice* dq, VkBool32* atomic_dq);
 

@@ -166,12 +166,15 @@ struct VKFLASH_API AttentionParams {
   // A mask or bias over the scores (AttentionMask), in Forward/BackwardBuffers::mask; the backward
   // can also return the bias's gradient (BackwardBuffers::dbias).
   AttentionMask mask;
-  // Backward only. true: bit-identical gradients run after run (no float atomics). false allows
-  // dQ to be summed with float atomics where the kernel family has such a kernel (today the
-  // VK_NV_cooperative_matrix2 one), the device VK_EXT_shader_atomic_float's
-  // shaderBufferFloat32AtomicAdd, and it is the faster way (few query tiles over long keys): one
-  // gradient kernel instead of two (FlashAttention-2's own default), dQ's rounding then varying
-  // from run to run within the tolerances. BackwardKernelChoice::atomic_dq says whether a call does.
+  // Backward only. true: bit-identical gradients run after run (no float atomics), no N x N
+  // buffer. false allows, where the kernel family has the kernels (today the
+  // VK_NV_cooperative_matrix2 one): dQ summed with float atomics where the device has
+  // VK_EXT_shader_atomic_float's shaderBufferFloat32AtomicAdd and it is the faster way (few query
+  // tiles over long keys; one gradient kernel instead of two, FlashAttention-2's own default, dQ's
+  // rounding then varying from run to run within the tolerances); else dS stored in the workspace
+  // and multiplied by K (head dim >= 128, no mask, where every head's N x N float16 slot fits a
+  // sixteenth of the device's memory; TileOverrides::stored_ds_max_mib), bits still fixed.
+  // BackwardKernelChoice::atomic_dq and ::stored_ds say which a call takes (docs/design.md).
   bool deterministic = true;
 
   TensorLayout layout = TensorLayout::kBhsd;
@@ -274,7 +277,8 @@ struct ForwardBuffers {
 // (run the forward with an LSE buffer). d_o is like O; dq like Q; dk and dv like K.
 // workspace: Context::BackwardWorkspaceBytes(params) bytes of scratch (rowsum(dO * O) per query
 // row, the sequences' lengths and the mask's block summary as for the forward, on a driver with
-// a loop budget the sums of long loops between chunks, and with atomic dQ (AttentionParams::deterministic) dQ's float32 sums);
+// a loop budget the sums of long loops between chunks, with atomic dQ (AttentionParams::deterministic) dQ's float32 sums,
+// with stored dS an N x N float16 slot per query head);
 // RecordBackward needs one, Backward() allocates one when it is left empty. Two calls that share
 // a workspace need a compute-to-compute barrier between them (or one workspace each).
 // alibi_slopes and sinks as for the forward. dsinks (float32 [Hq]; optional, with params.sinks):
@@ -326,6 +330,15 @@ struct TileOverrides {
   // The decode kernels' split-K parts per (KV head, batch) (VKFLASH_DECODE_SPLITS); 0: from the
   // device's compute units and the shape.
   uint32_t decode_splits = 0;
+  // How a backward call with deterministic = false sums dQ where the family has the kernels
+  // (VKFLASH_NONDETERMINISTIC_DQ): "atomic" (BackwardKernelChoice::atomic_dq), "stored-ds"
+  // (::stored_ds; where its workspace chunk fits), "recompute" (the deterministic kernels); empty:
+  // the faster for the device and shape (measured: docs/tuning-log.md). C++ only.
+  std::string nondeterministic_dq;
+  // The most workspace stored dS takes, in MiB (VKFLASH_STORED_DS_MAX_MIB): larger calls run in
+  // chunks of (batch, KV head) pairs that fit, and where one pair does not, dQ is not stored that
+  // way. 0: 1024 (within the device's maxStorageBufferRange either way). C++ only.
+  uint32_t stored_ds_max_mib = 0;
 };
 
 // Device introspection (device_info.hpp) and diagnostics (diagnostics.hpp).
@@ -481,8 +494,9 @@ class VKFLASH_API Context {
   Result<BackwardKernelChoice> ChooseBackwardKernels(const AttentionParams& params) const;
 
   // Records the backward pass (FlashAttention-2: P recomputed from Q, K and LSE; no N x N
-  // buffer): with a mask its block summary first, a preprocess dispatch, a barrier, then the dK/dV
-  // and dQ dispatches (with atomic dQ: the dK/dV dispatch, a barrier and one that stores dQ), and
+  // buffer unless stored dS runs): with a mask its block summary first, a preprocess dispatch, a
+  // barrier, then the dK/dV and dQ dispatches (with atomic dQ: the dK/dV dispatch, a barrier and one
+  // that stores dQ; with stored dS, per chunk: the dK/dV dispatch, a barrier, the dQ one), and
   // where asked for, the sinks' and the bias's gradient kernels after a barrier. Deterministic unless
   // params.deterministic is false: no atomics, the same inputs give bit-identical gradients. The
   // caller's barriers are as for RecordForward (inputs: q, k, v, o, lse, d_o; outputs: dq, dk, dv

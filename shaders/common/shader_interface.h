@@ -128,7 +128,8 @@ using uint = std::uint32_t;
 #define VKF_BWD_BINDING_DK 8
 #define VKF_BWD_BINDING_DV 9
 // Chunked gradient kernels: the float32 sums so far, [B, Hq, Nq, D] for dQ and [B, Hkv, Nk, D]
-// for dK and dV (before the softmax scale). DQ_STATE also holds the dQ sums of atomic dQ.
+// for dK and dV (before the softmax scale). DQ_STATE also holds the dQ sums of atomic dQ, and with
+// stored dS the float16 dS^T slots (coopmat2/coopmat2_backward.glsl, VKF_STORED_DS_PAD).
 #define VKF_BWD_BINDING_DQ_STATE 10
 #define VKF_BWD_BINDING_DK_STATE 11
 #define VKF_BWD_BINDING_DV_STATE 12
@@ -140,6 +141,11 @@ using uint = std::uint32_t;
 #define VKF_BWD_BINDING_DBIAS 18      // the bias's gradient, float32, the mask's shape (the dbias kernel)
 #define VKF_BWD_BINDING_MASK_TILES 19 // workspace: the mask's block summary (VKF_MASK_TILES_*)
 #define VKF_BWD_BINDING_COUNT 20
+// Stored dS (the coopmat2 backward with deterministic = false): a slot of dS^T per query head has
+// rows of round_up(Nq, 8) + VKF_STORED_DS_PAD float16 values (one row per key, round_up(Nk, 8) +
+// VKF_STORED_DS_PAD rows), so that every tile of up to VKF_STORED_DS_PAD rows of either kernel
+// lies inside its slot.
+#define VKF_STORED_DS_PAD 128
 
 // The cooperative-matrix layout probe (shaders/coopmat/coopmat_layout_probe.comp): for every lane l and
 // accumulator element i, the value 16 * row + column lands at float l * VKF_PROBE_STRIDE + i;

@@ -47,6 +47,25 @@
     }                                                                                          \
   }
 
+// One tensor of `row_u4` words per row (any width, not only HEAD_DIM's), split the same way:
+// `rows` rows into `tile` from tile row `first_row` on, `tile_stride` words apart; rows >=
+// valid_rows become 0. `words` is VKF_STAGE_WORDS_OF(rows, row_u4).
+#define VKF_STAGE_WORDS_OF(rows, row_u4) (((rows) * (row_u4) + WORKGROUP_SIZE - 1) / WORKGROUP_SIZE)
+#define VKF_DEFINE_STAGE_ROWS_SPLIT_AT(load_fn, store_fn, tile, first_row, tile_stride, buffer, rows, row_u4, words) \
+  void load_fn(out uvec4 a[words], uint base, uint stride, uint valid_rows) {                  \
+    [[unroll]] for (uint j = 0; j < words; ++j) {                                              \
+      const uint i = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;                             \
+      const uint r = i / (row_u4), c = i % (row_u4);                                           \
+      a[j] = i < (rows) * (row_u4) && r < valid_rows ? buffer[base + r * stride + c] : uvec4(0); \
+    }                                                                                          \
+  }                                                                                            \
+  void store_fn(const uvec4 a[words]) {                                                        \
+    [[unroll]] for (uint j = 0; j < words; ++j) {                                              \
+      const uint i = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;                             \
+      if (i < (rows) * (row_u4)) tile[((first_row) + i / (row_u4)) * (tile_stride) + i % (row_u4)] = a[j]; \
+    }                                                                                          \
+  }
+
 // Both halves back to back, where nothing is to overlap the copy: defines
 // `void fn(uint a_base, uint a_stride, uint b_base, uint b_stride, uint valid_rows)` from the two
 // functions of VKF_DEFINE_STAGE_ROW_PAIR_SPLIT.

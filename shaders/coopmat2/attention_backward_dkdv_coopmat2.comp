@@ -13,6 +13,10 @@
 // it), so that the dQ kernel and its recomputation of P and dP do not run: FlashAttention-2's own
 // backward. The atomics bound it: the engine runs it only where the dQ kernel would leave the
 // device idle (AtomicDqPays in engine/attention/backends/coopmat2_backend.h).
+// Built with VKF_STORE_DS = 1 (deterministic = false elsewhere, where the workspace holds it), it
+// stores each step's dS^T in float16 to the workspace instead, and
+// attention_backward_dq_from_ds_coopmat2.comp multiplies it by K: five products, no atomics, at
+// the price of an N x N buffer per head (dispatched in chunks of (batch, KV head) pairs).
 // The matrices have subgroup scope (of flexible size), so that each subgroup's P^T and dS^T are
 // already laid out as the A operands of its own dV and dK products. With workgroup-scope matrices
 // the driver split the 32 x 64 S^T tile of the earlier kernel over its four subgroups two by two
@@ -36,6 +40,9 @@
 #extension GL_NV_cooperative_matrix2 : require
 #ifndef VKF_ATOMIC_DQ
 #define VKF_ATOMIC_DQ 0
+#endif
+#ifndef VKF_STORE_DS
+#define VKF_STORE_DS 0
 #endif
 #if VKF_ATOMIC_DQ
 #extension GL_EXT_shader_atomic_float : require
@@ -68,10 +75,14 @@ layout(std430, set = 0, binding = VKF_BWD_BINDING_DELTA) readonly buffer delta_b
 layout(std430, set = 0, binding = VKF_BWD_BINDING_K) readonly buffer k_half_block { float16_t k_h[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_DQ_STATE) buffer dq_sums_block { float dq_sums[]; };
 #endif
+#if VKF_STORE_DS
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DQ_STATE) writeonly buffer ds_block { uvec4 ds_u4[]; };
+#endif
 
 #define VKF_SEQUENCES_BINDING VKF_BWD_BINDING_SEQUENCES
 #include "common/sequences.glsl"  // strides are multiples of 8 elements here (the engine checks)
 #include "coopmat2/coopmat2_backward.glsl"
+#include "coopmat2/stored_ds.glsl"
 
 const uint SUBGROUP_ROWS = BLOCK_KV / (WORKGROUP_SIZE / SUBGROUP_SIZE);  // rows each subgroup owns (16 or 32)
 const uint ROW_U4 = VKF_ROW_U4(HEAD_DIM);          // a row of float16 as uvec4 words
@@ -86,11 +97,13 @@ shared uint nonfinite_do;  // 1 once a tile that the band's edge crosses had an 
 // Step (from 1) at which the staging last zeroed an inf or NaN in this row of the query tile: in
 // tiles that the band's edge crosses, Q is zeroed for dK += dS^T Q (common/nonfinite.glsl).
 shared uint query_nonfinite_step[VKF_SMEM_NONFINITE_STEPS(BLOCK_Q)];
+#if VKF_ATOMIC_DQ || VKF_STORE_DS
+const uint DS_STRIDE = VKF_TILE_STRIDE(BLOCK_Q / 8);   // uvec4 words per key row of ds_tile
+shared uvec4 ds_tile[VKF_SMEM_CM2_DS_TILE_U4(BLOCK_KV, BLOCK_Q)];  // the step's dS^T, float16
+#endif
 #if VKF_ATOMIC_DQ
 const uint SUBGROUPS = WORKGROUP_SIZE / SUBGROUP_SIZE;
 const uint DQ_COLUMNS = HEAD_DIM / SUBGROUPS;          // the columns of dQ each subgroup sums
-const uint DS_STRIDE = VKF_TILE_STRIDE(BLOCK_Q / 8);   // uvec4 words per key row of ds_tile
-shared uvec4 ds_tile[VKF_SMEM_CM2_DS_TILE_U4(BLOCK_KV, BLOCK_Q)];  // the step's dS^T, float16
 // 1 for each key of the tile whose K holds an inf or NaN; nonfinite_k once any does.
 shared uint key_nonfinite[VKF_SMEM_NONFINITE_STEPS(BLOCK_KV)];
 shared uint nonfinite_k;
@@ -210,10 +223,11 @@ void add_dq(const uint q_begin, const uint q_len, const uint kv_begin, const uin
 // attention_backward_dq_coopmat2.comp does, which says why). In `crossing` steps (the band's edge
 // crosses the tile) the staging also zeroes Q's and dO's infinities and NaNs.
 // q_base, do_base: elements where the head's query 0 starts in Q and dO; lse_row0: its LSE index.
-// k_base and dq_row0 (VKF_ATOMIC_DQ only): where K's key 0 starts, and the head's query 0 in dq_sums.
+// k_base (VKF_ATOMIC_DQ only): where K's key 0 starts. dq_at: with VKF_ATOMIC_DQ the head's query 0
+// in dq_sums, with VKF_STORE_DS where the head's slot of dS^T starts in the workspace.
 void dkdv_step(const bool masked, const bool crossing, const uint step, const uint q_begin, const uint q_len,
                const uint kv_len, const uint q_base, const uint do_base, const uint lse_row0, const uint k_base,
-               const uint dq_row0, const uint kv_begin, const uint own_row, const ScoreHead modifiers,
+               const uint dq_at, const uint kv_begin, const uint own_row, const ScoreHead modifiers,
                const uint mask_summary, const KEYS_X_DIM(float16_t, gl_MatrixUseA) k_frag,
                inout KEYS_X_DIM(float, gl_MatrixUseAccumulator) dk_acc,
                inout KEYS_X_DIM(float, gl_MatrixUseAccumulator) dv_acc) {
@@ -293,12 +307,37 @@ void dkdv_step(const bool masked, const bool crossing, const uint step, const ui
   }
   coopMatStore(KEYS_X_QUERIES(float16_t, gl_MatrixUseAccumulator)(ds_t), ds_tile, own_row * DS_STRIDE, DS_STRIDE,
                gl_CooperativeMatrixLayoutRowMajor);
-  add_dq(q_begin, q_len, kv_begin, kv_len, k_base, dq_row0);
+  add_dq(q_begin, q_len, kv_begin, kv_len, k_base, dq_at);
+#endif
+#if VKF_STORE_DS
+  // Masked pairs hold 0, pairs whose Q the staging zeroed NaN (masked_ds_of_dpt): what the dQ
+  // kernel's own dS would hold. Through the subgroup's rows of ds_tile, so that each lane writes
+  // whole 16-byte words: the matrix stored straight to the buffer (a lane's few halves per row)
+  // took 3 of the kernel's 7 ms at D = 128, N = 4096 (docs/tuning-log.md, "stored dS in the
+  // coopmat2 backward").
+  coopMatStore(KEYS_X_QUERIES(float16_t, gl_MatrixUseAccumulator)(ds_t), ds_tile, own_row * DS_STRIDE, DS_STRIDE,
+               gl_CooperativeMatrixLayoutRowMajor);
+  subgroupMemoryBarrierShared();
+  subgroupBarrier();
+  const uint row_words = BLOCK_Q / 8, ds_stride = stored_ds_stride() / 8;
+  const uint ds_row0 = (dq_at + q_begin) / 8 + (kv_begin + own_row) * ds_stride;
+  for (uint i = gl_SubgroupInvocationID; i < SUBGROUP_ROWS * row_words; i += SUBGROUP_SIZE) {
+    const uint r = i / row_words, c = i % row_words;
+    ds_u4[ds_row0 + r * ds_stride + c] = ds_tile[(own_row + r) * DS_STRIDE + c];
+  }
+  // The next write of these rows of ds_tile comes after the next step's barriers.
 #endif
 }
 
 void main() {
+#if VKF_STORE_DS
+  // Dispatched over a chunk of (batch, KV head) pairs, from pair pc.chunk_begin on: the workspace
+  // holds the chunk's slots of dS^T.
+  const uint pair = pc.chunk_begin + gl_WorkGroupID.y;
+  const uint kv_head = pair % pc.kv_heads, batch = pair / pc.kv_heads;
+#else
   const uint kv_head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
+#endif
   const uint kv_begin = gl_WorkGroupID.x * BLOCK_KV;
   const uint own_row = SUBGROUP_ROWS * gl_SubgroupID;  // this subgroup's first key inside the tile
   const Sequence seq = sequence_of(batch);
@@ -346,7 +385,11 @@ void main() {
   CrossedRuns crossed = no_crossed_tiles(q_first, q_len);  // the same query tiles in every head
   uint step = 0;
   for (uint head = kv_head * group; head < (kv_head + 1) * group; ++head) {
-    const uint dq_row0 = dq_sum_row(batch, head, 0);
+#if VKF_STORE_DS
+    const uint dq_at = stored_ds_slot(gl_WorkGroupID.y * group + head - kv_head * group);
+#else
+    const uint dq_at = dq_sum_row(batch, head, 0);
+#endif
     const uint q_base = tensor_base(VKF_TENSOR_Q, batch, head, seq.q_row0);
     const uint do_base = tensor_base(VKF_TENSOR_DO, batch, head, seq.q_row0);
     const uint lse_row0 = lse_index(batch, head, seq, 0);
@@ -361,7 +404,7 @@ void main() {
                          q_begin += BLOCK_Q) {
       const bool crossing = tile_crosses_band(q_begin, min(BLOCK_Q, q_len - q_begin), kv_begin, BLOCK_KV, q_len, kv_len);
       if (crossing) note_crossed_tile(crossed, q_begin, min(q_begin + BLOCK_Q, q_len));
-      dkdv_step(true, crossing, ++step, q_begin, q_len, kv_len, q_base, do_base, lse_row0, k_base, dq_row0, kv_begin,
+      dkdv_step(true, crossing, ++step, q_begin, q_len, kv_len, q_base, do_base, lse_row0, k_base, dq_at, kv_begin,
                 own_row, modifiers, mask_summary, k_frag, dk_acc, dv_acc);
     }
     // With atomic dQ, workgroups of neighbouring key tiles start at different query tiles, so that
@@ -371,14 +414,14 @@ void main() {
     [[dont_unroll]] for (uint t = 0; t < unmasked_tiles; ++t) {
       const uint tile = t + first_tile < unmasked_tiles ? t + first_tile : t + first_tile - unmasked_tiles;
       dkdv_step(false, false, ++step, q_begin + tile * BLOCK_Q, q_len, kv_len, q_base, do_base, lse_row0, k_base,
-                dq_row0, kv_begin, own_row, modifiers, mask_summary, k_frag, dk_acc, dv_acc);
+                dq_at, kv_begin, own_row, modifiers, mask_summary, k_frag, dk_acc, dv_acc);
     }
     if (WINDOW_LEFT) {
       [[dont_unroll]] for (q_begin += unmasked_tiles * BLOCK_Q; q_begin < q_loop_end; q_begin += BLOCK_Q) {
         const bool crossing =
             tile_crosses_band(q_begin, min(BLOCK_Q, q_len - q_begin), kv_begin, BLOCK_KV, q_len, kv_len);
         if (crossing) note_crossed_tile(crossed, q_begin, min(q_begin + BLOCK_Q, q_len));
-        dkdv_step(true, crossing, ++step, q_begin, q_len, kv_len, q_base, do_base, lse_row0, k_base, dq_row0,
+        dkdv_step(true, crossing, ++step, q_begin, q_len, kv_len, q_base, do_base, lse_row0, k_base, dq_at,
                   kv_begin, own_row, modifiers, mask_summary, k_frag, dk_acc, dv_acc);
       }
     }

@@ -84,8 +84,8 @@ Command AddBackwardCommand(CLI::App& parent) {
                   "dimensions it broadcasts)");
   app->add_option("--scale", options->scale, "Softmax scale (default 1/sqrt(D))");
   app->add_flag("--nondeterministic", options->nondeterministic,
-                "Allow float atomics for dQ where the kernels and device have them (faster; the last bits of dQ vary "
-                "from run to run)");
+                "Allow a faster way to dQ where the kernels and device have one: float atomics (the last bits of dQ "
+                "vary from run to run) or dS stored in the workspace (N x N per head)");
   app->add_option("--device", options->device, "Device index or name substring (default: VKFLASH_DEVICE, else the best)");
   AddSequenceOptions(app, &options->sequences);
   return {app, [options]() { return RunBackwardCommand(*options); }};

@@ -382,7 +382,8 @@ Command AddBenchCommand(CLI::App& parent) {
   app->add_option("--d", o->head_dim, "Head dim")->capture_default_str();
   app->add_option("--dtype", o->dtype, "f32 or f16")->check(CLI::IsMember({"f32", "f16"}))->capture_default_str();
   AddVariantOptions(app, &o->variants, VariantValues::kMade);
-  app->add_flag("--nondeterministic", o->nondeterministic, "Backward: allow float atomics for dQ (as `backward`)");
+  app->add_flag("--nondeterministic", o->nondeterministic,
+                "Backward: allow atomic dQ or stored dS (as `backward`)");
   app->add_option("--mode", o->mode, "fwd, bwd or both")->check(CLI::IsMember({"fwd", "bwd", "both"}))->capture_default_str();
   app->add_option("--preset", o->preset,
                   "fa: FlashAttention's benchmark grid; decode: B 1-16, 32 query heads over 8 or 32 KV heads, "

@@ -8,6 +8,7 @@
 
 #include "attention/backends/tile_search.h"
 #include "attention/kernel_choice.h"
+#include "common/shader_interface.h"
 #include "common/shared_memory_sizes.h"
 #include "vulkan/shader_library.h"
 
@@ -53,6 +54,11 @@ constexpr SubgroupTile kCoopmat2DkdvTiles[] = {{4, 16, 128, 64}, {4, 16, 64, 64}
                                                {4, 16, 32, 128}, {2, 16, 32, 128}, {1, 16, 16, 128}};
 constexpr SubgroupTile kCoopmat2DqTiles[] = {{4, 32, 64, 64},  {4, 32, 32, 64},  {4, 16, 64, 128},
                                              {4, 16, 32, 128}, {2, 16, 32, 128}, {1, 16, 16, 128}};
+// dQ from stored dS (deterministic = false): 32 owned rows per subgroup (no Q and dO operands are
+// held), 64 streamed keys: the fastest of six tiles at D = 128 on the H100 (docs/tuning-log.md,
+// "stored dS in the coopmat2 backward").
+constexpr SubgroupTile kCoopmat2DqFromDsTiles[] = {{4, 32, 64, 128}, {4, 16, 64, 128}, {4, 16, 32, 256},
+                                                  {2, 16, 32, 256}, {1, 16, 16, 256}};
 // dK/dV with atomic dQ (deterministic = false): its shared memory also holds the step's dS^T
 // (Coopmat2AtomicDqBytes), so the streamed tiles are shorter: the longest that fit 48 KB.
 constexpr SubgroupTile kCoopmat2AtomicDqTiles[] = {
@@ -102,6 +108,17 @@ uint32_t Coopmat2BackwardBytes(uint32_t head_dim, uint32_t owned, uint32_t strea
   }
   return Coopmat2KvTileBytes(head_dim, streamed) + 4 * (2 * VKF_SMEM_ROW_FLOATS(owned) + VKF_SMEM_NONFINITE_STEPS(streamed));
 }
+// ...dQ from stored dS: the step's K rows and dS^T rows (streamed keys of the owned queries) and
+// the keys' non-finite steps...
+uint32_t Coopmat2DqFromDsBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed) {
+  return 16 * (VKF_SMEM_CM2_DQ_FROM_DS_K_U4(streamed, VKF_TILE_STRIDE(VKF_ROW_U4(head_dim))) +
+               VKF_SMEM_CM2_DQ_FROM_DS_DS_U4(streamed, VKF_TILE_STRIDE(owned / 8))) +
+         4 * VKF_SMEM_NONFINITE_STEPS(streamed);
+}
+// ...dK/dV storing dS: the dS^T tile it stages the stores through...
+uint32_t Coopmat2StoreDsBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed) {
+  return Coopmat2BackwardBytes(head_dim, owned, streamed, /*dkdv=*/true) + 16 * VKF_SMEM_CM2_DS_TILE_U4(owned, streamed);
+}
 // ...and of dK/dV with atomic dQ: the dS^T tile, and the keys' non-finite flags.
 uint32_t Coopmat2AtomicDqBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed) {
   return Coopmat2BackwardBytes(head_dim, owned, streamed, /*dkdv=*/true) +
@@ -134,17 +151,20 @@ KernelChoice Coopmat2Choice(const DeviceInfo& device, const std::string& kernel,
   return choice;
 }
 
-// The backward kernels: dK/dV, dK/dV with atomic dQ, dQ.
-enum class BackwardKernel { kDkdv, kDkdvAtomicDq, kDq };
+// The backward kernels: dK/dV, dK/dV with atomic dQ, dK/dV storing dS, dQ, dQ from stored dS.
+enum class BackwardKernel { kDkdv, kDkdvAtomicDq, kDkdvStoreDs, kDq, kDqFromDs };
 
 // The first tile of a backward kernel (a forced one first) the device can run: subgroup-scope
 // matrices of the listed granularity, one subgroup size (the kernels give each subgroup its rows).
 Result<KernelChoice> ChooseCoopmat2BackwardTile(const DeviceInfo& device, const AttentionParams& params,
                                                 const TileOverrides& overrides, BackwardKernel kernel) {
   const uint32_t head_dim = params.shape.head_dim, g = device.cooperative_matrix2_subgroup_granularity;
-  const bool dkdv = kernel != BackwardKernel::kDq, atomic_dq = kernel == BackwardKernel::kDkdvAtomicDq;
+  const bool dkdv = kernel != BackwardKernel::kDq && kernel != BackwardKernel::kDqFromDs;
+  const bool atomic_dq = kernel == BackwardKernel::kDkdvAtomicDq;
   auto owned_rows = [](const SubgroupTile& tile) { return tile.rows * tile.subgroups; };
   auto shared_bytes = [&](const SubgroupTile& tile) {
+    if (kernel == BackwardKernel::kDqFromDs) return Coopmat2DqFromDsBytes(head_dim, owned_rows(tile), tile.streamed);
+    if (kernel == BackwardKernel::kDkdvStoreDs) return Coopmat2StoreDsBytes(head_dim, owned_rows(tile), tile.streamed);
     return atomic_dq ? Coopmat2AtomicDqBytes(head_dim, owned_rows(tile), tile.streamed)
                      : Coopmat2BackwardBytes(head_dim, owned_rows(tile), tile.streamed, dkdv);
   };
@@ -168,15 +188,19 @@ Result<KernelChoice> ChooseCoopmat2BackwardTile(const DeviceInfo& device, const 
     const SubgroupTile tile{subgroups, forced->owned / subgroups, forced->streamed, forced->max_head_dim};
     if (owned_rows(tile) == forced->owned) forced_tile = tile;
   }
-  const std::span<const SubgroupTile> table = atomic_dq ? std::span<const SubgroupTile>(kCoopmat2AtomicDqTiles)
-                                              : dkdv    ? std::span<const SubgroupTile>(kCoopmat2DkdvTiles)
-                                                        : std::span<const SubgroupTile>(kCoopmat2DqTiles);
+  const std::span<const SubgroupTile> table =
+      atomic_dq                                ? std::span<const SubgroupTile>(kCoopmat2AtomicDqTiles)
+      : dkdv                                   ? std::span<const SubgroupTile>(kCoopmat2DkdvTiles)
+      : kernel == BackwardKernel::kDqFromDs    ? std::span<const SubgroupTile>(kCoopmat2DqFromDsTiles)
+                                               : std::span<const SubgroupTile>(kCoopmat2DqTiles);
   const std::optional<SubgroupTile> chosen = FirstTileThatFits(forced_tile, table, fits);
   if (!chosen) return NoTensorCoreTile(params);
   const uint32_t owned = owned_rows(*chosen);
-  const char* name = atomic_dq ? "backward_dkdv_atomic_dq_f16_coopmat2"
-                     : dkdv    ? "backward_dkdv_f16_coopmat2"
-                               : "backward_dq_f16_coopmat2";
+  const char* name = kernel == BackwardKernel::kDkdvAtomicDq ? "backward_dkdv_atomic_dq_f16_coopmat2"
+                     : kernel == BackwardKernel::kDkdvStoreDs ? "backward_dkdv_store_ds_f16_coopmat2"
+                     : kernel == BackwardKernel::kDkdv        ? "backward_dkdv_f16_coopmat2"
+                     : kernel == BackwardKernel::kDq          ? "backward_dq_f16_coopmat2"
+                                                              : "backward_dq_from_ds_f16_coopmat2";
   return Coopmat2Choice(device, name, dkdv ? chosen->streamed : owned, dkdv ? owned : chosen->streamed,
                         chosen->subgroups * device.subgroup_size, shared_bytes(*chosen), g);
 }
@@ -259,14 +283,58 @@ Result<BackwardKernelChoice> Coopmat2Backend::ChooseBackward(const DeviceInfo& d
   Result<BackwardKernelChoice> deterministic = BothBackwardKernels([&](bool dkdv) {
     return ChooseCoopmat2BackwardTile(device, params, overrides, dkdv ? BackwardKernel::kDkdv : BackwardKernel::kDq);
   });
-  if (!deterministic.ok() || params.deterministic || !device.use_float32_atomic_add ||
-      !AtomicDqPays(device, params, deterministic->dq)) {
-    return deterministic;
+  if (!deterministic.ok() || params.deterministic) return deterministic;
+  // deterministic = false: atomic dQ where the dQ kernel would leave the device idle, else stored
+  // dS where its workspace fits (neither with a mask: the kernels' skipped tiles would differ),
+  // unless nondeterministic_dq names one. Where no tile of the chosen kernels fits, the
+  // deterministic kernels run the call.
+  const std::string& forced = overrides.nondeterministic_dq;
+  const bool atomic = forced.empty() ? device.use_float32_atomic_add && AtomicDqPays(device, params, deterministic->dq)
+                                     : forced == "atomic" && device.use_float32_atomic_add;
+  if (atomic) {
+    Result<KernelChoice> dkdv = ChooseCoopmat2BackwardTile(device, params, overrides, BackwardKernel::kDkdvAtomicDq);
+    if (!dkdv.ok()) return deterministic;
+    return BackwardKernelChoice{*dkdv, DqFromSumsChoice(device, params), /*atomic_dq=*/true};
   }
-  // Where no tile of it fits, the deterministic kernels run the call.
-  Result<KernelChoice> dkdv = ChooseCoopmat2BackwardTile(device, params, overrides, BackwardKernel::kDkdvAtomicDq);
-  if (!dkdv.ok()) return deterministic;
-  return BackwardKernelChoice{*dkdv, DqFromSumsChoice(device, params), /*atomic_dq=*/true};
+  const bool stored_ds =
+      forced.empty() ? StoredDsPays(device, params, overrides.stored_ds_max_mib)
+                     : forced == "stored-ds" && params.mask.type == MaskType::kNone && params.shape.q_len > 0 &&
+                           params.shape.kv_len > 0 && StoredDsChunkPairs(device, params.shape, overrides.stored_ds_max_mib) > 0;
+  if (!stored_ds) return deterministic;
+  Result<KernelChoice> dkdv = ChooseCoopmat2BackwardTile(device, params, overrides, BackwardKernel::kDkdvStoreDs);
+  Result<KernelChoice> dq = ChooseCoopmat2BackwardTile(device, params, overrides, BackwardKernel::kDqFromDs);
+  if (!dkdv.ok() || !dq.ok()) return deterministic;
+  BackwardKernelChoice choice{*dkdv, *dq};
+  choice.stored_ds = true;
+  return choice;
+}
+
+uint64_t StoredDsPairBytes(const AttentionShape& shape) {
+  const auto padded = [](uint64_t n) { return (n + 7) / 8 * 8 + VKF_STORED_DS_PAD; };
+  return uint64_t(shape.q_heads / shape.kv_heads) * padded(shape.q_len) * padded(shape.kv_len) * 2;
+}
+
+uint32_t StoredDsChunkPairs(const DeviceInfo& device, const AttentionShape& shape, uint32_t max_mib) {
+  const uint64_t pairs = uint64_t(shape.batch) * shape.kv_heads, pair_bytes = StoredDsPairBytes(shape);
+  const uint64_t group = shape.q_heads / shape.kv_heads;
+  if (pairs == 0 || group == 0) return 0;
+  const uint64_t max_bytes = max_mib == 0 ? StoredDsDefaultBytes(device) : uint64_t(max_mib) << 20;
+  const uint64_t fit = std::min(max_bytes, device.max_storage_buffer_range) / pair_bytes;
+  const uint64_t dispatchable = device.max_workgroup_count[1] / group;  // the dQ dispatch's y: query heads
+  const uint64_t most = std::min({pairs, fit, dispatchable});
+  if (most == 0) return 0;
+  const uint64_t chunks = (pairs + most - 1) / most;
+  return uint32_t((pairs + chunks - 1) / chunks);  // chunks of even size: no short last chunk
+}
+
+uint64_t StoredDsDefaultBytes(const DeviceInfo& device) {
+  return device.device_local_bytes > 0 ? device.device_local_bytes / 16 : uint64_t(1) << 30;
+}
+
+bool StoredDsPays(const DeviceInfo& device, const AttentionParams& params, uint32_t max_mib) {
+  const AttentionShape& shape = params.shape;
+  return params.mask.type == MaskType::kNone && shape.head_dim >= 128 && shape.q_len > 0 && shape.kv_len > 0 &&
+         StoredDsChunkPairs(device, shape, max_mib) == uint64_t(shape.batch) * shape.kv_heads;
 }
 
 bool AtomicDqPays(const DeviceInfo& device, const AttentionParams& params, const KernelChoice& dq) {
