@@ -87,3 +87,26 @@ TEST_CASE("ContextOptions: defaults without the environment, malformed numbers r
   ScopedVariable bad_loops("VKFLASH_MAX_LOOP_ITERATIONS", "-3");
   CHECK(ResolveContextOptions(ContextOptions{}).status().code() == ErrorCode::kInvalidArgument);
 }
+
+TEST_CASE("ContextOptions: how deterministic = false sums dQ, from the caller or the environment", "[options]") {
+  ScopedVariable method("VKFLASH_NONDETERMINISTIC_DQ", "stored-ds"), budget("VKFLASH_STORED_DS_MAX_MIB", "256");
+  auto resolved = ResolveContextOptions(ContextOptions{});
+  REQUIRE(resolved.ok());
+  CHECK(resolved->tile_overrides.nondeterministic_dq == "stored-ds");
+  CHECK(resolved->tile_overrides.stored_ds_max_mib == 256);
+  for (const char* value : {"atomic", "recompute"}) {
+    ContextOptions set;
+    set.tile_overrides.nondeterministic_dq = value;
+    resolved = ResolveContextOptions(set);
+    REQUIRE(resolved.ok());
+    CHECK(resolved->tile_overrides.nondeterministic_dq == value);
+  }
+  ContextOptions bad;
+  bad.tile_overrides.nondeterministic_dq = "stored_ds";  // a near miss is refused, not ignored
+  auto refused = ResolveContextOptions(bad);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == ErrorCode::kInvalidArgument);
+  CHECK(refused.status().message().find("stored_ds") != std::string::npos);
+  ScopedVariable bad_budget("VKFLASH_STORED_DS_MAX_MIB", "lots");
+  CHECK(ResolveContextOptions(ContextOptions{}).status().code() == ErrorCode::kInvalidArgument);
+}

@@ -262,6 +262,40 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
   CHECK(backward->dq.shared_memory_bytes == 2 * 64 * row_bytes + 64 * 4 + 2 * 64 * 4);
   CHECK((backward->dkdv.matrix_granularity == 16 && backward->dq.matrix_granularity == 16));
 
+  SECTION("stored dS (deterministic = false): its own tiles, none larger than the slots' padding") {
+    device.max_storage_buffer_range = uint64_t(4) << 30;
+    device.max_workgroup_count[1] = 65535;
+    device.device_local_bytes = uint64_t(80) << 30;
+    params.shape = {4, 16, 16, 4096, 4096, 128};
+    params.deterministic = false;
+    auto b = vkflash::attention::ChooseBackwardKernels(device, params, false);
+    REQUIRE(b.ok());
+    REQUIRE(b->stored_ds);
+    CHECK(b->dkdv.kernel == "backward_dkdv_store_ds_f16_coopmat2");
+    // 48 query rows per step no longer fit beside the dS^T tile (64 keys of 32 queries, padded)
+    CHECK((b->dkdv.block_kv == 64 && b->dkdv.block_q == 32 && b->dkdv.workgroup_size == 128));
+    CHECK(b->dkdv.shared_memory_bytes == (64 + 2 * 32) * row_bytes + 3 * 32 * 4 + flag + closed_tiles + 64 * 5 * 16);
+    CHECK(b->dq.kernel == "backward_dq_from_ds_f16_coopmat2");
+    // K rows and dS^T rows (64 keys of 128 queries, padded), the keys' non-finite steps
+    CHECK((b->dq.block_q == 128 && b->dq.block_kv == 64 && b->dq.workgroup_size == 128));
+    CHECK(b->dq.shared_memory_bytes == 64 * row_bytes + 64 * 17 * 16 + 64 * 4);
+    // A forced dK/dV tile of 192 query rows: the deterministic kernel takes it, stored dS (whose
+    // slots are padded for 128) does not.
+    vkflash::TileOverrides overrides;
+    overrides.coopmat2_dkdv = "16x192x32";
+    overrides.nondeterministic_dq = "stored-ds";
+    params.shape = {1, 1, 1, 200, 200, 32};
+    params.deterministic = true;
+    b = vkflash::attention::ChooseBackwardKernels(device, params, false, overrides);
+    REQUIRE(b.ok());
+    CHECK(b->dkdv.block_q == 192);
+    params.deterministic = false;
+    b = vkflash::attention::ChooseBackwardKernels(device, params, false, overrides);
+    REQUIRE(b.ok());
+    CHECK(b->stored_ds);
+    CHECK(b->dkdv.block_q <= VKF_STORED_DS_PAD);
+  }
+
   SECTION("smaller head dims take larger tiles") {
     params.shape.head_dim = 64;
     auto f = vkflash::attention::ChooseForwardKernel(device, params, false);

@@ -172,8 +172,9 @@ struct VKFLASH_API AttentionParams {
   // VK_EXT_shader_atomic_float's shaderBufferFloat32AtomicAdd and it is the faster way (few query
   // tiles over long keys; one gradient kernel instead of two, FlashAttention-2's own default, dQ's
   // rounding then varying from run to run within the tolerances); else dS stored in the workspace
-  // and multiplied by K (head dim >= 128, no mask, where every head's N x N float16 slot fits a
-  // sixteenth of the device's memory; TileOverrides::stored_ds_max_mib), bits still fixed.
+  // and multiplied by K (head dim 128, no mask, where the N x N float16 slots of all heads together
+  // fit a sixteenth of the device's memory, at most maxStorageBufferRange;
+  // TileOverrides::stored_ds_max_mib), bits still fixed.
   // BackwardKernelChoice::atomic_dq and ::stored_ds say which a call takes (docs/design.md).
   bool deterministic = true;
 
@@ -335,9 +336,11 @@ struct TileOverrides {
   // (::stored_ds; where its workspace chunk fits), "recompute" (the deterministic kernels); empty:
   // the faster for the device and shape (measured: docs/tuning-log.md). C++ only.
   std::string nondeterministic_dq;
-  // The most workspace stored dS takes, in MiB (VKFLASH_STORED_DS_MAX_MIB): larger calls run in
-  // chunks of (batch, KV head) pairs that fit, and where one pair does not, dQ is not stored that
-  // way. 0: 1024 (within the device's maxStorageBufferRange either way). C++ only.
+  // The most workspace stored dS takes, in MiB (VKFLASH_STORED_DS_MAX_MIB); 0: a sixteenth of the
+  // device's largest memory heap (1 GiB where unknown); never more than maxStorageBufferRange.
+  // Chosen by itself, stored dS runs only where the whole call fits; asked for ("stored-ds"),
+  // larger calls run in chunks of (batch, KV head) pairs that fit, and where one pair does not,
+  // the deterministic kernels run. C++ only.
   uint32_t stored_ds_max_mib = 0;
 };
 

@@ -129,7 +129,7 @@ using uint = std::uint32_t;
 #define VKF_BWD_BINDING_DV 9
 // Chunked gradient kernels: the float32 sums so far, [B, Hq, Nq, D] for dQ and [B, Hkv, Nk, D]
 // for dK and dV (before the softmax scale). DQ_STATE also holds the dQ sums of atomic dQ, and with
-// stored dS the float16 dS^T slots (coopmat2/coopmat2_backward.glsl, VKF_STORED_DS_PAD).
+// stored dS the float16 dS^T slots (coopmat2/stored_ds.glsl, VKF_STORED_DS_PAD).
 #define VKF_BWD_BINDING_DQ_STATE 10
 #define VKF_BWD_BINDING_DK_STATE 11
 #define VKF_BWD_BINDING_DV_STATE 12

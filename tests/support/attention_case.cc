@@ -199,17 +199,18 @@ ForwardRun RunForwardWith(Context& context, const AttentionParams& params, std::
 
 namespace vkflash::testing {
 
-BackwardRun RunBackwardCase(Context& context, const AttentionParams& params, uint32_t seed, const ScoreValues& values) {
+BackwardRun RunBackwardCase(Context& context, const AttentionParams& params, uint32_t seed, const ScoreValues& values,
+                            bool nan_workspace) {
   const AttentionShape& s = params.shape;
   return RunBackwardWith(context, params, RandomValues(s.q_elements(), params.dtype, seed),
                          RandomValues(s.kv_elements(), params.dtype, seed + 1000),
                          RandomValues(s.kv_elements(), params.dtype, seed + 2000),
-                         RandomValues(s.q_elements(), params.dtype, seed + 3000), values);
+                         RandomValues(s.q_elements(), params.dtype, seed + 3000), values, nan_workspace);
 }
 
 BackwardRun RunBackwardWith(Context& context, const AttentionParams& params, std::vector<float> q_values,
                             std::vector<float> k_values, std::vector<float> v_values, std::vector<float> do_values,
-                            const ScoreValues& values) {
+                            const ScoreValues& values, bool nan_workspace) {
   const AttentionShape& s = params.shape;
   const DataType dtype = params.dtype;
   BackwardRun run;
@@ -256,7 +257,11 @@ BackwardRun RunBackwardWith(Context& context, const AttentionParams& params, std
   buffers.d_o = d_o.view();
   buffers.dq = dq.view();
   buffers.dk = dk.view();
-  buffers.dv = dv.view();  // workspace left empty: Backward() allocates it
+  buffers.dv = dv.view();  // workspace left empty: Backward() allocates it, unless NaN is asked for
+  auto workspace_bytes = context.BackwardWorkspaceBytes(params);
+  REQUIRE(workspace_bytes.ok());
+  Buffer nan_filled = UploadedBuffer(context, std::vector<uint8_t>(nan_workspace ? *workspace_bytes : 0, 0xff));
+  if (nan_workspace && *workspace_bytes > 0) buffers.workspace = nan_filled.view();
   const uint64_t before = context.allocated_bytes();
   context.ResetPeakAllocatedBytes();
   status = context.Backward(params, buffers);

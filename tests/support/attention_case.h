@@ -63,12 +63,15 @@ double DsinksError(DataType dtype, const std::vector<float>& got, const tools::R
 using ScoreValues = tools::ReferenceVariants;
 
 // Forward (for O and LSE) then backward with random inputs and dO from `seed`; gradient
-// buffers (and dsinks, with params.sinks) are filled with NaN first. REQUIREs success.
+// buffers (and dsinks, with params.sinks) are filled with NaN first. The workspace is Backward()'s
+// own, or with `nan_workspace` one of BackwardWorkspaceBytes filled with NaN (0xff bytes: what a
+// kernel reads from it without writing it first shows). REQUIREs success.
 BackwardRun RunBackwardCase(Context& context, const AttentionParams& params, uint32_t seed,
-                            const ScoreValues& values = {});
+                            const ScoreValues& values = {}, bool nan_workspace = false);
 // ...with these inputs (values the storage dtype holds exactly).
 BackwardRun RunBackwardWith(Context& context, const AttentionParams& params, std::vector<float> q, std::vector<float> k,
-                            std::vector<float> v, std::vector<float> d_o, const ScoreValues& values = {});
+                            std::vector<float> v, std::vector<float> d_o, const ScoreValues& values = {},
+                            bool nan_workspace = false);
 
 // Whether a row's LSE is `sink`, as the contract gives a row that sees no key with sinks: within
 // a few float32 roundings (kernels that work in base 2 go through sink * log2(e) and back).

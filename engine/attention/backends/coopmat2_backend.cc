@@ -173,8 +173,14 @@ Result<KernelChoice> ChooseCoopmat2BackwardTile(const DeviceInfo& device, const 
     const uint32_t columns = head_dim / tile.subgroups;
     return !atomic_dq || (head_dim % tile.subgroups == 0 && columns % g == 0 && columns % 4 == 0);
   };
+  // Stored dS's slots are padded for tiles of at most VKF_STORED_DS_PAD rows each way (a forced
+  // tile could be larger).
+  const bool stored_ds = kernel == BackwardKernel::kDkdvStoreDs || kernel == BackwardKernel::kDqFromDs;
+  auto within_slot_padding = [&](const SubgroupTile& tile) {
+    return !stored_ds || (owned_rows(tile) <= VKF_STORED_DS_PAD && tile.streamed <= VKF_STORED_DS_PAD);
+  };
   auto fits = [&](const SubgroupTile& tile) {
-    return g > 0 && (tile.rows == 16 || tile.rows == 32) && tile.rows % g == 0 && tile.streamed % g == 0 &&
+    return g > 0 && within_slot_padding(tile) && (tile.rows == 16 || tile.rows == 32) && tile.rows % g == 0 && tile.streamed % g == 0 &&
            head_dim % g == 0 && head_dim <= tile.max_head_dim && device.subgroup_size > 0 &&
            device.min_subgroup_size == device.max_subgroup_size &&
            tile.subgroups * device.subgroup_size <= device.max_workgroup_invocations && dq_columns_fit(tile) &&
@@ -285,8 +291,8 @@ Result<BackwardKernelChoice> Coopmat2Backend::ChooseBackward(const DeviceInfo& d
   });
   if (!deterministic.ok() || params.deterministic) return deterministic;
   // deterministic = false: atomic dQ where the dQ kernel would leave the device idle, else stored
-  // dS where its workspace fits (neither with a mask: the kernels' skipped tiles would differ),
-  // unless nondeterministic_dq names one. Where no tile of the chosen kernels fits, the
+  // dS where it pays (StoredDsPays; never with a mask: the two kernels would skip different closed
+  // tiles), unless nondeterministic_dq names one. Where no tile of the chosen kernels fits, the
   // deterministic kernels run the call.
   const std::string& forced = overrides.nondeterministic_dq;
   const bool atomic = forced.empty() ? device.use_float32_atomic_add && AtomicDqPays(device, params, deterministic->dq)
@@ -324,7 +330,7 @@ uint32_t StoredDsChunkPairs(const DeviceInfo& device, const AttentionShape& shap
   const uint64_t most = std::min({pairs, fit, dispatchable});
   if (most == 0) return 0;
   const uint64_t chunks = (pairs + most - 1) / most;
-  return uint32_t((pairs + chunks - 1) / chunks);  // chunks of even size: no short last chunk
+  return uint32_t((pairs + chunks - 1) / chunks);  // chunks of nearly even size (at most one pair apart)
 }
 
 uint64_t StoredDsDefaultBytes(const DeviceInfo& device) {

@@ -61,12 +61,13 @@ uint64_t StoredDsPairBytes(const AttentionShape& shape);
 // (TileOverrides::stored_ds_max_mib; 0: StoredDsDefaultBytes), the device's maxStorageBufferRange
 // and its workgroup counts, spread evenly over the fewest chunks; 0 where not even one pair fits.
 uint32_t StoredDsChunkPairs(const DeviceInfo& device, const AttentionShape& shape, uint32_t max_mib);
-// The default budget: a sixteenth of the largest device-local heap (5 GB on an 80 GB H100, 512 MiB
-// on an 8 GiB card), 1 GiB where the heap is unknown.
+// The default budget: a sixteenth of the largest device-local heap (5 GB on an 80 GB H100, where
+// maxStorageBufferRange then caps it at 4 GiB; 512 MiB on an 8 GiB card), 1 GiB where the heap is
+// unknown.
 uint64_t StoredDsDefaultBytes(const DeviceInfo& device);
 // Whether a backward call with deterministic = false that does not take atomic dQ stores dS unless
-// TileOverrides::nondeterministic_dq says otherwise: no mask, a head dim of at least 128, and every
-// (batch, KV head) pair in one chunk (H100: faster at D = 128 in one chunk, slower at D = 64 and in
+// TileOverrides::nondeterministic_dq says otherwise: no mask, a head dim of at least 128 (the
+// backward's tiles stop at 128: so D = 128), and every (batch, KV head) pair in one chunk (H100: faster at D = 128 in one chunk, slower at D = 64 and in
 // chunks; docs/tuning-log.md, "stored dS in the coopmat2 backward").
 bool StoredDsPays(const DeviceInfo& device, const AttentionParams& params, uint32_t max_mib);
 
