@@ -337,17 +337,19 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   return Status::Ok();
 }
 
-void BackwardOperator::RecordStoredDs(VkCommandBuffer cmd, gpu::AttentionPush push, const AttentionShape& shape, VkPipeline dkdv_pipeline, VkPipeline dq_pipeline,
-                                      uint32_t groups_dkdv, uint32_t groups_dq) {
-  const uint32_t pairs = shape.batch * shape.kv_heads, group = shape.q_heads / shape.kv_heads;
-  const uint32_t chunk_pairs = StoredDsChunkPairs(info_, shape, overrides_.stored_ds_max_mib);
-  for (uint32_t first = 0; first < pairs; first += chunk_pairs) {
-    const uint32_t count = std::min(chunk_pairs, pairs - first);
+void BackwardOperator::RecordStoredDs(VkCommandBuffer cmd, gpu::AttentionPush push, const AttentionShape& shape,
+                                      VkPipeline dkdv_pipeline, VkPipeline dq_pipeline, uint32_t groups_dkdv,
+                                      uint32_t groups_dq) {
+  const uint64_t pairs = uint64_t(shape.batch) * shape.kv_heads;
+  const uint32_t group = shape.q_heads / shape.kv_heads;
+  const uint32_t chunk_pairs = StoredDsChunkPairs(info_, shape, overrides_.stored_ds_max_mib);  // > 0: chosen
+  for (uint64_t first = 0; first < pairs; first += chunk_pairs) {
+    const uint32_t count = uint32_t(std::min<uint64_t>(chunk_pairs, pairs - first));
     if (first > 0) {  // the last chunk's dQ dispatch has read the slots this one overwrites
       vk::MemoryBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT,
                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT);
     }
-    push.chunk_begin = first;
+    push.chunk_begin = uint32_t(first);  // pairs below 2^32: batch and heads are dispatch counts
     vkCmdPushConstants(cmd, layout_->pipeline_layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, dkdv_pipeline);
     vkCmdDispatch(cmd, groups_dkdv, count, 1);
