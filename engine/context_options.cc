@@ -42,7 +42,8 @@ Result<ContextOptions> ResolveContextOptions(const ContextOptions& options) {
   if (Status s = FillNumber("VKFLASH_DECODE_SPLITS", &tiles.decode_splits); !s.ok()) return s;
   FillText("VKFLASH_NONDETERMINISTIC_DQ", &tiles.nondeterministic_dq);
   if (Status s = FillNumber("VKFLASH_STORED_DS_MAX_MIB", &tiles.stored_ds_max_mib); !s.ok()) return s;
-  if (const std::string& dq = tiles.nondeterministic_dq; !dq.empty() && dq != "atomic" && dq != "stored-ds" && dq != "recompute") {
+  if (const std::string& dq = tiles.nondeterministic_dq;
+      !dq.empty() && dq != "atomic" && dq != "stored-ds" && dq != "recompute") {
     return Status::Error(ErrorCode::kInvalidArgument, "nondeterministic_dq (VKFLASH_NONDETERMINISTIC_DQ) is '" + dq +
                                                           "': expected atomic, stored-ds or recompute");
   }

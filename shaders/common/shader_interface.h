@@ -146,6 +146,8 @@ using uint = std::uint32_t;
 // VKF_STORED_DS_PAD rows), so that every tile of up to VKF_STORED_DS_PAD rows of either kernel
 // lies inside its slot.
 #define VKF_STORED_DS_PAD 128
+// A slot's row length (from Nq) or row count (from Nk), in float16 values.
+#define VKF_STORED_DS_PADDED(n) (((n) + 7) / 8 * 8 + VKF_STORED_DS_PAD)
 
 // The cooperative-matrix layout probe (shaders/coopmat/coopmat_layout_probe.comp): for every lane l and
 // accumulator element i, the value 16 * row + column lands at float l * VKF_PROBE_STRIDE + i;

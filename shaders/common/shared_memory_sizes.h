@@ -93,9 +93,9 @@
 #define VKF_SMEM_DKDV_TILES_U4(block_kv, stream_rows, tile_stride) (((block_kv) + (stream_rows)) * (tile_stride))
 // uvec4: with atomic dQ, the step's dS^T in float16: block_kv rows of block_q, padded as above.
 #define VKF_SMEM_CM2_DS_TILE_U4(block_kv, block_q) ((block_kv) * VKF_TILE_STRIDE((block_q) / 8))
-// uvec4: dQ from stored dS (coopmat2/attention_backward_dq_from_ds_coopmat2.comp): the step's K
-// rows, and its dS^T rows (block_kv keys of the tile's queries), each padded as above.
-#define VKF_SMEM_CM2_DQ_FROM_DS_K_U4(block_kv, tile_stride) ((block_kv) * (tile_stride))
-#define VKF_SMEM_CM2_DQ_FROM_DS_DS_U4(block_kv, ds_stride) ((block_kv) * (ds_stride))
+// uvec4: dQ from stored dS (coopmat2/attention_backward_dq_from_ds_coopmat2.comp): each of its two
+// staged tiles, the step's K rows and its dS^T rows (block_kv keys of the tile's queries), block_kv
+// rows of `stride` words (padded as above).
+#define VKF_SMEM_CM2_DQ_FROM_DS_ROWS_U4(block_kv, stride) ((block_kv) * (stride))
 
 #endif  // VKFLASH_SHARED_MEMORY_SIZES_H

@@ -44,8 +44,8 @@ const uint ROW_U4 = VKF_ROW_U4(HEAD_DIM);          // a row of float16 as uvec4 
 const uint TILE_STRIDE = VKF_TILE_STRIDE(ROW_U4);  // padded shared row (see stage_rows.glsl)
 const uint DS_ROW_U4 = BLOCK_Q / 8;                // a key's dS^T row of the tile's queries
 const uint DS_STRIDE = VKF_TILE_STRIDE(DS_ROW_U4);
-shared uvec4 k_tile[VKF_SMEM_CM2_DQ_FROM_DS_K_U4(BLOCK_KV, TILE_STRIDE)];
-shared uvec4 ds_tile[VKF_SMEM_CM2_DQ_FROM_DS_DS_U4(BLOCK_KV, DS_STRIDE)];
+shared uvec4 k_tile[VKF_SMEM_CM2_DQ_FROM_DS_ROWS_U4(BLOCK_KV, TILE_STRIDE)];
+shared uvec4 ds_tile[VKF_SMEM_CM2_DQ_FROM_DS_ROWS_U4(BLOCK_KV, DS_STRIDE)];
 // Step (from 1) at which the staging last zeroed an inf or NaN in this row of the key tile.
 shared uint key_nonfinite_step[VKF_SMEM_NONFINITE_STEPS(BLOCK_KV)];
 #include "common/nonfinite.glsl"

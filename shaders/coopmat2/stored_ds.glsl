@@ -6,8 +6,8 @@
 #ifndef VKFLASH_STORED_DS_GLSL
 #define VKFLASH_STORED_DS_GLSL
 
-uint stored_ds_stride() { return (pc.q_len + 7) / 8 * 8 + VKF_STORED_DS_PAD; }
+uint stored_ds_stride() { return VKF_STORED_DS_PADDED(pc.q_len); }
 // Element offset of slot `slot`'s row 0.
-uint stored_ds_slot(const uint slot) { return slot * stored_ds_stride() * ((pc.kv_len + 7) / 8 * 8 + VKF_STORED_DS_PAD); }
+uint stored_ds_slot(const uint slot) { return slot * stored_ds_stride() * VKF_STORED_DS_PADDED(pc.kv_len); }
 
 #endif

@@ -111,13 +111,14 @@ uint32_t Coopmat2BackwardBytes(uint32_t head_dim, uint32_t owned, uint32_t strea
 // ...dQ from stored dS: the step's K rows and dS^T rows (streamed keys of the owned queries) and
 // the keys' non-finite steps...
 uint32_t Coopmat2DqFromDsBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed) {
-  return 16 * (VKF_SMEM_CM2_DQ_FROM_DS_K_U4(streamed, VKF_TILE_STRIDE(VKF_ROW_U4(head_dim))) +
-               VKF_SMEM_CM2_DQ_FROM_DS_DS_U4(streamed, VKF_TILE_STRIDE(owned / 8))) +
+  return 16 * (VKF_SMEM_CM2_DQ_FROM_DS_ROWS_U4(streamed, VKF_TILE_STRIDE(VKF_ROW_U4(head_dim))) +
+               VKF_SMEM_CM2_DQ_FROM_DS_ROWS_U4(streamed, VKF_TILE_STRIDE(owned / 8))) +
          4 * VKF_SMEM_NONFINITE_STEPS(streamed);
 }
 // ...dK/dV storing dS: the dS^T tile it stages the stores through...
 uint32_t Coopmat2StoreDsBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed) {
-  return Coopmat2BackwardBytes(head_dim, owned, streamed, /*dkdv=*/true) + 16 * VKF_SMEM_CM2_DS_TILE_U4(owned, streamed);
+  return Coopmat2BackwardBytes(head_dim, owned, streamed, /*dkdv=*/true) +
+         16 * VKF_SMEM_CM2_DS_TILE_U4(owned, streamed);
 }
 // ...and of dK/dV with atomic dQ: the dS^T tile, and the keys' non-finite flags.
 uint32_t Coopmat2AtomicDqBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed) {
@@ -180,8 +181,8 @@ Result<KernelChoice> ChooseCoopmat2BackwardTile(const DeviceInfo& device, const 
     return !stored_ds || (owned_rows(tile) <= VKF_STORED_DS_PAD && tile.streamed <= VKF_STORED_DS_PAD);
   };
   auto fits = [&](const SubgroupTile& tile) {
-    return g > 0 && within_slot_padding(tile) && (tile.rows == 16 || tile.rows == 32) && tile.rows % g == 0 && tile.streamed % g == 0 &&
-           head_dim % g == 0 && head_dim <= tile.max_head_dim && device.subgroup_size > 0 &&
+    return g > 0 && within_slot_padding(tile) && (tile.rows == 16 || tile.rows == 32) && tile.rows % g == 0 &&
+           tile.streamed % g == 0 && head_dim % g == 0 && head_dim <= tile.max_head_dim && device.subgroup_size > 0 &&
            device.min_subgroup_size == device.max_subgroup_size &&
            tile.subgroups * device.subgroup_size <= device.max_workgroup_invocations && dq_columns_fit(tile) &&
            shared_bytes(tile) <= device.usable_shared_memory_bytes;
@@ -291,9 +292,8 @@ Result<BackwardKernelChoice> Coopmat2Backend::ChooseBackward(const DeviceInfo& d
   });
   if (!deterministic.ok() || params.deterministic) return deterministic;
   // deterministic = false: atomic dQ where the dQ kernel would leave the device idle, else stored
-  // dS where it pays (StoredDsPays; never with a mask: the two kernels would skip different closed
-  // tiles), unless nondeterministic_dq names one. Where no tile of the chosen kernels fits, the
-  // deterministic kernels run the call.
+  // dS where it pays (StoredDsPays), unless nondeterministic_dq names one. Where no tile of the
+  // chosen kernels fits, the deterministic kernels run the call.
   const std::string& forced = overrides.nondeterministic_dq;
   const bool atomic = forced.empty() ? device.use_float32_atomic_add && AtomicDqPays(device, params, deterministic->dq)
                                      : forced == "atomic" && device.use_float32_atomic_add;
@@ -302,10 +302,9 @@ Result<BackwardKernelChoice> Coopmat2Backend::ChooseBackward(const DeviceInfo& d
     if (!dkdv.ok()) return deterministic;
     return BackwardKernelChoice{*dkdv, DqFromSumsChoice(device, params), /*atomic_dq=*/true};
   }
-  const bool stored_ds =
-      forced.empty() ? StoredDsPays(device, params, overrides.stored_ds_max_mib)
-                     : forced == "stored-ds" && params.mask.type == MaskType::kNone && params.shape.q_len > 0 &&
-                           params.shape.kv_len > 0 && StoredDsChunkPairs(device, params.shape, overrides.stored_ds_max_mib) > 0;
+  const uint32_t max_mib = overrides.stored_ds_max_mib;
+  const bool stored_ds = forced.empty() ? StoredDsPays(device, params, max_mib)
+                                        : forced == "stored-ds" && StoredDsRuns(device, params, max_mib);
   if (!stored_ds) return deterministic;
   Result<KernelChoice> dkdv = ChooseCoopmat2BackwardTile(device, params, overrides, BackwardKernel::kDkdvStoreDs);
   Result<KernelChoice> dq = ChooseCoopmat2BackwardTile(device, params, overrides, BackwardKernel::kDqFromDs);
@@ -316,8 +315,8 @@ Result<BackwardKernelChoice> Coopmat2Backend::ChooseBackward(const DeviceInfo& d
 }
 
 uint64_t StoredDsPairBytes(const AttentionShape& shape) {
-  const auto padded = [](uint64_t n) { return (n + 7) / 8 * 8 + VKF_STORED_DS_PAD; };
-  return uint64_t(shape.q_heads / shape.kv_heads) * padded(shape.q_len) * padded(shape.kv_len) * 2;
+  return uint64_t(shape.q_heads / shape.kv_heads) * VKF_STORED_DS_PADDED(uint64_t(shape.q_len)) *
+         VKF_STORED_DS_PADDED(uint64_t(shape.kv_len)) * 2;
 }
 
 uint32_t StoredDsChunkPairs(const DeviceInfo& device, const AttentionShape& shape, uint32_t max_mib) {
@@ -337,9 +336,15 @@ uint64_t StoredDsDefaultBytes(const DeviceInfo& device) {
   return device.device_local_bytes > 0 ? device.device_local_bytes / 16 : uint64_t(1) << 30;
 }
 
+bool StoredDsRuns(const DeviceInfo& device, const AttentionParams& params, uint32_t max_mib) {
+  const AttentionShape& shape = params.shape;
+  return params.mask.type == MaskType::kNone && shape.q_len > 0 && shape.kv_len > 0 &&
+         StoredDsChunkPairs(device, shape, max_mib) > 0;
+}
+
 bool StoredDsPays(const DeviceInfo& device, const AttentionParams& params, uint32_t max_mib) {
   const AttentionShape& shape = params.shape;
-  return params.mask.type == MaskType::kNone && shape.head_dim >= 128 && shape.q_len > 0 && shape.kv_len > 0 &&
+  return StoredDsRuns(device, params, max_mib) && shape.head_dim >= 128 &&
          StoredDsChunkPairs(device, shape, max_mib) == uint64_t(shape.batch) * shape.kv_heads;
 }
 

@@ -65,10 +65,15 @@ uint32_t StoredDsChunkPairs(const DeviceInfo& device, const AttentionShape& shap
 // maxStorageBufferRange then caps it at 4 GiB; 512 MiB on an 8 GiB card), 1 GiB where the heap is
 // unknown.
 uint64_t StoredDsDefaultBytes(const DeviceInfo& device);
-// Whether a backward call with deterministic = false that does not take atomic dQ stores dS unless
-// TileOverrides::nondeterministic_dq says otherwise: no mask, a head dim of at least 128 (the
-// backward's tiles stop at 128: so D = 128), and every (batch, KV head) pair in one chunk (H100: faster at D = 128 in one chunk, slower at D = 64 and in
-// chunks; docs/tuning-log.md, "stored dS in the coopmat2 backward").
+// Whether stored dS can run a call at all (what nondeterministic_dq = "stored-ds" needs): no mask
+// (the two kernels would skip different closed tiles), queries and keys, and at least one (batch,
+// KV head) pair within the budget...
+bool StoredDsRuns(const DeviceInfo& device, const AttentionParams& params, uint32_t max_mib);
+// ...and whether a backward call with deterministic = false that does not take atomic dQ stores
+// dS unless TileOverrides::nondeterministic_dq says otherwise: where it runs, at a head dim of at
+// least 128 (the backward's tiles stop at 128: so D = 128), with every (batch, KV head) pair in one
+// chunk (H100: faster at D = 128 in one chunk, slower at D = 64 and in chunks; docs/tuning-log.md,
+// "stored dS in the coopmat2 backward").
 bool StoredDsPays(const DeviceInfo& device, const AttentionParams& params, uint32_t max_mib);
 
 // Keys a query row sees, on average over the rows (kv_len without a band; for 0 rows too).
