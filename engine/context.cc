@@ -83,11 +83,12 @@ struct VKFLASH_INTERNAL Context::Impl {
     auto layout = attention::ProbeCoopmatLayout(*device, *runner, *pipelines, info.cooperative_matrix, info.subgroup_size);
     if (layout.ok()) {
       coopmat_layout = *layout;
-      char note[160];
+      char note[200];
       std::snprintf(note, sizeof(note),
-                    "accumulator layout: %u elements and %u rows per lane, row lanes differ in mask 0x%x, slots 0x%08x%08x",
+                    "accumulator layout: %u elements and %u rows per lane, row lanes differ in mask 0x%x, slots "
+                    "0x%08x%08x; A operands %s",
                     layout->elements_per_lane, layout->rows_per_lane, layout->row_lane_mask, layout->slots_hi,
-                    layout->slots_lo);
+                    layout->slots_lo, layout->a_like_accumulator ? "laid out alike" : "laid out otherwise");
       info.cooperative_matrix_note = note;
       return Status::Ok();
     }

@@ -36,6 +36,15 @@ std::vector<float> Probe(uint32_t lanes, uint32_t elements, const std::function<
 // NVIDIA's mma.m16n8k16 accumulator, twice along columns: quads of lanes share two rows.
 std::pair<int, int> NvidiaLike(int lane, int i) { return {lane / 4 + 8 * ((i / 2) % 2), 8 * (i / 4) + 2 * (lane % 4) + i % 2}; }
 
+// The probe's output with an A operand's block after the accumulator's (`a_elements` each).
+std::vector<float> ProbeWithA(uint32_t lanes, uint32_t elements, const std::function<std::pair<int, int>(int, int)>& acc,
+                              uint32_t a_elements, const std::function<std::pair<int, int>(int, int)>& a) {
+  std::vector<float> out = Probe(lanes, elements, acc);
+  const std::vector<float> a_block = Probe(lanes, a_elements, a);
+  out.insert(out.end(), a_block.begin(), a_block.end());
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("cooperative-matrix layout analysis accepts row-structured layouts") {
@@ -71,6 +80,38 @@ TEST_CASE("cooperative-matrix layout analysis accepts row-structured layouts") {
     CHECK(layout->row_lane_mask == 0u);
     CHECK(layout->slots_lo == 0u);
     CHECK(layout->slots_hi == 0u);
+  }
+}
+
+TEST_CASE("cooperative-matrix layout analysis: A operands laid out like the accumulator") {
+  SECTION("the same element at every lane and index: an element copy converts") {
+    auto layout = AnalyzeCoopmatProbe(ProbeWithA(32, 8, NvidiaLike, 8, NvidiaLike), 32);
+    REQUIRE(layout.ok());
+    CHECK(layout->a_like_accumulator);
+  }
+  SECTION("no A block in the output (an older probe)") {
+    auto layout = AnalyzeCoopmatProbe(Probe(32, 8, NvidiaLike), 32);
+    REQUIRE(layout.ok());
+    CHECK_FALSE(layout->a_like_accumulator);
+  }
+  SECTION("the same elements in another order in one lane") {
+    auto layout = AnalyzeCoopmatProbe(
+        ProbeWithA(32, 8, NvidiaLike, 8, [](int l, int i) { return NvidiaLike(l, l == 31 && i < 2 ? 1 - i : i); }), 32);
+    REQUIRE(layout.ok());  // the accumulator is fine: only the copy is ruled out
+    CHECK_FALSE(layout->a_like_accumulator);
+  }
+  SECTION("A spread over the lanes another way (AMD-like: a row of A per lane pair)") {
+    auto layout = AnalyzeCoopmatProbe(
+        ProbeWithA(32, 8, [](int l, int i) { return std::pair{2 * i + l / 16, l % 16}; }, 8,
+                   [](int l, int i) { return std::pair{l % 16, 8 * (l / 16) + i}; }),
+        32);
+    REQUIRE(layout.ok());
+    CHECK_FALSE(layout->a_like_accumulator);
+  }
+  SECTION("A with another element count per lane") {
+    auto layout = AnalyzeCoopmatProbe(ProbeWithA(32, 8, NvidiaLike, 4, NvidiaLike), 32);
+    REQUIRE(layout.ok());
+    CHECK_FALSE(layout->a_like_accumulator);
   }
 }
 
@@ -175,9 +216,9 @@ TEST_CASE("kernel family choice on a synthetic device: what each `kernels` value
   const vkflash::Status unknown = ChooseKernelFamily("tensor", &device);
   CHECK(unknown.code() == vkflash::ErrorCode::kInvalidArgument);
   CHECK(unknown.message() ==
-        "kernels 'tensor': expected auto, coopmat, decode, coopmat2, coopmat_nv, coopmat_khr or scalar");
+        "kernels 'tensor': expected auto, coopmat, decode, coopmat2, coopmat_khr, coopmat_nv or scalar");
   CHECK(vkflash::KernelsOptionValues() ==
-        std::vector<std::string>{"auto", "coopmat", "decode", "coopmat2", "coopmat_nv", "coopmat_khr", "scalar"});
+        std::vector<std::string>{"auto", "coopmat", "decode", "coopmat2", "coopmat_khr", "coopmat_nv", "scalar"});
 
   // Offered and able, but the portability knobs took subgroup operations away.
   device.nv_cooperative_matrix = device.nv_cooperative_matrix_f16 = true;
@@ -195,7 +236,7 @@ TEST_CASE("kernel family choice on a synthetic device: what each `kernels` value
   CHECK(device.use_decode_kernels);
   device.nv_cooperative_matrix2 = device.nv_cooperative_matrix2_f16 = true;
   const CooperativeMatrixApi subgroup_scope =
-      nv_built ? CooperativeMatrixApi::kNv : khr_built ? CooperativeMatrixApi::kKhr : CooperativeMatrixApi::kNone;
+      khr_built ? CooperativeMatrixApi::kKhr : nv_built ? CooperativeMatrixApi::kNv : CooperativeMatrixApi::kNone;
   REQUIRE(ChooseKernelFamily("auto", &device).ok());
   CHECK(uses(subgroup_scope, nv2_built));
   CHECK(device.use_decode_kernels);

@@ -1,5 +1,6 @@
 #include "attention/coopmat_layout.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <utility>
@@ -92,6 +93,15 @@ Result<CoopmatLayout> AnalyzeCoopmatProbe(const std::vector<float>& probe, uint3
   }
   for (uint32_t i = 0; i < elements; ++i) (i < 8 ? layout.slots_lo : layout.slots_hi) |= slot[i] << (4 * (i % 8));
   layout.row_lane_mask = mask;
+
+  // The A operand's block, after the accumulator's: the same count and the same value everywhere.
+  const size_t a_first = size_t(subgroup_size) * stride;
+  layout.a_like_accumulator = probe.size() >= 2 * a_first;
+  for (uint32_t lane = 0; lane < subgroup_size && layout.a_like_accumulator; ++lane) {
+    const float* a = probe.data() + a_first + size_t(lane) * stride;
+    layout.a_like_accumulator = a[stride - 1] == count_value &&
+                                std::equal(a, a + elements, probe.data() + size_t(lane) * stride);
+  }
   return layout;
 }
 
@@ -102,7 +112,7 @@ Result<CoopmatLayout> ProbeCoopmatLayout(const vk::Device& device, vk::CommandRu
   const vk::ShaderBlob* shader = vk::FindShader(name);
   if (shader == nullptr) return Status::Error(ErrorCode::kUnsupported, std::string("kernel '") + name + "' is not built");
 
-  const VkDeviceSize bytes = VkDeviceSize(subgroup_size) * VKF_PROBE_STRIDE * sizeof(float);
+  const VkDeviceSize bytes = 2 * VkDeviceSize(subgroup_size) * VKF_PROBE_STRIDE * sizeof(float);  // accumulator, A
   VKF_ASSIGN_OR_RETURN(vk::ScopedBuffer out,
                        vk::ScopedBuffer::Create(device, bytes, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
                                                 VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT));

@@ -26,11 +26,15 @@ struct CoopmatLayout {
   uint32_t slots_lo = 0;       // slot of elements 0..7, 4 bits each
   uint32_t slots_hi = 0;       // elements 8..15
   uint32_t row_lane_mask = 0;
+  // A float16 A operand holds element i of every lane at the accumulator's row and column: an
+  // accumulator becomes an A operand by an element copy (VKF_SPEC_CM_A_LIKE_ACC).
+  bool a_like_accumulator = false;
 };
 
 // Checks the probe's output (VKF_PROBE_STRIDE floats per lane: the value 16 * row + column of each
-// element, the element count last) and derives the layout; kUnsupported with the reason if the
-// structure above does not hold.
+// element, the element count last; then the same for the A operand, if the output holds it) and
+// derives the layout; kUnsupported with the reason if the accumulator's structure above does not
+// hold. An A operand laid out otherwise, or missing, only leaves a_like_accumulator false.
 Result<CoopmatLayout> AnalyzeCoopmatProbe(const std::vector<float>& probe, uint32_t subgroup_size);
 
 // Runs the probe for `api` on the device and analyzes it.

@@ -15,7 +15,7 @@ std::span<const KernelBackend* const> AcceleratedFamilies() {
   return families.first(families.size() - 1);
 }
 
-// "auto, coopmat, decode, coopmat2, coopmat_nv, coopmat_khr or scalar", for messages.
+// "auto, coopmat, decode, coopmat2, coopmat_khr, coopmat_nv or scalar", for messages.
 std::string KernelsValuesText() {
   const std::vector<std::string> values = KernelsOptionValues();
   std::string text;

@@ -142,7 +142,7 @@ struct BackwardKernelChoice {
 };
 
 // The values ContextOptions::kernels takes: "auto", "coopmat", then each kernel family's names,
-// preferred family first ("decode", "coopmat2", "coopmat_nv", "coopmat_khr", "scalar").
+// preferred family first ("decode", "coopmat2", "coopmat_khr", "coopmat_nv", "scalar").
 VKFLASH_API std::vector<std::string> KernelsOptionValues();
 
 // Lists the Vulkan devices with their capabilities (no device is created).

@@ -376,8 +376,8 @@ struct ContextOptions {
   // 0: the VKFLASH_MAX_LOOP_ITERATIONS environment variable, else the device's own budget.
   uint32_t max_loop_iterations = 0;
 
-  // Kernel family: "auto" (every family the device can run, preferred first: decode, coopmat2, NV,
-  // KHR, scalar), "decode" (the decode kernels where they apply, then the rest as auto), "scalar",
+  // Kernel family: "auto" (every family the device can run, preferred first: decode, coopmat2, KHR,
+  // NV, scalar), "decode" (the decode kernels where they apply, then the rest as auto), "scalar",
   // "coopmat" (as auto, but some cooperative-matrix extension must be usable), "coopmat_nv" or
   // "coopmat_khr" (subgroup-scope kernels of that extension only, else scalar), or "coopmat2" (the
   // VK_NV_cooperative_matrix2 kernels, with subgroup-scope ones where they do not apply). Naming a

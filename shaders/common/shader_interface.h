@@ -47,7 +47,11 @@ using uint = std::uint32_t;
 // of its dimensions [B, Hq, Nq, Nk] it has (VKF_MASK_HAS_* bits; the others are 1, broadcast).
 #define VKF_SPEC_MASK 21
 #define VKF_SPEC_MASK_DIMS 22
-#define VKF_SPEC_COUNT 23
+// Subgroup-scope cooperative-matrix kernels: 1 where the layout probe found a float16 A operand laid
+// out like the float32 accumulator (element i of every lane at the same row and column), so that
+// an accumulator becomes an A operand by an element copy in registers (coopmat/coopmat_tiles.glsl).
+#define VKF_SPEC_CM_A_LIKE_ACC 23
+#define VKF_SPEC_COUNT 24
 
 // The register-tiled scalar forward's loops (scalar/attention_forward_tiled.comp), which its
 // loop-budget cost counts (scalar_backend.cc): head-dim words of S per iteration, keys of the
@@ -151,7 +155,8 @@ using uint = std::uint32_t;
 
 // The cooperative-matrix layout probe (shaders/coopmat/coopmat_layout_probe.comp): for every lane l and
 // accumulator element i, the value 16 * row + column lands at float l * VKF_PROBE_STRIDE + i;
-// the element count per lane at l * VKF_PROBE_STRIDE + VKF_PROBE_STRIDE - 1.
+// the element count per lane at l * VKF_PROBE_STRIDE + VKF_PROBE_STRIDE - 1. The same for the
+// float16 A operand follows, from float (subgroup size + l) * VKF_PROBE_STRIDE on.
 #define VKF_PROBE_BINDING_OUT 0
 #define VKF_PROBE_STRIDE 64
 

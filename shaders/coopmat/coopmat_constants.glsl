@@ -7,6 +7,7 @@ layout(constant_id = VKF_SPEC_CM_ROWS_PER_LANE) const uint VKF_CM_ROWS_PER_LANE 
 layout(constant_id = VKF_SPEC_CM_SLOTS_LO) const uint VKF_CM_SLOTS_LO = 0x11001100u;
 layout(constant_id = VKF_SPEC_CM_SLOTS_HI) const uint VKF_CM_SLOTS_HI = 0u;
 layout(constant_id = VKF_SPEC_CM_ROW_LANE_MASK) const uint VKF_CM_ROW_LANE_MASK = 3u;
+layout(constant_id = VKF_SPEC_CM_A_LIKE_ACC) const bool VKF_CM_A_LIKE_ACC = false;
 // Accumulator elements per lane: the probe checks that a 16x16 matrix spreads evenly. A loop over
 // them that indexes a matrix needs [[unroll]]: the driver leaves it a loop otherwise (its trip
 // count is a specialization constant), and one run-time index puts the whole array of matrices in

@@ -53,10 +53,16 @@ VKF_ACC load_coordinates() {
   }
 
 #if VKF_COOPMAT_KHR
-// KHR matrices carry their use: an accumulator becomes an A operand through a per-subgroup
-// 16x16 float16 scratch.
+// KHR matrices carry their use: an accumulator becomes an A operand by an element copy where the
+// layout probe found A laid out like the accumulator (NVIDIA's), else through a per-subgroup 16x16
+// float16 scratch (a store, two subgroup barriers and a load).
 shared float16_t cm_a_scratch[VKF_SMEM_CM_A_SCRATCH_HALVES(SUBGROUPS)];
 VKF_MAT_A acc_to_a(VKF_ACC acc) {
+  if (VKF_CM_A_LIKE_ACC) {
+    VKF_MAT_A a;
+    [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) a[i] = float16_t(acc[i]);
+    return a;
+  }
   const VKF_ACC16 half_acc = VKF_ACC16(acc);
   cm_store_rows(half_acc, cm_a_scratch, gl_SubgroupID * 256, 16);
   subgroupMemoryBarrierShared();

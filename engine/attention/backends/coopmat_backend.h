@@ -11,7 +11,7 @@ namespace vkflash::attention {
 class CoopmatBackend final : public KernelBackend {
  public:
   const char* name() const override { return "coopmat"; }
-  // "coopmat_nv", "coopmat_khr": the extension its kernels are built for; NV first where both run.
+  // "coopmat_khr", "coopmat_nv": the extension its kernels are built for; KHR first where both run.
   std::span<const std::string_view> variants() const override;
   std::string WhyUnusable(const DeviceInfo& device, std::string_view variant) const override;
   // DeviceInfo::cooperative_matrix.

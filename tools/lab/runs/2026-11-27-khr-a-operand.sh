@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# 2026-11-27 (ninth session), issue 22: the KHR subgroup-scope kernels turn each float32 S / dS
+# accumulator into a float16 A operand through a 16 x 16 shared scratch (a store, two subgroup
+# barriers and a load per matrix). Where the device lays A out like the accumulator (element i of
+# every lane at the same row and column), an element-wise copy does it in registers. Timing
+# variants (tools/lab/build_variant.py, build-gpu/var/NAME copied to build-lab/NAME):
+#   base           the committed CLI
+#   a_regs         acc_to_a as an element copy (right only where the layouts agree: `check` says)
+#   kv_seq         the forward stages K, then V, through one register array (a lower register peak)
+#   a_regs_kv_seq  both
+# Carry [".gpu", ".gl", "build-lab"]; run `bash tools/lab/runs/2026-11-27-khr-a-operand.sh bench|check`.
+part=${1:-bench}
+RUNS=${RUNS:-20}
+source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, catch_tests, report
+
+if [ "$part" = check ]; then
+  for v in base a_regs a_regs_kv_seq; do
+    for d in 64 128; do
+      echo "== check $v D=$d"
+      VKFLASH_KERNELS=coopmat_khr build-lab/$v/vkflash check --dtype f16 --b 2 --hq 8 --hkv 2 --nq 300 --nk 520 --d $d \
+        --repeats 1 2>&1 | tail -4
+    done
+  done
+fi
+
+if [ "$part" = bench ]; then
+  for round in 1 2; do
+    for d in 128 64; do
+      for mode in fwd bwd; do
+        for v in base a_regs kv_seq a_regs_kv_seq; do
+          [ "$mode" = bwd ] && [ "${v#*kv_seq}" != "$v" ] && continue  # kv_seq changes the forward only
+          cli=build-lab/$v/vkflash
+          echo "== round $round khr $mode $v D=$d"
+          run --kernel coopmat_khr --b 4 --h $((2048 / d)) --n 4096 --d $d --mode $mode
+        done
+      done
+      echo "== round $round nv fwd base D=$d"
+      cli=build-lab/base/vkflash
+      run --kernel coopmat_nv --b 4 --h $((2048 / d)) --n 4096 --d $d --mode fwd
+    done
+  done
+  for v in base a_regs kv_seq a_regs_kv_seq; do
+    echo "== statistics $v"
+    VKFLASH_PIPELINE_STATISTICS=1 build-lab/$v/vkflash bench --no-naive --runs 2 --warmup 1 --warmup-ms 0 --min-time-ms 0 \
+      --kernel coopmat_khr --b 1 --h 16 --n 1024 --d 128 --mode both 2>&1 |
+      grep -oE "statistics [a-z0-9_]+|Register Count=[0-9]+|Local Memory Size=[0-9]+" | paste - - -
+  done
+fi
+
+# The change as committed (build-lab/new: the CLI, the test binary and CMakeCache.txt) against
+# build-lab/base: the layout note, the KHR family forced in both passes, the forward's tiles
+# (VKFLASH_COOPMAT_FORWARD_TILE, SUBGROUPSxROW_BLOCKSxKEYS), and the tests with KHR forced.
+if [ "$part" = final ]; then
+  VKFLASH_KERNELS=coopmat_khr build-lab/new/vkflash info 2>&1 | grep -i "layout" | head -3
+  for round in 1 2; do
+    for d in 128 64; do
+      for args in "--mode fwd" "--mode bwd" "--mode fwd --causal" "--mode bwd --causal"; do
+        for v in base new; do
+          cli=build-lab/$v/vkflash
+          echo "== round $round khr $args $v D=$d"
+          run --kernel coopmat_khr --b 4 --h $((2048 / d)) --n 4096 --d $d $args
+        done
+      done
+    done
+  done
+fi
+if [ "$part" = tiles ]; then
+  cli=build-lab/new/vkflash
+  for d in 128 64; do
+    for tile in 4x1x64 8x1x64 4x2x64 4x1x32 2x1x32 8x1x32 4x2x32; do
+      echo "== tile $tile D=$d"
+      VKFLASH_COOPMAT_FORWARD_TILE=$tile run --kernel coopmat_khr --b 4 --h $((2048 / d)) --n 4096 --d $d --mode fwd
+    done
+  done
+fi
+if [ "$part" = tests ]; then
+  spec='"forward matches the float64*","forward with a custom*","forward with large*","causal rows*","forward results are bit*","LSE is optional*","layouts: *","varlen: *","KV lengths*","[nonfinite]","backward matches the float64*","sliding windows: forward*","sliding windows: backward*","softcap: *","masks: forward*","masks: backward*","masks: rows the mask*","masks: tiles the mask*","cooperative-matrix*"'
+  TEST_TIMEOUT=${TEST_TIMEOUT:-420} catch_tests coopmat_khr "$spec" VKFLASH_KERNELS=coopmat_khr
+  report coopmat_khr
+fi
