@@ -543,12 +543,37 @@ TEST_CASE("subgroup-scope tensor-core tiles follow shared memory and workgroup l
     CHECK((khr->kernel == "forward_f16_coopmat_khr" && khr->block_q == 64 && khr->block_kv == 64));
     CHECK(khr->shared_memory_bytes == 2 * 64 * row_bytes + flag + coordinates + 4 * 256 * 2);
   }
+  SECTION("head dim 64: the KHR kernels take 128-key tiles, which fit 48 KB there; the NV ones 48") {
+    params.shape.head_dim = 64;
+    auto nv = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(nv.ok());
+    CHECK((nv->kernel == "forward_f16_coopmat_nv" && nv->block_q == 64 && nv->block_kv == 48));
+    device.cooperative_matrix = vkflash::CooperativeMatrixApi::kKhr;
+    const uint32_t scratch = 4 * 256 * 2;
+    auto khr = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(khr.ok());
+    CHECK((khr->kernel == "forward_f16_coopmat_khr" && khr->block_q == 64 && khr->block_kv == 128 &&
+           khr->workgroup_size == 128));
+    CHECK(khr->shared_memory_bytes == 2 * 128 * (64 + 8) * 2 + flag + coordinates + scratch);
+    device.usable_shared_memory_bytes = 32768;  // 128 keys need 39 KB: 96
+    auto khr_32k = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(khr_32k.ok());
+    CHECK((khr_32k->block_q == 64 && khr_32k->block_kv == 96));
+    params.shape.head_dim = 128;  // 96 keys are past the registers' bound at D = 128: 48
+    auto khr_128 = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(khr_128.ok());
+    CHECK((khr_128->block_q == 64 && khr_128->block_kv == 48));
+  }
   SECTION("less shared memory: smaller tiles, then the scalar kernels") {
-    device.usable_shared_memory_bytes = 16384;  // 32-key tiles need 18 KB at D=128: 16 keys, 1 subgroup
+    device.usable_shared_memory_bytes = 32768;  // 64 keys need 35 KB at D=128: 48
+    auto mid = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(mid.ok());
+    CHECK((mid->block_q == 64 && mid->block_kv == 48 && mid->workgroup_size == 128));
+    device.usable_shared_memory_bytes = 16384;  // 32-key tiles need 18 KB: 16 keys, two row blocks a subgroup
     auto small = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(small.ok());
-    CHECK((small->kernel == "forward_f16_coopmat_nv" && small->block_q == 16 && small->block_kv == 16 &&
-           small->workgroup_size == 32));
+    CHECK((small->kernel == "forward_f16_coopmat_nv" && small->block_q == 128 && small->block_kv == 16 &&
+           small->workgroup_size == 128));
     // The gradients too: dK/dV keeps its K rows in registers, so 16 keys and 16 streamed rows fit.
     auto small_b = vkflash::attention::ChooseBackwardKernels(device, params, false);
     REQUIRE(small_b.ok());

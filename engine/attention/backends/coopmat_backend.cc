@@ -12,13 +12,39 @@
 namespace vkflash::attention {
 namespace {
 
-// Forward: subgroups per workgroup, 16-row blocks per subgroup, keys per tile; preferred first
-// (measured on the H100 with `vkflash bench`: docs/tuning-log.md, "Tile tables of the tensor-core
-// kernels"). Smaller tiles are for devices with less shared memory.
+// Forward: subgroups per workgroup, 16-row blocks per subgroup, keys per tile, and the largest head
+// dim the entry is for; the first that fits (shared memory, and the registers' bounds below) runs.
+// Measured on the H100 with `vkflash bench`, ratios against the tile the entry displaced
+// (docs/tuning-log.md, "Tile tables of the tensor-core kernels" and "the subgroup-scope forward's
+// key tiles"). The two extensions' kernels differ in how P becomes an A operand, and so in how
+// long a key tile pays.
 struct ForwardTile {
-  uint32_t subgroups, m_blocks, block_kv;
+  uint32_t subgroups, m_blocks, block_kv, max_head_dim = 256;
 };
-constexpr ForwardTile kForwardTiles[] = {{4, 1, 64}, {8, 1, 64}, {4, 2, 64}, {4, 1, 32}, {2, 1, 32}, {1, 1, 16}};
+constexpr ForwardTile kKhrForwardTiles[] = {
+    {4, 1, 128},  // D <= 64 (the keys' bound): 1.25x the 64-key tile
+    {4, 1, 96},   // D = 80: 1.06x the 64-key tile; D = 64 at 32 KB: 1.12x
+    {4, 1, 64},   // D = 128: 80 keys ran 0.9x
+    {4, 1, 48},   // D = 128 at 32 KB: 1.18x the 32-key tile
+    {4, 1, 32},   // D = 256 (the keys' bound), D = 64 at 16 KB
+    {2, 1, 32},   // devices with 64 lanes a subgroup and 128 invocations a workgroup
+    {4, 2, 16},   // D = 128 at 16 KB: 1.08x one subgroup's 16 rows
+    {1, 1, 16},   // the smallest
+};
+constexpr ForwardTile kNvForwardTiles[] = {
+    {4, 1, 48, 64},  // D = 64: 1.08x the 64-key tile (96 and 128 keys ran 0.93x and 0.97x)
+    {4, 1, 64},      // D = 128: 48 keys ran 0.94x
+    {4, 1, 48},      // D = 128 at 32 KB: 1.11x the 32-key tile
+    {4, 1, 32},      // D = 256 (the keys' bound)
+    {2, 1, 32},      // devices with 64 lanes a subgroup and 128 invocations a workgroup
+    {4, 2, 16},      // D = 128 at 16 KB: 1.09x one subgroup's 16 rows
+    {1, 1, 16},      // the smallest
+};
+
+std::span<const ForwardTile> ForwardTiles(CooperativeMatrixApi api) {
+  return api == CooperativeMatrixApi::kKhr ? std::span<const ForwardTile>(kKhrForwardTiles)
+                                           : std::span<const ForwardTile>(kNvForwardTiles);
+}
 
 // Backward: subgroups (each owns 16 rows) and rows per streamed tile; preferred first.
 struct BackwardTile {
@@ -29,7 +55,9 @@ constexpr BackwardTile kDqTiles[] = {{4, 32}, {4, 64}, {2, 32}, {1, 16}};
 
 // Accumulator registers per lane grow with (row blocks x head dim): Q fragments and O in the
 // forward; dK and dV (dkdv), or Q, dO and dQ (dq) in the backward. Past these, registers spill.
+// The forward's S grows with the keys per tile beside O: 80 keys at D = 128 ran slower than 64.
 constexpr uint32_t kForwardMaxRowBlocksTimesDim = 256;
+constexpr uint32_t kForwardMaxKeysTimesDim = 8192;
 constexpr uint32_t kBackwardMaxHeadDim = 128;
 
 // The coordinate matrix and (KHR) the accumulator-to-operand scratch.
@@ -129,12 +157,13 @@ Result<KernelChoice> CoopmatBackend::ChooseForward(const DeviceInfo& device, con
     return CoopmatForwardSharedBytes(head_dim, tile.block_kv, tile.subgroups, device.cooperative_matrix);
   };
   auto fits = [&](const ForwardTile& tile) {
-    return tile.m_blocks * head_dim <= kForwardMaxRowBlocksTimesDim &&
+    return head_dim <= tile.max_head_dim && tile.m_blocks * head_dim <= kForwardMaxRowBlocksTimesDim &&
+           tile.block_kv * head_dim <= kForwardMaxKeysTimesDim &&
            tile.subgroups * device.subgroup_size <= device.max_workgroup_invocations &&
            bytes(tile) <= device.usable_shared_memory_bytes;
   };
   const std::optional<ForwardTile> chosen =
-      FirstTileThatFits(ForcedForwardTile(overrides), std::span<const ForwardTile>(kForwardTiles), fits);
+      FirstTileThatFits(ForcedForwardTile(overrides), ForwardTiles(device.cooperative_matrix), fits);
   if (!chosen) return NoTensorCoreTile(params);
   return Choice(device, "forward_f16", 16 * chosen->m_blocks * chosen->subgroups, chosen->block_kv, chosen->subgroups,
                 bytes(*chosen));

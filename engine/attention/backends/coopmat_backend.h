@@ -24,8 +24,9 @@ class CoopmatBackend final : public KernelBackend {
   // The Context chose NV or KHR (DeviceInfo::cooperative_matrix), float16 tensors, head dim a
   // multiple of 16 up to 256 (ChooseBackward: up to 128).
   bool Applies(const DeviceInfo& device, const AttentionParams& params) const override;
-  // The forward table can be replaced for tuning: ContextOptions::tile_overrides.coopmat_forward
-  // (SxMxK: subgroups x 16-row blocks per subgroup x keys per tile) is tried first.
+  // The forward tables (one per extension) can be replaced for tuning: ContextOptions::
+  // tile_overrides.coopmat_forward (SxMxK: subgroups x 16-row blocks per subgroup x keys per tile) is
+  // tried first.
   Result<KernelChoice> ChooseForward(const DeviceInfo& device, const AttentionParams& params,
                                      const TileOverrides& overrides) const override;
   Result<BackwardKernelChoice> ChooseBackward(const DeviceInfo& device, const AttentionParams& params,

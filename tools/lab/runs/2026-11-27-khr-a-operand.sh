@@ -78,3 +78,61 @@ if [ "$part" = tests ]; then
   TEST_TIMEOUT=${TEST_TIMEOUT:-420} catch_tests coopmat_khr "$spec" VKFLASH_KERNELS=coopmat_khr
   report coopmat_khr
 fi
+
+# The forward's tiles at the mobile limits and the longer key tiles at the full limit, after the
+# element copy (forced tiles that do not fit fall back to the table: the kernel column says which ran).
+if [ "$part" = limits ]; then
+  cli=build-lab/new/vkflash
+  for limit in 16384 32768; do
+    for tile in 1x1x16 2x1x16 4x1x16 8x1x16 4x2x16 2x1x32 4x1x32 8x1x32 4x1x48 8x1x48; do
+      echo "== shared $limit tile $tile D=128"
+      VKFLASH_MAX_SHARED_BYTES=$limit VKFLASH_COOPMAT_FORWARD_TILE=$tile run --kernel coopmat_khr --b 4 --h 16 --n 4096 --d 128 --mode fwd
+    done
+  done
+  for tile in 4x1x80 8x1x80 4x1x64; do
+    echo "== tile $tile D=128"
+    VKFLASH_COOPMAT_FORWARD_TILE=$tile run --kernel coopmat_khr --b 4 --h 16 --n 4096 --d 128 --mode fwd
+  done
+  for tile in 4x1x96 4x1x128 4x2x96 4x1x64; do
+    echo "== tile $tile D=64"
+    VKFLASH_COOPMAT_FORWARD_TILE=$tile run --kernel coopmat_khr --b 4 --h 32 --n 4096 --d 64 --mode fwd
+  done
+fi
+
+# The forward's new tile tables (KHR: longer key tiles where they fit, 128 keys at D <= 64, 48 at
+# 32 KB, two row blocks of 16 keys at 16 KB; NV: 48 keys at D <= 64 and at 32 KB, the same 16 KB
+# tile) against the table before (build-lab/a_copy: the element copy
+# alone), both subgroup-scope families, the table's choice (no forced tile); then the forward tests
+# with each family forced at each limit.
+if [ "$part" = table ]; then
+  for round in 1 2; do
+    for k in coopmat_khr coopmat_nv; do
+      for limit in 49152 32768 16384; do
+        for d in 128 64 80; do
+          for v in a_copy new; do
+            cli=build-lab/$v/vkflash
+            echo "== round $round $k shared $limit D=$d $v"
+            VKFLASH_MAX_SHARED_BYTES=$limit run --kernel $k --b 4 --h $((2048 / d)) --n 4096 --d $d --mode fwd
+          done
+        done
+      done
+      for args in "--b 4 --n 4096 --causal" "--b 16 --n 1024"; do
+        for v in a_copy new; do
+          cli=build-lab/$v/vkflash
+          echo "== round $round $k D=64 $args $v"
+          run --kernel $k --h 32 --d 64 --mode fwd $args
+        done
+      done
+    done
+  done
+fi
+if [ "$part" = table-tests ]; then
+  spec='"forward matches the float64*","forward results are bit*","causal rows*","layouts: *","sliding windows: forward*","masks: forward*"'
+  for k in coopmat_khr coopmat_nv; do
+    for limit in 49152 32768 16384; do
+      TEST_TIMEOUT=${TEST_TIMEOUT:-240} catch_tests "$k-$limit" "$spec" VKFLASH_KERNELS=$k VKFLASH_MAX_SHARED_BYTES=$limit &
+    done
+    wait
+  done
+  report coopmat_khr-49152 coopmat_khr-32768 coopmat_khr-16384 coopmat_nv-49152 coopmat_nv-32768 coopmat_nv-16384
+fi
