@@ -136,3 +136,21 @@ if [ "$part" = table-tests ]; then
   done
   report coopmat_khr-49152 coopmat_khr-32768 coopmat_khr-16384 coopmat_nv-49152 coopmat_nv-32768 coopmat_nv-16384
 fi
+
+# The gradient kernels' tiles after the element copy: table variants built with
+# tools/lab/build_variant.py from cb2b5a6 (build-lab/base): dq64 (kDqTiles with 64 streamed keys
+# first), dq8x32 (8 subgroups, 128 owned query rows, first), dkdv8x32 (kDkdvTiles with 8 subgroups,
+# 128 owned keys, first).
+if [ "$part" = backward-tiles ]; then
+  for round in 1 2; do
+    for k in coopmat_khr coopmat_nv; do
+      for d in 128 64; do
+        for v in base dq64 dq8x32 dkdv8x32; do
+          cli=build-lab/$v/vkflash
+          echo "== round $round $k D=$d $v"
+          run --kernel $k --b 4 --h $((2048 / d)) --n 4096 --d $d --mode bwd
+        done
+      done
+    done
+  done
+fi
