@@ -154,3 +154,31 @@ if [ "$part" = backward-tiles ]; then
     done
   done
 fi
+
+# Q staged in shared memory once and its fragments loaded per step (FlashAttention-2's default),
+# instead of held in registers: 32 fewer registers at D = 128, 17 KB more shared memory, which
+# 48-key tiles leave room for. build-lab/qsmem: a variant of cb2b5a6's forward (build-lab/base).
+if [ "$part" = qsmem ]; then
+  for v in base qsmem; do
+    echo "== check $v 4x1x48 D=128"
+    VKFLASH_COOPMAT_FORWARD_TILE=4x1x48 VKFLASH_KERNELS=coopmat_khr build-lab/$v/vkflash check --dtype f16 --b 2 --hq 8 \
+      --hkv 2 --nq 300 --nk 520 --d 128 --repeats 1 2>&1 | grep -E "O  |PASS|FAIL"
+  done
+  for round in 1 2; do
+    for d in 128 64; do
+      for tile in 4x1x48 4x1x64 4x1x96 8x1x48 4x2x48; do
+        for v in base qsmem; do
+          cli=build-lab/$v/vkflash
+          echo "== round $round $v tile $tile D=$d"
+          VKFLASH_COOPMAT_FORWARD_TILE=$tile run --kernel coopmat_khr --b 4 --h $((2048 / d)) --n 4096 --d $d --mode fwd
+        done
+      done
+    done
+  done
+  for v in base qsmem; do
+    echo "== statistics $v 4x1x48"
+    VKFLASH_COOPMAT_FORWARD_TILE=4x1x48 VKFLASH_PIPELINE_STATISTICS=1 build-lab/$v/vkflash bench --no-naive --runs 2 \
+      --warmup 1 --warmup-ms 0 --min-time-ms 0 --kernel coopmat_khr --b 1 --h 16 --n 1024 --d 128 --mode fwd 2>&1 |
+      grep -oE "statistics [a-z0-9_]+|Register Count=[0-9]+|Local Memory Size=[0-9]+" | paste - - - | grep forward
+  done
+fi
