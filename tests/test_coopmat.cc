@@ -37,8 +37,9 @@ std::vector<float> Probe(uint32_t lanes, uint32_t elements, const std::function<
 std::pair<int, int> NvidiaLike(int lane, int i) { return {lane / 4 + 8 * ((i / 2) % 2), 8 * (i / 4) + 2 * (lane % 4) + i % 2}; }
 
 // The probe's output with an A operand's block after the accumulator's (`a_elements` each).
-std::vector<float> ProbeWithA(uint32_t lanes, uint32_t elements, const std::function<std::pair<int, int>(int, int)>& acc,
-                              uint32_t a_elements, const std::function<std::pair<int, int>(int, int)>& a) {
+using ElementAt = std::function<std::pair<int, int>(int, int)>;
+std::vector<float> ProbeWithA(uint32_t lanes, uint32_t elements, const ElementAt& acc, uint32_t a_elements,
+                              const ElementAt& a) {
   std::vector<float> out = Probe(lanes, elements, acc);
   const std::vector<float> a_block = Probe(lanes, a_elements, a);
   out.insert(out.end(), a_block.begin(), a_block.end());
@@ -533,7 +534,7 @@ TEST_CASE("subgroup-scope tensor-core tiles follow shared memory and workgroup l
   // V rows; a region for the K rows, then the Q and dO rows (2 x 32 = 64); their LSE, delta and
   // non-finite steps; the flag
   CHECK(b->dkdv.shared_memory_bytes == (64 + 64) * row_bytes + 3 * 32 * 4 + flag + coordinates);
-  CHECK((b->dq.kernel == "backward_dq_f16_coopmat_nv" && b->dq.block_q == 64 && b->dq.block_kv == 32));
+  CHECK((b->dq.kernel == "backward_dq_f16_coopmat_nv" && b->dq.block_q == 64 && b->dq.block_kv == 64));
   CHECK((b->dkdv.family == "coopmat" && b->dq.family == "coopmat"));
 
   SECTION("KHR kernels add a scratch tile per subgroup") {
@@ -563,6 +564,22 @@ TEST_CASE("subgroup-scope tensor-core tiles follow shared memory and workgroup l
     auto khr_128 = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(khr_128.ok());
     CHECK((khr_128->block_q == 64 && khr_128->block_kv == 48));
+  }
+  SECTION("head dim 64, backward: 64 streamed keys in the KHR dQ kernel, 64 streamed rows in the NV dK/dV one") {
+    params.shape.head_dim = 64;
+    auto nv = vkflash::attention::ChooseBackwardKernels(device, params, false);
+    REQUIRE(nv.ok());
+    CHECK((nv->dkdv.block_kv == 64 && nv->dkdv.block_q == 64));  // owned keys, streamed rows
+    CHECK((nv->dq.block_q == 64 && nv->dq.block_kv == 64));
+    device.cooperative_matrix = vkflash::CooperativeMatrixApi::kKhr;
+    auto khr = vkflash::attention::ChooseBackwardKernels(device, params, false);
+    REQUIRE(khr.ok());
+    CHECK((khr->dkdv.kernel == "backward_dkdv_f16_coopmat_khr" && khr->dkdv.block_kv == 64 && khr->dkdv.block_q == 32));
+    CHECK((khr->dq.kernel == "backward_dq_f16_coopmat_khr" && khr->dq.block_q == 64 && khr->dq.block_kv == 64));
+    params.shape.head_dim = 128;  // the KHR dQ kernel keeps 32 streamed keys there
+    auto khr_128 = vkflash::attention::ChooseBackwardKernels(device, params, false);
+    REQUIRE(khr_128.ok());
+    CHECK((khr_128->dq.block_q == 64 && khr_128->dq.block_kv == 32));
   }
   SECTION("less shared memory: smaller tiles, then the scalar kernels") {
     device.usable_shared_memory_bytes = 32768;  // 64 keys need 35 KB at D=128: 48

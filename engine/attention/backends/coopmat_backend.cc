@@ -46,12 +46,25 @@ std::span<const ForwardTile> ForwardTiles(CooperativeMatrixApi api) {
                                            : std::span<const ForwardTile>(kNvForwardTiles);
 }
 
-// Backward: subgroups (each owns 16 rows) and rows per streamed tile; preferred first.
+// Backward: subgroups (each owns 16 rows), rows per streamed tile and the largest head dim the
+// entry is for; preferred first. Ratios: backward TFLOP/s against the entry displaced, H100
+// (docs/tuning-log.md, "the subgroup-scope forward's key tiles, per extension").
 struct BackwardTile {
-  uint32_t subgroups, streamed;
+  uint32_t subgroups, streamed, max_head_dim = 256;
 };
-constexpr BackwardTile kDkdvTiles[] = {{4, 32}, {4, 16}, {2, 32}, {2, 16}, {1, 16}};
-constexpr BackwardTile kDqTiles[] = {{4, 32}, {4, 64}, {2, 32}, {1, 16}};
+constexpr BackwardTile kKhrDkdvTiles[] = {{4, 32}, {4, 16}, {2, 32}, {2, 16}, {1, 16}};
+constexpr BackwardTile kNvDkdvTiles[] = {
+    {4, 64, 64},  // D = 64: 1.035x 32 streamed rows (KHR: 1.004x)
+    {4, 32}, {4, 16}, {2, 32}, {2, 16}, {1, 16},
+};
+constexpr BackwardTile kKhrDqTiles[] = {
+    {4, 64, 64},  // D = 64: 1.05x 32 streamed keys; at D = 128 0.94x
+    {4, 32}, {4, 64}, {2, 32}, {1, 16},
+};
+constexpr BackwardTile kNvDqTiles[] = {
+    {4, 64},  // D = 128: 1.024x 32 streamed keys, D = 64 1.00x
+    {4, 32}, {2, 32}, {1, 16},
+};
 
 // Accumulator registers per lane grow with (row blocks x head dim): Q fragments and O in the
 // forward; dK and dV (dkdv), or Q, dO and dQ (dq) in the backward. Past these, registers spill.
@@ -179,11 +192,14 @@ Result<BackwardKernelChoice> CoopmatBackend::ChooseBackward(const DeviceInfo& de
                                         device.cooperative_matrix);
     };
     auto fits = [&](const BackwardTile& tile) {
-      return tile.subgroups * device.subgroup_size <= device.max_workgroup_invocations &&
+      return head_dim <= tile.max_head_dim &&
+             tile.subgroups * device.subgroup_size <= device.max_workgroup_invocations &&
              bytes(tile) <= device.usable_shared_memory_bytes;
     };
+    const bool khr = device.cooperative_matrix == CooperativeMatrixApi::kKhr;
     const std::span<const BackwardTile> table =
-        dkdv ? std::span<const BackwardTile>(kDkdvTiles) : std::span<const BackwardTile>(kDqTiles);
+        dkdv ? (khr ? std::span<const BackwardTile>(kKhrDkdvTiles) : std::span<const BackwardTile>(kNvDkdvTiles))
+             : (khr ? std::span<const BackwardTile>(kKhrDqTiles) : std::span<const BackwardTile>(kNvDqTiles));
     const std::optional<BackwardTile> chosen = FirstTileThatFits(std::optional<BackwardTile>(), table, fits);
     if (!chosen) return NoTensorCoreTile(params);
     const uint32_t owned = 16 * chosen->subgroups;  // each subgroup owns 16 rows

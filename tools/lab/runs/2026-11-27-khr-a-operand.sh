@@ -182,3 +182,44 @@ if [ "$part" = qsmem ]; then
       grep -oE "statistics [a-z0-9_]+|Register Count=[0-9]+|Local Memory Size=[0-9]+" | paste - - - | grep forward
   done
 fi
+
+# The dK/dV kernel with 64 streamed rows (fits 48 KB at D <= 64 only), alone and with the dQ
+# kernel's 64 streamed keys: variants of cb2b5a6's tables (build-lab/dkdv64, build-lab/dkdv64_dq64).
+if [ "$part" = backward-64 ]; then
+  for round in 1 2; do
+    for k in coopmat_khr coopmat_nv; do
+      for d in 64 128; do
+        for v in base dkdv64 dkdv64_dq64; do
+          cli=build-lab/$v/vkflash
+          echo "== round $round $k D=$d $v"
+          run --kernel $k --b 4 --h $((2048 / d)) --n 4096 --d $d --mode bwd
+        done
+      done
+      for v in base dkdv64 dkdv64_dq64; do
+        cli=build-lab/$v/vkflash
+        echo "== round $round $k D=64 causal $v"
+        run --kernel $k --b 4 --h 32 --n 4096 --d 64 --mode bwd --causal
+      done
+    done
+  done
+fi
+
+# The gradient kernels' tables per extension as committed (build-lab/new) against cb2b5a6
+# (build-lab/base), and the backward tests with each extension forced.
+if [ "$part" = backward-final ]; then
+  for k in coopmat_khr coopmat_nv; do
+    for d in 64 128; do
+      for v in base new; do
+        cli=build-lab/$v/vkflash
+        echo "== $k D=$d $v"
+        run --kernel $k --b 4 --h $((2048 / d)) --n 4096 --d $d --mode bwd
+      done
+    done
+  done
+  spec='"backward matches the float64*","causal rows*","layouts: *","varlen: *","sliding windows: backward*","masks: backward*","[nonfinite]"'
+  for k in coopmat_khr coopmat_nv; do
+    TEST_TIMEOUT=${TEST_TIMEOUT:-300} catch_tests "$k-backward" "$spec" VKFLASH_KERNELS=$k &
+  done
+  wait
+  report coopmat_khr-backward coopmat_nv-backward
+fi
