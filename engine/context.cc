@@ -27,6 +27,7 @@
 #include "vulkan/instance.h"
 #include "vulkan/memory.h"
 #include "vulkan/pipeline_store.h"
+#include "vulkan/shader_library.h"
 
 namespace vkflash {
 
@@ -81,14 +82,31 @@ struct VKFLASH_INTERNAL Context::Impl {
   Status ProbeCooperativeMatrixLayout() {
     if (info.cooperative_matrix == CooperativeMatrixApi::kNone) return Status::Ok();
     auto layout = attention::ProbeCoopmatLayout(*device, *runner, *pipelines, info.cooperative_matrix, info.subgroup_size);
+    // KHR kernels without the element copy convert P through shared memory: where the NV kernels
+    // run too and the family was not named, they take over (their driver-side conversion ran
+    // faster than the scratch at head dim 64 on the H100).
+    if (layout.ok() && info.cooperative_matrix == CooperativeMatrixApi::kKhr && !layout->a_like_accumulator &&
+        options.kernels != "coopmat_khr" && info.nv_cooperative_matrix_f16 && vk::FindShader("coopmat_probe_nv")) {
+      auto nv_layout = attention::ProbeCoopmatLayout(*device, *runner, *pipelines, CooperativeMatrixApi::kNv,
+                                                     info.subgroup_size);
+      if (nv_layout.ok()) {
+        info.cooperative_matrix = CooperativeMatrixApi::kNv;
+        layout = nv_layout;
+      }
+    }
     if (layout.ok()) {
       coopmat_layout = *layout;
+      const bool khr = info.cooperative_matrix == CooperativeMatrixApi::kKhr;
+      info.cooperative_matrix_a_copy = khr && layout->a_like_accumulator;
       char note[200];
       std::snprintf(note, sizeof(note),
                     "accumulator layout: %u elements and %u rows per lane, row lanes differ in mask 0x%x, slots "
-                    "0x%08x%08x; A operands %s",
+                    "0x%08x%08x%s",
                     layout->elements_per_lane, layout->rows_per_lane, layout->row_lane_mask, layout->slots_hi,
-                    layout->slots_lo, layout->a_like_accumulator ? "laid out alike" : "laid out otherwise");
+                    layout->slots_lo,
+                    !khr                             ? ""
+                    : info.cooperative_matrix_a_copy ? "; P to A by an element copy"
+                                                     : "; P to A through shared memory");
       info.cooperative_matrix_note = note;
       return Status::Ok();
     }

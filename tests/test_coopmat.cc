@@ -10,6 +10,8 @@
 
 #include "attention/coopmat_layout.h"
 #include "attention/backends/coopmat2_backend.h"
+#include "attention/backends/coopmat_backend.h"
+#include "attention/kernel_constants.h"
 #include "attention/family_choice.h"
 #include "attention/kernel_choice.h"
 #include "common/shader_interface.h"
@@ -113,6 +115,24 @@ TEST_CASE("cooperative-matrix layout analysis: A operands laid out like the accu
     auto layout = AnalyzeCoopmatProbe(ProbeWithA(32, 8, NvidiaLike, 4, NvidiaLike), 32);
     REQUIRE(layout.ok());
     CHECK_FALSE(layout->a_like_accumulator);
+  }
+  SECTION("A with more elements per lane, the first ones where the accumulator's are (replicated A)") {
+    auto layout = AnalyzeCoopmatProbe(
+        ProbeWithA(32, 8, NvidiaLike, 16, [](int l, int i) { return NvidiaLike(l, i % 8); }), 32);
+    REQUIRE(layout.ok());
+    CHECK_FALSE(layout->a_like_accumulator);
+  }
+  SECTION("the kernels' specialization constant follows the analysis") {
+    vkflash::attention::CoopmatBackend backend;
+    vkflash::KernelChoice choice;
+    choice.subgroup_size = 32;
+    for (bool alike : {false, true}) {
+      vkflash::attention::CoopmatLayout layout;
+      layout.a_like_accumulator = alike;
+      vkflash::attention::SpecConstants spec{};
+      backend.SetSpecConstants(choice, layout, &spec);
+      CHECK(spec[VKF_SPEC_CM_A_LIKE_ACC] == (alike ? 1u : 0u));
+    }
   }
 }
 
@@ -537,33 +557,47 @@ TEST_CASE("subgroup-scope tensor-core tiles follow shared memory and workgroup l
   CHECK((b->dq.kernel == "backward_dq_f16_coopmat_nv" && b->dq.block_q == 64 && b->dq.block_kv == 64));
   CHECK((b->dkdv.family == "coopmat" && b->dq.family == "coopmat"));
 
-  SECTION("KHR kernels add a scratch tile per subgroup") {
+  SECTION("KHR kernels without the element copy add a scratch tile per subgroup, and take NV's tiles") {
     device.cooperative_matrix = vkflash::CooperativeMatrixApi::kKhr;
     auto khr = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(khr.ok());
     CHECK((khr->kernel == "forward_f16_coopmat_khr" && khr->block_q == 64 && khr->block_kv == 64));
     CHECK(khr->shared_memory_bytes == 2 * 64 * row_bytes + flag + coordinates + 4 * 256 * 2);
+    params.shape.head_dim = 64;
+    auto khr64 = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(khr64.ok());
+    CHECK(khr64->block_kv == 48);
+    device.cooperative_matrix_a_copy = true;  // the KHR table; the scratch is still declared
+    auto copy = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(copy.ok());
+    CHECK((copy->block_kv == 128 &&
+           copy->shared_memory_bytes == 2 * 128 * (64 + 8) * 2 + flag + coordinates + 4 * 256 * 2));
   }
-  SECTION("head dim 64: the KHR kernels take 128-key tiles, which fit 48 KB there; the NV ones 48") {
+  SECTION("head dim 64: the KHR kernels with the element copy take 128-key tiles, which fit 48 KB there; NV 48") {
     params.shape.head_dim = 64;
     auto nv = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(nv.ok());
     CHECK((nv->kernel == "forward_f16_coopmat_nv" && nv->block_q == 64 && nv->block_kv == 48));
     device.cooperative_matrix = vkflash::CooperativeMatrixApi::kKhr;
-    const uint32_t scratch = 4 * 256 * 2;
+    device.cooperative_matrix_a_copy = true;
     auto khr = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(khr.ok());
     CHECK((khr->kernel == "forward_f16_coopmat_khr" && khr->block_q == 64 && khr->block_kv == 128 &&
            khr->workgroup_size == 128));
-    CHECK(khr->shared_memory_bytes == 2 * 128 * (64 + 8) * 2 + flag + coordinates + scratch);
-    device.usable_shared_memory_bytes = 32768;  // 128 keys need 39 KB: 96
+    CHECK(khr->shared_memory_bytes == 2 * 128 * (64 + 8) * 2 + flag + coordinates + 4 * 256 * 2);
+    params.shape.head_dim = 80;  // 128 keys would fit 48 KB (47 KB), but the entry is for D <= 64: 96
+    auto khr80 = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(khr80.ok());
+    CHECK((khr80->block_q == 64 && khr80->block_kv == 96));
+    params.shape.head_dim = 96;  // 96 keys fit (43 KB), but that entry is for D <= 80: 64
+    auto khr96 = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(khr96.ok());
+    CHECK(khr96->block_kv == 64);
+    params.shape.head_dim = 64;
+    device.usable_shared_memory_bytes = 32768;  // 128 keys need 40 KB: 96
     auto khr_32k = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(khr_32k.ok());
     CHECK((khr_32k->block_q == 64 && khr_32k->block_kv == 96));
-    params.shape.head_dim = 128;  // 96 keys are past the registers' bound at D = 128: 48
-    auto khr_128 = vkflash::attention::ChooseForwardKernel(device, params, false);
-    REQUIRE(khr_128.ok());
-    CHECK((khr_128->block_q == 64 && khr_128->block_kv == 48));
   }
   SECTION("head dim 64, backward: 64 streamed keys in the KHR dQ kernel, 64 streamed rows in the NV dK/dV one") {
     params.shape.head_dim = 64;
@@ -572,6 +606,7 @@ TEST_CASE("subgroup-scope tensor-core tiles follow shared memory and workgroup l
     CHECK((nv->dkdv.block_kv == 64 && nv->dkdv.block_q == 64));  // owned keys, streamed rows
     CHECK((nv->dq.block_q == 64 && nv->dq.block_kv == 64));
     device.cooperative_matrix = vkflash::CooperativeMatrixApi::kKhr;
+    device.cooperative_matrix_a_copy = true;
     auto khr = vkflash::attention::ChooseBackwardKernels(device, params, false);
     REQUIRE(khr.ok());
     CHECK((khr->dkdv.kernel == "backward_dkdv_f16_coopmat_khr" && khr->dkdv.block_kv == 64 && khr->dkdv.block_q == 32));

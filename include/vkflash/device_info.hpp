@@ -95,6 +95,11 @@ struct DeviceInfo {
   // the accumulator layout the probe found.
   CooperativeMatrixApi cooperative_matrix = CooperativeMatrixApi::kNone;
   std::string cooperative_matrix_note;
+  // With cooperative_matrix == kKhr: the layout probe found the float16 A operand laid out like
+  // the float32 accumulator, so the kernels turn P into an A operand by an element copy in
+  // registers; otherwise through a scratch in shared memory, and `auto` prefers the NV kernels
+  // where they run.
+  bool cooperative_matrix_a_copy = false;
   // The VK_NV_cooperative_matrix2 kernels run where they apply (float16, head dim a multiple of
   // the granularity, up to 256 forward and 128 backward); elsewhere the `cooperative_matrix`
   // kernels, then the scalar ones.

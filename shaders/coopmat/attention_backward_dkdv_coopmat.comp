@@ -7,7 +7,8 @@
 // query head of the GQA group, those whose rows see some of the tile's keys (the band's):
 //   S^T = K Q^T      P^T = exp2(scale S^T - LSE)   dV += P^T dO
 //   dP^T = V dO^T    dS^T = P^T * (dP^T - delta)   dK += dS^T Q   (times scale at the end)
-// P^T and dS^T become A operands in registers (NV) or through a per-subgroup scratch (KHR).
+// P^T and dS^T become A operands in registers (NV; KHR where the layout probe allows an element
+// copy) or through a per-subgroup scratch (KHR elsewhere).
 // Deterministic: every key row is summed by one subgroup in a fixed order, no atomics.
 #version 450
 #extension GL_GOOGLE_include_directive : require

@@ -7,7 +7,8 @@
 // accumulators in registers: the engine's layout probe tells which elements of a lane share a
 // row (slots) and which lanes share a row (a shuffle mask), so row max and row sum are a few
 // shuffles, and P goes from the float32 S accumulator to the float16 A operand of P V without
-// leaving registers (NV) or through a 16x16 per-subgroup scratch (KHR, whose types carry a use).
+// leaving registers (NV; KHR where the probe finds A laid out like the accumulator) or through a
+// 16x16 per-subgroup scratch (KHR elsewhere: its types carry a use).
 //
 // Variants by define: VKF_COOPMAT_KHR (0: GL_NV_cooperative_matrix, 1: GL_KHR_cooperative_matrix).
 #version 450

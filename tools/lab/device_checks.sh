@@ -34,14 +34,16 @@ VKFLASH_KERNELS=coopmat_nv python3 tests/cli_numpy_crosscheck.py "$build/vkflash
 
 # The Catch2 suite (all but the CLI tests, which start bookworm processes) under Debian trixie's
 # loader and validation layer 1.4.309, which know both extensions: the kernels "auto" picks
-# (VK_NV_cooperative_matrix2), then VK_KHR_cooperative_matrix's (whose [knobs], [instrument] and
-# [adopt] cases ask for what those kernels cannot do: no subgroup operations, an engine device
-# without KHR).
+# (VK_NV_cooperative_matrix2), then VK_KHR_cooperative_matrix's and VK_NV_cooperative_matrix's
+# (whose [knobs], [instrument] and [adopt] cases ask for what those kernels cannot do: no subgroup
+# operations, an engine device without KHR).
 # Needs .gpu/trixie from tools/lab/fetch-trixie-layer.sh.
 if declare -F trixie_run >/dev/null; then
   echo "Catch2 suite, trixie validation layer, auto kernels:"
   trixie_run "$build/tests/vkflash_tests" "~[cli]" | grep -E -A12 "FAILED|passed|failed"
-  echo "Catch2 suite, trixie validation layer, VKFLASH_KERNELS=coopmat_khr:"
-  VKFLASH_KERNELS=coopmat_khr trixie_run "$build/tests/vkflash_tests" "~[cli]~[knobs]~[adopt]~[instrument]" |
-    grep -E -A12 "FAILED|passed|failed"
+  for family in coopmat_khr coopmat_nv; do
+    echo "Catch2 suite, trixie validation layer, VKFLASH_KERNELS=$family:"
+    VKFLASH_KERNELS=$family trixie_run "$build/tests/vkflash_tests" "~[cli]~[knobs]~[adopt]~[instrument]" |
+      grep -E -A12 "FAILED|passed|failed"
+  done
 fi

@@ -13,7 +13,8 @@ namespace vkflash::attention {
 namespace {
 
 // Forward: subgroups per workgroup, 16-row blocks per subgroup, keys per tile, and the largest head
-// dim the entry is for; the first that fits (shared memory, and the registers' bounds below) runs.
+// dim the entry is for (longer key tiles cost registers beside O: 80 keys ran slower than 64 at
+// D = 128); the first that fits (shared memory, the registers' bound below) runs.
 // Measured on the H100 with `vkflash bench`, ratios against the tile the entry displaced
 // (docs/tuning-log.md, "Tile tables of the tensor-core kernels" and "the subgroup-scope forward's
 // key tiles"). The two extensions' kernels differ in how P becomes an A operand, and so in how
@@ -22,28 +23,31 @@ struct ForwardTile {
   uint32_t subgroups, m_blocks, block_kv, max_head_dim = 256;
 };
 constexpr ForwardTile kKhrForwardTiles[] = {
-    {4, 1, 128},  // D <= 64 (the keys' bound): 1.25x the 64-key tile
-    {4, 1, 96},   // D = 80: 1.06x the 64-key tile; D = 64 at 32 KB: 1.12x
-    {4, 1, 64},   // D = 128: 80 keys ran 0.9x
-    {4, 1, 48},   // D = 128 at 32 KB: 1.18x the 32-key tile
-    {4, 1, 32},   // D = 256 (the keys' bound), D = 64 at 16 KB
-    {2, 1, 32},   // devices with 64 lanes a subgroup and 128 invocations a workgroup
-    {4, 2, 16},   // D = 128 at 16 KB: 1.08x one subgroup's 16 rows
-    {1, 1, 16},   // the smallest
+    {4, 1, 128, 64},  // D = 64: 1.25x the 64-key tile
+    {4, 1, 96, 80},   // D = 80: 1.06x the 64-key tile; D = 64 at 32 KB: 1.12x
+    {4, 1, 64},       // D = 128: 80 keys ran 0.9x
+    {4, 1, 48},       // D = 128 at 32 KB: 1.18x the 32-key tile
+    {4, 1, 32},       // D = 256
+    {2, 1, 32},       // devices with 64 lanes a subgroup and 128 invocations a workgroup
+    {4, 2, 16},       // D = 128 at 16 KB: 1.08x one subgroup's 16 rows
+    {1, 1, 16},       // the smallest
 };
 constexpr ForwardTile kNvForwardTiles[] = {
-    {4, 1, 48, 64},  // D = 64: 1.08x the 64-key tile (96 and 128 keys ran 0.93x and 0.97x)
+    {4, 1, 48, 64},  // D = 64: 1.08x the 64-key tile (96 and 128 keys ran 0.93x and 0.96x)
     {4, 1, 64},      // D = 128: 48 keys ran 0.94x
     {4, 1, 48},      // D = 128 at 32 KB: 1.11x the 32-key tile
-    {4, 1, 32},      // D = 256 (the keys' bound)
+    {4, 1, 32},      // D = 256
     {2, 1, 32},      // devices with 64 lanes a subgroup and 128 invocations a workgroup
-    {4, 2, 16},      // D = 128 at 16 KB: 1.09x one subgroup's 16 rows
+    {4, 2, 16},      // D = 128 at 16 KB: 1.08x one subgroup's 16 rows
     {1, 1, 16},      // the smallest
 };
 
-std::span<const ForwardTile> ForwardTiles(CooperativeMatrixApi api) {
-  return api == CooperativeMatrixApi::kKhr ? std::span<const ForwardTile>(kKhrForwardTiles)
-                                           : std::span<const ForwardTile>(kNvForwardTiles);
+// The KHR tables were measured with the element copy; kernels that convert P otherwise (the NV
+// ones: the driver; KHR ones elsewhere: the scratch) take the NV tables.
+std::span<const ForwardTile> ForwardTiles(const DeviceInfo& device) {
+  return device.cooperative_matrix == CooperativeMatrixApi::kKhr && device.cooperative_matrix_a_copy
+             ? std::span<const ForwardTile>(kKhrForwardTiles)
+             : std::span<const ForwardTile>(kNvForwardTiles);
 }
 
 // Backward: subgroups (each owns 16 rows), rows per streamed tile and the largest head dim the
@@ -68,15 +72,16 @@ constexpr BackwardTile kNvDqTiles[] = {
 
 // Accumulator registers per lane grow with (row blocks x head dim): Q fragments and O in the
 // forward; dK and dV (dkdv), or Q, dO and dQ (dq) in the backward. Past these, registers spill.
-// The forward's S grows with the keys per tile beside O: 80 keys at D = 128 ran slower than 64.
 constexpr uint32_t kForwardMaxRowBlocksTimesDim = 256;
-constexpr uint32_t kForwardMaxKeysTimesDim = 8192;
 constexpr uint32_t kBackwardMaxHeadDim = 128;
 
-// The coordinate matrix and (KHR) the accumulator-to-operand scratch.
-uint32_t ScratchBytes(uint32_t subgroups, CooperativeMatrixApi api) {
-  return 4 * VKF_SMEM_CM_COORD_FLOATS +
-         (api == CooperativeMatrixApi::kKhr ? 2 * VKF_SMEM_CM_A_SCRATCH_HALVES(subgroups) : 0);
+// The coordinate matrix and the KHR kernels' accumulator-to-operand scratch, a 16x16 float16 tile
+// per subgroup (declared with the element copy too: sized by the specialization constant, it gave
+// wrong results on the H100's driver, docs/tuning-log.md "A operands by an element copy").
+uint32_t ScratchBytes(uint32_t subgroups, const DeviceInfo& device) {
+  const uint32_t coordinates = 4 * VKF_SMEM_CM_COORD_FLOATS;
+  if (device.cooperative_matrix != CooperativeMatrixApi::kKhr) return coordinates;
+  return coordinates + 2 * VKF_SMEM_CM_A_SCRATCH_HALVES(subgroups);
 }
 
 // The tile overrides.coopmat_forward names (SxMxK), if any.
@@ -137,7 +142,8 @@ std::string CoopmatBackend::WhyUnusable(const DeviceInfo& device, std::string_vi
 }
 
 // KHR first where both run: on the H100 its kernels run 1.3x (forward) and 1.15x (backward) the NV
-// ones, whose A operands the driver converts itself (docs/tuning-log.md, "A operands by an element copy").
+// ones, whose A operands the driver converts itself (docs/tuning-log.md, "A operands by an element
+// copy"). Where the layout probe then finds no element copy, the Context switches to NV.
 void CoopmatBackend::Use(DeviceInfo* device, std::string_view variant) const {
   const bool khr = variant == kKhrVariant || (variant.empty() && Runs(*device, CooperativeMatrixApi::kKhr));
   device->cooperative_matrix = khr ? CooperativeMatrixApi::kKhr : CooperativeMatrixApi::kNv;
@@ -148,35 +154,34 @@ bool CoopmatBackend::Applies(const DeviceInfo& device, const AttentionParams& pa
          params.shape.head_dim % 16 == 0 && params.shape.head_dim <= 256;
 }
 
-uint32_t CoopmatForwardSharedBytes(uint32_t head_dim, uint32_t block_kv, uint32_t subgroups, CooperativeMatrixApi api) {
+uint32_t CoopmatForwardSharedBytes(uint32_t head_dim, uint32_t block_kv, uint32_t subgroups, const DeviceInfo& device) {
   return 16 * VKF_SMEM_ROW_PAIR_U4(block_kv, VKF_TILE_STRIDE(VKF_ROW_U4(head_dim))) +
-         4 * VKF_SMEM_NONFINITE_FLAG_UINTS + ScratchBytes(subgroups, api);
+         4 * VKF_SMEM_NONFINITE_FLAG_UINTS + ScratchBytes(subgroups, device);
 }
 
 uint32_t CoopmatBackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed, uint32_t subgroups,
-                                    bool dkdv, CooperativeMatrixApi api) {
+                                    bool dkdv, const DeviceInfo& device) {
   const uint32_t stride = VKF_TILE_STRIDE(VKF_ROW_U4(head_dim));
   const uint32_t rows_u4 = dkdv ? VKF_SMEM_DKDV_TILES_U4(owned, VKF_SMEM_DKDV_STREAM_ROWS(streamed, owned), stride)
                                 : VKF_SMEM_ROW_PAIR_U4(streamed, stride);
   const uint32_t row_floats = dkdv ? 2 * VKF_SMEM_ROW_FLOATS(streamed) : 0;  // the tile's LSE and delta
   const uint32_t nonfinite_uints = VKF_SMEM_NONFINITE_STEPS(streamed) + (dkdv ? VKF_SMEM_NONFINITE_FLAG_UINTS : 0);
-  return 16 * rows_u4 + 4 * (row_floats + nonfinite_uints) + ScratchBytes(subgroups, api);
+  return 16 * rows_u4 + 4 * (row_floats + nonfinite_uints) + ScratchBytes(subgroups, device);
 }
 
 Result<KernelChoice> CoopmatBackend::ChooseForward(const DeviceInfo& device, const AttentionParams& params,
                                                    const TileOverrides& overrides) const {
   const uint32_t head_dim = params.shape.head_dim;
   auto bytes = [&](const ForwardTile& tile) {
-    return CoopmatForwardSharedBytes(head_dim, tile.block_kv, tile.subgroups, device.cooperative_matrix);
+    return CoopmatForwardSharedBytes(head_dim, tile.block_kv, tile.subgroups, device);
   };
-  auto fits = [&](const ForwardTile& tile) {
+  auto fits = [&](const ForwardTile& tile) {  // a forced tile's max_head_dim is 256: any head dim
     return head_dim <= tile.max_head_dim && tile.m_blocks * head_dim <= kForwardMaxRowBlocksTimesDim &&
-           tile.block_kv * head_dim <= kForwardMaxKeysTimesDim &&
            tile.subgroups * device.subgroup_size <= device.max_workgroup_invocations &&
            bytes(tile) <= device.usable_shared_memory_bytes;
   };
   const std::optional<ForwardTile> chosen =
-      FirstTileThatFits(ForcedForwardTile(overrides), ForwardTiles(device.cooperative_matrix), fits);
+      FirstTileThatFits(ForcedForwardTile(overrides), ForwardTiles(device), fits);
   if (!chosen) return NoTensorCoreTile(params);
   return Choice(device, "forward_f16", 16 * chosen->m_blocks * chosen->subgroups, chosen->block_kv, chosen->subgroups,
                 bytes(*chosen));
@@ -188,15 +193,14 @@ Result<BackwardKernelChoice> CoopmatBackend::ChooseBackward(const DeviceInfo& de
   if (head_dim > kBackwardMaxHeadDim) return NoTensorCoreTile(params);
   auto choose = [&](bool dkdv) -> Result<KernelChoice> {
     auto bytes = [&](const BackwardTile& tile) {
-      return CoopmatBackwardSharedBytes(head_dim, 16 * tile.subgroups, tile.streamed, tile.subgroups, dkdv,
-                                        device.cooperative_matrix);
+      return CoopmatBackwardSharedBytes(head_dim, 16 * tile.subgroups, tile.streamed, tile.subgroups, dkdv, device);
     };
     auto fits = [&](const BackwardTile& tile) {
       return head_dim <= tile.max_head_dim &&
              tile.subgroups * device.subgroup_size <= device.max_workgroup_invocations &&
              bytes(tile) <= device.usable_shared_memory_bytes;
     };
-    const bool khr = device.cooperative_matrix == CooperativeMatrixApi::kKhr;
+    const bool khr = device.cooperative_matrix == CooperativeMatrixApi::kKhr && device.cooperative_matrix_a_copy;
     const std::span<const BackwardTile> table =
         dkdv ? (khr ? std::span<const BackwardTile>(kKhrDkdvTiles) : std::span<const BackwardTile>(kNvDkdvTiles))
              : (khr ? std::span<const BackwardTile>(kKhrDqTiles) : std::span<const BackwardTile>(kNvDqTiles));

@@ -223,3 +223,26 @@ if [ "$part" = backward-final ]; then
   wait
   report coopmat_khr-backward coopmat_nv-backward
 fi
+
+# After the review: the scratch sized by the specialization constant (one float16 where the element
+# copy leaves it unused), so KHR's 48-key tile fits 16 KB at D = 64; the note; the KHR tests at
+# each limit (build-lab/new) against cb2b5a6 (build-lab/base). The tests failed (wrong O at head
+# dims 16 and 32, both limits): the scratch is declared whole again. `review-tests`: the tests alone.
+if [ "$part" = review ] || [ "$part" = review-tests ]; then
+  build-lab/new/vkflash info 2>&1 | grep -i "layout" | head -2
+  [ "$part" = review ] && for v in base new; do
+    cli=build-lab/$v/vkflash
+    for limit in 16384 49152; do
+      echo "== $v shared $limit D=64"
+      VKFLASH_MAX_SHARED_BYTES=$limit run --kernel coopmat_khr --b 4 --h 32 --n 4096 --d 64 --mode fwd
+    done
+    echo "== $v D=128 bwd"
+    run --kernel coopmat_khr --b 4 --h 16 --n 4096 --d 128 --mode bwd
+  done
+  spec='"forward matches the float64*","backward matches the float64*","layouts: *","masks: forward*"'
+  for limit in 16384 49152; do
+    TEST_TIMEOUT=${TEST_TIMEOUT:-240} catch_tests "khr-$limit" "$spec" VKFLASH_KERNELS=coopmat_khr VKFLASH_MAX_SHARED_BYTES=$limit &
+  done
+  wait
+  report khr-16384 khr-49152
+fi
