@@ -21,8 +21,8 @@
 //   barrier(); store_kv(k_words, v_words); barrier();
 // Rows go to tile rows [0, rows) (buffer_a) and [rows, 2 rows) (buffer_b); rows >= valid_rows
 // become 0. Both tensors in one loop, so their loads are in flight together (built from two
-// VKF_DEFINE_STAGE_ROWS_SPLIT_AT loops instead, the coopmat2 backward ran 2.6% slower at D = 128:
-// docs/tuning-log.md, "the staging macros").
+// VKF_DEFINE_STAGE_ROWS_SPLIT_AT loops instead, the coopmat2 backward ran slower: docs/tuning-log.md,
+// "the staging macros").
 // VKF_DEFINE_STAGE_ROW_PAIR_SPLIT_AT does the same from tile row `first_row` on.
 #define VKF_STAGE_WORDS(rows) (((rows) * ROW_U4 + WORKGROUP_SIZE - 1) / WORKGROUP_SIZE)
 #define VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_fn, store_fn, tile, buffer_a, buffer_b, rows, words) \

@@ -42,12 +42,15 @@ constexpr ForwardTile kNvForwardTiles[] = {
     {1, 1, 16},      // the smallest
 };
 
-// The KHR tables were measured with the element copy; kernels that convert P otherwise (the NV
-// ones: the driver; KHR ones elsewhere: the scratch) take the NV tables.
+// The KHR tables (forward and backward) were measured with the element copy; kernels that convert
+// P otherwise (the NV ones: the driver; KHR ones elsewhere: the scratch) take the NV tables.
+bool TakesKhrTables(const DeviceInfo& device) {
+  return device.cooperative_matrix == CooperativeMatrixApi::kKhr && device.cooperative_matrix_a_copy;
+}
+
 std::span<const ForwardTile> ForwardTiles(const DeviceInfo& device) {
-  return device.cooperative_matrix == CooperativeMatrixApi::kKhr && device.cooperative_matrix_a_copy
-             ? std::span<const ForwardTile>(kKhrForwardTiles)
-             : std::span<const ForwardTile>(kNvForwardTiles);
+  return TakesKhrTables(device) ? std::span<const ForwardTile>(kKhrForwardTiles)
+                                : std::span<const ForwardTile>(kNvForwardTiles);
 }
 
 // Backward: subgroups (each owns 16 rows), rows per streamed tile and the largest head dim the
@@ -200,7 +203,7 @@ Result<BackwardKernelChoice> CoopmatBackend::ChooseBackward(const DeviceInfo& de
              tile.subgroups * device.subgroup_size <= device.max_workgroup_invocations &&
              bytes(tile) <= device.usable_shared_memory_bytes;
     };
-    const bool khr = device.cooperative_matrix == CooperativeMatrixApi::kKhr && device.cooperative_matrix_a_copy;
+    const bool khr = TakesKhrTables(device);
     const std::span<const BackwardTile> table =
         dkdv ? (khr ? std::span<const BackwardTile>(kKhrDkdvTiles) : std::span<const BackwardTile>(kNvDkdvTiles))
              : (khr ? std::span<const BackwardTile>(kKhrDqTiles) : std::span<const BackwardTile>(kNvDqTiles));
