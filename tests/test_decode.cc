@@ -86,6 +86,35 @@ TEST_CASE("decode: more packed rows than registers hold (tensor cores where they
   CheckForwardAgainstReference(context, params, seed++);
 }
 
+TEST_CASE("decode: every lane layout of the register kernel's reduce-scatter, with sinks and a softcap",
+          "[forward][decode][sinks][softcap]") {
+  // The head dim sets the invocations per key group T (1 to 16 on a device with subgroups of 16 or
+  // more) and the packed rows the keys per step (8 up to 4 rows, 4 up to 8; 1 or 2 where a key takes
+  // several words per lane), so these cover lanes with several keys each (D = 8 and 24 without
+  // shuffles, 16, 32), one key each (48), keys shared by 2 or 4 lanes (80, 96, 160, 192, 256);
+  // D = 64 and 128 run in the tests around. Sinks start a row's sum in the first lanes only; the
+  // softcap runs once per score, in the lane that holds it.
+  Context& context = SharedContext(Knobs::kDevice);
+  uint32_t seed = 2600, variant = 0;
+  const std::vector<std::pair<uint32_t, uint32_t>> groups_and_rows = {{1, 1}, {3, 2}, {8, 1}};
+  for (uint32_t head_dim : {8u, 16u, 24u, 32u, 48u, 80u, 96u, 160u, 192u, 256u}) {
+    for (auto [group, q_len] : groups_and_rows) {
+      // Causal, sinks and softcap each on in turn, independently of the rows (periods 2, 4 and 5).
+      AttentionParams params = DecodeParams({2, 2 * group, 2, q_len, 900, head_dim}, variant % 2 == 0);
+      params.sinks = variant % 4 < 2;
+      params.softcap = variant % 5 < 2 ? 20.0f : 0.0f;
+      ++variant;
+      ScoreValues values;
+      if (params.sinks) {
+        values.sinks = RandomValues(params.shape.q_heads, DataType::kFloat32, seed, 1.5f);
+        for (float& x : values.sinks) x += std::log(900.0f);  // weighs like a few keys' sum
+      }
+      RequireDecodeWhereUsed(context, params);
+      CheckForwardAgainstReference(context, params, seed++, values);
+    }
+  }
+}
+
 TEST_CASE("decode: split-K parts agree with one part, and give the same bits run after run", "[forward][decode][sinks]") {
   // 8 packed rows (the register kernel), 16 (the tensor-core one where it runs); one part fits
   // lavapipe's loop budget. With sinks (they join part 0 only), and with a window of the last 500
@@ -148,8 +177,10 @@ TEST_CASE("decode: a key a row cannot see has no effect, across split-K parts", 
   auto context = Context::Create(options);
   REQUIRE(context.ok());
   // 2 or 4 heads per KV head x 4 rows (the register and the tensor-core kernel); row i sees keys
-  // j <= i + 596: the last key only row 3 sees.
-  for (const AttentionShape& shape : {AttentionShape{1, 4, 2, 4, 600, 64}, AttentionShape{1, 8, 2, 4, 600, 64}}) {
+  // j <= i + 596: the last key only row 3 sees. The register kernel at D = 16 holds two keys per
+  // lane, at D = 64 one, at D = 256 one per 4 lanes (its reduce-scatter's layouts).
+  for (const AttentionShape& shape : {AttentionShape{1, 4, 2, 4, 600, 64}, AttentionShape{1, 8, 2, 4, 600, 64},
+                                      AttentionShape{1, 4, 2, 4, 600, 16}, AttentionShape{1, 4, 2, 4, 600, 256}}) {
     const AttentionParams params = DecodeParams(shape, true);
     RequireDecodeWhereUsed(**context, params);
     const AttentionShape& s = params.shape;

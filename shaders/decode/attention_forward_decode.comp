@@ -4,10 +4,16 @@
 // read from memory once per split. The work is bound by that read: no shared tiles, no tensor
 // cores. float16 storage; arithmetic float32.
 //
-// THREADS_PER_ROW (T) consecutive invocations share one key: each holds HEAD_DIM / T columns of
-// every packed query row in registers and reduces the dot products with subgroup shuffles. The
-// workgroup's KEY_GROUPS groups of T walk the split's keys KEYS_PER_STEP at a time each, with their
-// own online softmax (base 2); at the end the groups merge in a fixed order through shared memory.
+// THREADS_PER_ROW (T) consecutive invocations share a step's keys: each holds HEAD_DIM / T columns
+// of every packed query row (and reads those columns of K and V) in registers. The workgroup's
+// KEY_GROUPS groups of T walk the split's keys KEYS_PER_STEP at a time each, with their own online
+// softmax (base 2); at the end the groups merge in a fixed order through shared memory.
+//
+// A step's partial dot products are summed over the group by a reduce-scatter of shuffles: each
+// lane ends with whole scores of its own KEYS_PER_LANE keys (DUPLICATES lanes share a key where T
+// passes the step's keys), so the score modifiers, the mask and the exponentials run once per score
+// and not once per lane. P goes back to every lane for P V by the same levels backwards; each lane
+// keeps a partial row sum over its own keys, summed over the group at the end.
 //
 // One split (pc.split_keys >= kv_len): O and LSE are written. Several (SPLIT): each writes its
 // rows' normalized O and base-2 LSE to the workspace (VKF_FWD_BINDING_O_STATE, _ROW_STATE), and
@@ -36,13 +42,63 @@
 layout(constant_id = VKF_SPEC_WRITE_LSE) const bool WRITE_LSE = true;
 layout(constant_id = VKF_SPEC_CHUNKED) const bool SPLIT = false;  // partial results to the workspace
 
-const uint T = THREADS_PER_ROW;                       // invocations per key, a power of two <= subgroup size
+const uint T = THREADS_PER_ROW;                       // invocations per key group, a power of two <= subgroup size
 const uint ROW_U4 = HEAD_DIM / 8;                     // a float16 row in uvec4 words
 const uint U4_PER_THREAD = ROW_U4 / T;                // words of a row each invocation holds
 const uint COLUMNS = 8 * U4_PER_THREAD;               // columns each invocation holds
 const uint KEY_GROUPS = WORKGROUP_SIZE / T;
 const uint KEYS_PER_STEP = BLOCK_KV / KEY_GROUPS;     // keys a group loads at once (loads in flight)
 const uint ROWS = BLOCK_Q;
+// The reduce-scatter: its levels halve the keys each lane sums over, while both T and the keys allow.
+// T and KEYS_PER_STEP are powers of two (T <= 16, KEYS_PER_STEP <= 8: decode_backend.cc). These
+// specialization-constant expressions use arithmetic only: loops bounded by expressions with
+// comparisons and selects were left rolled by the NVIDIA driver, which then indexed the arrays by
+// compare-and-select chains and wrapped every shuffle in a convergence check (docs/tuning-log.md,
+// "the decode kernel's scores summed by a reduce-scatter").
+const uint KEYS_PER_LANE = (KEYS_PER_STEP + T - 1) / T;
+const uint DUPLICATES = (T + KEYS_PER_STEP - 1) / KEYS_PER_STEP;  // lanes holding the same key
+// log2 of a power of two x <= 16 (0 past it).
+#define VKF_LOG2_POW2(x) ((((x) >> 1) & 1u) + (((x) >> 2) & 1u) * 2u + (((x) >> 3) & 1u) * 3u + (((x) >> 4) & 1u) * 4u)
+const uint SCATTER_LEVELS = VKF_LOG2_POW2(T) - VKF_LOG2_POW2(DUPLICATES);
+// (x + 15) / 16 below is 1 for 1 <= x <= 16 and 0 for x = 0: "x != 0" without a comparison.
+// The keys a lane keeps at scatter level L (lane bit T >> (L + 1)); 0 where the level does not run.
+#define VKF_SCATTER_KEYS(L) ((KEYS_PER_STEP >> ((L) + 1)) * (((T >> ((L) + 1)) + 15u) / 16u))
+// 1 where butterfly level L (lane bit DUPLICATES >> (L + 1)) runs, else 0.
+#define VKF_DUPLICATE_LEVEL(L) (((DUPLICATES >> ((L) + 1)) + 15u) / 16u)
+// A masked pair's P as the gather carries it (bits, so no driver can drop the sign of -0.0): no
+// P the softmax computes has these bits (it is +0.0, positive or NaN).
+const uint MASKED_P = 0x80000000u;
+// The levels, written out for L = 0 .. 3 where they are used (each a loop of 0 trips where the
+// level does not run), on the step's arrays s (partial, then whole scores) and p_bits (P) of
+// `lane`, the invocation's place in its key group. Its partner at a level is the subgroup
+// invocation gl_SubgroupInvocationID ^ bit: the same place in the same group, as workgroups are laid
+// over subgroups in order and key groups lie inside one (T <= the subgroup size).
+// scatter level L: the lane keeps half of its keys (the upper half where its bit is set) and adds
+// its partner's partials of them;
+#define VKF_SCATTER(L)                                                             \
+  [[unroll]] for (uint i = 0; i < VKF_SCATTER_KEYS(L); ++i) {                      \
+    const bool upper = (lane & (T >> ((L) + 1))) != 0;                             \
+    [[unroll]] for (uint r = 0; r < ROWS; ++r) {                                   \
+      const float sent = upper ? s[i][r] : s[i + VKF_SCATTER_KEYS(L)][r];          \
+      const float kept = upper ? s[i + VKF_SCATTER_KEYS(L)][r] : s[i][r];          \
+      s[i][r] = kept + subgroupShuffleXor(sent, T >> ((L) + 1));                   \
+    }                                                                              \
+  }
+// butterfly level L: lanes that hold the same keys add their partials whole;
+#define VKF_BUTTERFLY(L)                                                                       \
+  [[unroll]] for (uint i = 0; i < KEYS_PER_LANE * VKF_DUPLICATE_LEVEL(L); ++i) {               \
+    [[unroll]] for (uint r = 0; r < ROWS; ++r) s[i][r] += subgroupShuffleXor(s[i][r], DUPLICATES >> ((L) + 1)); \
+  }
+// gather level L, the scatter's backwards: the lane's keys doubled with its partner's P.
+#define VKF_GATHER(L)                                                          \
+  [[unroll]] for (uint i = 0; i < VKF_SCATTER_KEYS(L); ++i) {                  \
+    const bool upper = (lane & (T >> ((L) + 1))) != 0;                         \
+    [[unroll]] for (uint r = 0; r < ROWS; ++r) {                               \
+      const uint received = subgroupShuffleXor(p_bits[i][r], T >> ((L) + 1));  \
+      p_bits[i + VKF_SCATTER_KEYS(L)][r] = upper ? p_bits[i][r] : received;    \
+      p_bits[i][r] = upper ? received : p_bits[i][r];                          \
+    }                                                                          \
+  }
 
 layout(std430, set = 0, binding = VKF_FWD_BINDING_Q) readonly buffer q_block { uvec4 q_u4[]; };
 layout(std430, set = 0, binding = VKF_FWD_BINDING_K) readonly buffer k_block { uvec4 k_u4[]; };
@@ -132,7 +188,7 @@ void main() {
   vec4 o[ROWS][2 * U4_PER_THREAD];
   for (uint r = 0; r < ROWS; ++r) {
     row_max[r] = start_max[r];
-    row_sum[r] = start_sum[r];
+    row_sum[r] = lane < DUPLICATES ? start_sum[r] : 0.0;  // the lanes' partial sums are added at the end
     for (uint c = 0; c < 2 * U4_PER_THREAD; ++c) o[r][c] = vec4(0.0);
   }
 
@@ -144,6 +200,7 @@ void main() {
     uvec4 k_next[KEYS_PER_STEP][U4_PER_THREAD], v_next[KEYS_PER_STEP][U4_PER_THREAD];
     if (!next_closed) load_step(next_key0, key_end, k_base, k_stride, v_base, v_stride, lane, k_next, v_next);
     if (!closed) {  // a step the mask closes adds nothing
+      // Each lane's partial dot products of every key and row, then the reduce-scatter.
       float s[KEYS_PER_STEP][ROWS];
       [[unroll]] for (uint u = 0; u < KEYS_PER_STEP; ++u) {
         vec4 k_cols[2 * U4_PER_THREAD];
@@ -151,39 +208,59 @@ void main() {
         [[unroll]] for (uint r = 0; r < ROWS; ++r) {
           float dot_part = 0.0;
           [[unroll]] for (uint c = 0; c < 2 * U4_PER_THREAD; ++c) dot_part += dot(q[r][c], k_cols[c]);
-          [[unroll]] for (uint m = 1; m < T; m <<= 1) dot_part += subgroupShuffleXor(dot_part, m);
-          // Masked (past the split, outside the row's band, a padding row) or a score of -inf: no effect.
-          const uint key = key0 + u;
-          const bool visible = key < key_end && r < rows && key_visible(q_row[r], key, q_len, seq.kv_len);
-          if (scores_modified()) dot_part = score_mod(dot_part, modifiers[r], q_row[r], key, q_len, seq.kv_len);
-          s[u][r] = visible ? dot_part : NEG_INF;
+          s[u][r] = dot_part;
         }
       }
-      // Online softmax, branch-free: a row that has seen nothing yet keeps O = 0 and sum 0.
-      float p[KEYS_PER_STEP][ROWS];
+      VKF_SCATTER(0) VKF_SCATTER(1) VKF_SCATTER(2) VKF_SCATTER(3)
+      VKF_BUTTERFLY(0) VKF_BUTTERFLY(1) VKF_BUTTERFLY(2) VKF_BUTTERFLY(3)
+      // The lane's own keys: key0 + first_own + i. Masked (past the split, outside the row's band, a
+      // padding row) or a score of -inf: no effect.
+      const uint first_own = lane / DUPLICATES * KEYS_PER_LANE;
+      float step_max[ROWS];
       [[unroll]] for (uint r = 0; r < ROWS; ++r) {
-        float step_max = s[0][r];
-        [[unroll]] for (uint u = 1; u < KEYS_PER_STEP; ++u) step_max = max_keeping_nan(step_max, s[u][r]);
-        const float new_max = max_keeping_nan(row_max[r], step_max);
+        [[unroll]] for (uint i = 0; i < KEYS_PER_LANE; ++i) {
+          const uint key = key0 + first_own + i;
+          const bool visible = key < key_end && r < rows && key_visible(q_row[r], key, q_len, seq.kv_len);
+          float score = s[i][r];
+          if (scores_modified()) score = score_mod(score, modifiers[r], q_row[r], key, q_len, seq.kv_len);
+          s[i][r] = visible ? score : NEG_INF;
+          step_max[r] = i == 0 ? s[i][r] : max_keeping_nan(step_max[r], s[i][r]);
+        }
+        // Over the scatter's lane bits: the DUPLICATES lanes of a key hold the same scores already.
+        [[unroll]] for (uint level = 0; level < SCATTER_LEVELS; ++level) {
+          step_max[r] = max_keeping_nan(step_max[r], subgroupShuffleXor(step_max[r], T >> (level + 1)));
+        }
+      }
+      // Online softmax, branch-free: a row that has seen nothing yet keeps O = 0 and adds nothing to
+      // its sum (0, or its sink's). A masked pair's P is MASKED_P, which P V tells from a P that
+      // underflowed to +0.0 (a masked key's V never enters: it may hold inf or NaN).
+      uint p_bits[KEYS_PER_STEP][ROWS];
+      [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+        const float new_max = max_keeping_nan(row_max[r], step_max[r]);
         const float base = new_max == NEG_INF ? 0.0 : new_max;  // exp2(-inf - base) = 0, never NaN
         const float rescale = exp2(row_max[r] - base);          // 0 the first time
         row_sum[r] *= rescale;
         [[unroll]] for (uint c = 0; c < 2 * U4_PER_THREAD; ++c) o[r][c] *= rescale;
-        [[unroll]] for (uint u = 0; u < KEYS_PER_STEP; ++u) {
-          p[u][r] = exp2(s[u][r] - base);  // 0 where masked; NaN for a NaN or +inf score, as the contract says
-          row_sum[r] += p[u][r];
+        [[unroll]] for (uint i = 0; i < KEYS_PER_LANE; ++i) {
+          const bool masked = s[i][r] == NEG_INF;
+          const float p = exp2(s[i][r] - base);  // 0 where masked; NaN for a NaN or +inf score, as the contract says
+          row_sum[r] += p;
+          p_bits[i][r] = masked ? MASKED_P : floatBitsToUint(p);
         }
         row_max[r] = new_max;
       }
+      // Every key's P in every lane: the scatter's levels backwards (xor shuffles: an index shuffle
+      // whose index differs per lane cost the NVIDIA driver a loop of MATCH instructions each).
+      VKF_GATHER(3) VKF_GATHER(2) VKF_GATHER(1) VKF_GATHER(0)
       [[unroll]] for (uint u = 0; u < KEYS_PER_STEP; ++u) {
         [[unroll]] for (uint c = 0; c < U4_PER_THREAD; ++c) {
           vec4 lo, hi;
           unpack8(v_words[u][c], lo, hi);
           [[unroll]] for (uint r = 0; r < ROWS; ++r) {
-            // A masked key's V never enters (a select, not a product with 0): it may hold inf or NaN.
-            const bool seen = s[u][r] != NEG_INF;
-            o[r][2 * c] = seen ? o[r][2 * c] + p[u][r] * lo : o[r][2 * c];
-            o[r][2 * c + 1] = seen ? o[r][2 * c + 1] + p[u][r] * hi : o[r][2 * c + 1];
+            const bool seen = p_bits[u][r] != MASKED_P;
+            const float p = uintBitsToFloat(p_bits[u][r]);
+            o[r][2 * c] = seen ? o[r][2 * c] + p * lo : o[r][2 * c];
+            o[r][2 * c + 1] = seen ? o[r][2 * c + 1] + p * hi : o[r][2 * c + 1];
           }
         }
       }
@@ -197,6 +274,13 @@ void main() {
     closed = next_closed;
   }
 
+  // The group's row sums: its lanes' partials over their own keys, added over the scatter's lane
+  // bits only (the DUPLICATES lanes of a key hold the same partial: adding them would count it twice).
+  [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+    [[unroll]] for (uint level = 0; level < SCATTER_LEVELS; ++level) {
+      row_sum[r] += subgroupShuffleXor(row_sum[r], T >> (level + 1));
+    }
+  }
   // Merge the key groups: the rows' max over groups, then each group's sum and O rescaled to it,
   // added in group order (deterministic).
   if (lane == 0) {

@@ -22,17 +22,22 @@ constexpr uint32_t kMinSplitKeys = 256;
 constexpr uint32_t kWorkgroupsPerComputeUnit = 2;
 constexpr uint32_t kMaxSplits = 4096;
 
-// Every loop of attention_forward_decode.comp at its longest (chunk_plan.h): per step a group's
-// loads and their copy, dot products and shuffles, softmax and O update; once, Q, the first step's loads, the
-// merge and the stores.
+// Every loop of attention_forward_decode.comp at its longest (chunk_plan.h), with each lane's own
+// keys and the levels of its reduce-scatter counted at their most (keys, bit_width(t)).
 LoopCost DecodeLoopCost(const KernelChoice& choice, uint32_t head_dim) {
   const uint64_t t = choice.threads_per_row, rows = choice.block_q, words = head_dim / 8 / t;
   const uint64_t groups = choice.workgroup_size / t, keys = choice.block_kv / groups;
-  const uint64_t shuffles = std::bit_width(t);
+  const uint64_t levels = std::bit_width(t);
   LoopCost cost;
-  cost.per_step = 2 * keys * words + keys * (words + rows * (2 * words + shuffles + 1)) +
-                  rows * (keys + 2 * words + keys) + keys * words * (rows + 1) + 3 * keys + 1;
-  cost.fixed = keys * words + rows * (words + 2 * words + 1) + rows * (3 * groups + 1) + groups * (rows * words * 2 + 1) +
+  cost.per_step = 2 * keys * words +                           // the next step's loads
+                  keys * (words + rows * (2 * words + 1)) +    // K's words unpacked, the partial dot products
+                  (2 + levels) * keys * (rows + 1) +           // scatter, gather, butterfly levels
+                  rows * (keys + levels) +                     // the own keys' scores, the max over lanes
+                  rows * (2 * words + keys) +                  // O rescaled, the own keys' P
+                  keys * words * (rows + 1) +                  // P V
+                  3 * keys + 1;                                // the loaded words moved, the loop
+  cost.fixed = keys * words + rows * (words + 2 * words + 1) + rows * (levels + 1) + rows * (3 * groups + 1) +
+               groups * (rows * words * 2 + 1) +
                rows * head_dim / 8 / choice.workgroup_size + 1;
   return cost;
 }
@@ -73,6 +78,8 @@ Result<KernelChoice> DecodeBackend::ChooseForward(const DeviceInfo& device, cons
   const uint32_t groups = kWorkgroupSize / t;
   // Keys a group reads per step (twice that in flight, the loads being pipelined), against registers:
   // at most 8 uvec4 words of K per invocation and step (D = 256 or an odd D / 8 holds more per key).
+  // 8 / words_per_key is 8, 4, 2, 1 or 0 (clamped to 1): the shader's reduce-scatter takes powers
+  // of two (t too, at most 16).
   const uint32_t words_per_key = words / t;
   const uint32_t keys_per_step = std::clamp(8 / words_per_key, 1u, rows <= 4 ? 8u : 4u);
   KernelChoice choice;

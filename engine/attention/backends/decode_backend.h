@@ -36,8 +36,8 @@ class DecodeBackend final : public KernelBackend {
   // float16, head dim a multiple of 8 up to 256, packed rows (q_heads / kv_heads) * q_len up to
   // kDecodeMaxRows, or kDecodeMaxTensorCoreRows where the tensor-core kernel runs.
   bool Applies(const DeviceInfo& device, const AttentionParams& params) const override;
-  // Up to kDecodeMaxRows packed rows, the register kernel: THREADS_PER_ROW invocations per key (a
-  // power of two within the subgroup), 128 invocations, BLOCK_Q = the packed rows, BLOCK_KV = keys
+  // Up to kDecodeMaxRows packed rows, the register kernel: key groups of THREADS_PER_ROW invocations
+  // (a power of two within the subgroup, at most 16), 128 invocations, BLOCK_Q = the packed rows, BLOCK_KV = keys
   // the workgroup loads per step. More: the tensor-core kernel (ChooseCoopmat2DecodeTile).
   Result<KernelChoice> ChooseForward(const DeviceInfo& device, const AttentionParams& params,
                                      const TileOverrides& overrides) const override;
