@@ -50,15 +50,7 @@ case "$part" in
     for v in base widek32 v1 v2 v3; do registers $v fwd; done
     ;;
   sass)
-    mkdir -p /tmp/zstd && for f in .gpu/zstd/*.deb; do dpkg -x "$f" /tmp/zstd; done
-    printf '#!/bin/sh\nLD_LIBRARY_PATH=/tmp/zstd/usr/lib/x86_64-linux-gnu exec /tmp/zstd/usr/bin/zstd "$@"\n' > /tmp/zstdw
-    chmod +x /tmp/zstdw
-    for v in ${VARIANTS:-base v3}; do
-      rm -rf /tmp/glcache && mkdir -p /tmp/glcache
-      __GL_SHADER_DISK_CACHE_PATH=/tmp/glcache __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1 build-lab/$v/vkflash bench --no-naive \
-        --runs 2 --warmup 1 --warmup-ms 0 --min-time-ms 0 --kernel scalar --b 1 --h 16 --n 1024 --d 128 --mode fwd > /dev/null 2>&1
-      python3 tools/lab/dump_sass.py /tmp/glcache "$out/sass_$v" --all --zstd /tmp/zstdw
-    done
+    for v in ${VARIANTS:-base v3}; do sass "$v" --kernel scalar --b 1 --h 16 --n 1024 --d 128 --mode fwd; done
     ;;
   bench)
     for round in 1 2; do

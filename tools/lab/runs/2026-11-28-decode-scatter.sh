@@ -52,16 +52,8 @@ case "$part" in
   goal)  # run on the H100
     sweep 2 "128" "base new" goal_rows
     ;;
-  sass)  # the decode kernel's machine code of each build (.gpu/zstd: bookworm's zstd .debs)
-    mkdir -p /tmp/zstd && for f in .gpu/zstd/*.deb; do dpkg -x "$f" /tmp/zstd; done
-    printf '#!/bin/sh\nLD_LIBRARY_PATH=/tmp/zstd/usr/lib/x86_64-linux-gnu exec /tmp/zstd/usr/bin/zstd "$@"\n' > /tmp/zstdw
-    chmod +x /tmp/zstdw
-    for v in base new; do
-      rm -rf /tmp/glcache && mkdir -p /tmp/glcache
-      __GL_SHADER_DISK_CACHE_PATH=/tmp/glcache __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1 build-lab/$v/vkflash bench --no-naive \
-        --runs 2 --warmup 1 --warmup-ms 0 --min-time-ms 0 --b 1 --h 32 --hkv 8 --nq 1 --nk 4096 --d 128 --mode fwd > /dev/null 2>&1
-      python3 tools/lab/dump_sass.py /tmp/glcache "$out/sass_$v" --all --zstd /tmp/zstdw
-    done
+  sass)  # the decode kernel's machine code of each build
+    for v in base new; do sass "$v" --b 1 --h 32 --hkv 8 --nq 1 --nk 4096 --d 128 --mode fwd; done
     ;;
   tests)
     build=build-lab/new

@@ -63,3 +63,20 @@ report() {
     fi
   done
 }
+
+# sass BUILD ARGS...: the machine code of every kernel `build-lab/BUILD/vkflash bench ARGS` compiles
+# (two short runs), from the driver's shader cache pointed at an empty folder, into $out/sass_BUILD
+# (tools/lab/dump_sass.py --all; zstd from bookworm's .debs in .gpu/zstd/).
+sass() {
+  local build_name=$1
+  shift
+  if [ ! -x /tmp/zstdw ]; then
+    mkdir -p /tmp/zstd && for f in .gpu/zstd/*.deb; do dpkg -x "$f" /tmp/zstd; done
+    printf '#!/bin/sh\nLD_LIBRARY_PATH=/tmp/zstd/usr/lib/x86_64-linux-gnu exec /tmp/zstd/usr/bin/zstd "$@"\n' > /tmp/zstdw
+    chmod +x /tmp/zstdw
+  fi
+  rm -rf /tmp/glcache && mkdir -p /tmp/glcache
+  __GL_SHADER_DISK_CACHE_PATH=/tmp/glcache __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1 "build-lab/$build_name/vkflash" bench \
+    --no-naive --runs 2 --warmup 1 --warmup-ms 0 --min-time-ms 0 "$@" > /dev/null 2>&1
+  python3 tools/lab/dump_sass.py /tmp/glcache "$out/sass_$build_name" --all --zstd /tmp/zstdw
+}
