@@ -259,6 +259,40 @@ TEST_CASE("masks: a padding mask over a KV cache, decode and speculative rows", 
   }
 }
 
+TEST_CASE("masks: the tensor-core decode kernel's packed rows each add their own mask row, each broadcast",
+          "[forward][decode][mask]") {
+  // Its packed rows are head-major (row r: query row r % q_len of the group's head r / q_len), and
+  // a float mask is added to them as one matrix through a layout [heads, rows, keys]
+  // (coopmat2/bias_tiles.glsl): a mask per head, shared by the heads, with and without rows or
+  // keys; q_len 1 and more, up to 40 packed rows (64 is no multiple of 5: the layout's rows wrap);
+  // key counts of whole 16-byte words (vector loads but for the last tile) and not (the clamped
+  // load). Where the tensor-core kernel does not run, the same calls check another family.
+  Context& context = SharedContext(Knobs::kDevice);
+  uint32_t seed = 27000;
+  const std::vector<AttentionShape> shapes = {
+      {2, 16, 1, 1, 520, 64}, {2, 8, 2, 4, 501, 128}, {1, 8, 1, 5, 1024, 64}, {2, 12, 2, 3, 768, 128}};
+  const std::vector<MaskCase> cases = {
+      {Mask(MaskType::kFloat32, true, true, true, true)},
+      {Mask(MaskType::kFloat32, false, false, true, true), true},
+      {Mask(MaskType::kFloat32, true, false, false, true)},
+      {Mask(MaskType::kFloat32, false, true, false, true), true},
+      {Mask(MaskType::kFloat32, true, false, true, false)},
+      {Mask(MaskType::kFloat32, false, true, true, true), false, {-1, -1}, 0.0f, AlibiSlopes::kNone, true},
+  };
+  for (const AttentionShape& shape : shapes) {
+    for (const MaskCase& c : cases) {
+      for (MaskType type : {MaskType::kFloat32, MaskType::kFloat16}) {
+        AttentionParams p = WithCase(MakeParams(shape, DataType::kFloat16, false), c);
+        p.mask.type = type;
+        INFO(Describe(p) << MaskName(p.mask));
+        RequireDecodeWhereUsed(context, p);
+        CheckForwardAgainstReference(context, p, seed, ValuesFor(p, seed));
+        ++seed;
+      }
+    }
+  }
+}
+
 // A mask of 16 x 16 blocks (the summary's), each block open or closed at random per mask head,
 // keys [128, 256) closed for every row, and where the mask has rows and there are more than 140,
 // rows [0, 140) closed for every key (query tiles the mask closes whole); what is left open blocks
@@ -352,6 +386,42 @@ TEST_CASE("masks: tiles the mask closes are skipped, their K and V never read", 
       }
       RequireNoValidationMessages();
       seed += 5;
+    }
+  }
+}
+
+TEST_CASE("masks: the register decode kernel's closed steps, from the summary (long parts) or the mask (short)",
+          "[forward][decode][mask]") {
+  // Up to 8 packed rows, the decode kernel reads the mask's block summary where a part spans more
+  // than kMaskTermsMaxSteps steps of its keys, and otherwise the mask's own elements two steps
+  // ahead (decode_backend.h): one part of 3000 keys (47 steps of 64 at D = 128) and 8 parts of
+  // 375, with the block-sparse mask and the NaN keys of the test above, each element type.
+  uint32_t seed = 26500;
+  for (uint32_t splits : {1u, 8u}) {
+    ContextOptions options = ValidatedOptions();
+    options.tile_overrides.decode_splits = splits;
+    auto context = Context::Create(options);
+    REQUIRE(context.ok());
+    for (const AttentionShape& shape : {AttentionShape{2, 8, 2, 1, 3000, 128}, AttentionShape{1, 8, 4, 4, 3000, 64}}) {
+      for (const AttentionMask& mask : {Mask(MaskType::kFloat32, true, true, true, true),
+                                        Mask(MaskType::kFloat16, false, true, false, true),
+                                        Mask(MaskType::kBool, true, false, false, true)}) {
+        AttentionParams p = MakeParams(shape, DataType::kFloat16, seed % 2 == 0);
+        p.mask = mask;
+        INFO(Describe(p) << MaskName(p.mask) << ", decode_splits " << splits);
+        RequireDecodeWhereUsed(**context, p);
+        ScoreValues values;
+        values.mask = BlockSparseMask(p, seed);
+        std::vector<float> k = RandomValues(shape.kv_elements(), p.dtype, seed + 2);
+        std::vector<float> v = RandomValues(shape.kv_elements(), p.dtype, seed + 3);
+        PoisonClosedKeys(shape, &k, &v);
+        const ForwardRun forward =
+            RunForwardWith(**context, p, RandomValues(shape.q_elements(), p.dtype, seed + 1), k, v, values);
+        CHECK(forward.o_error <= ForwardTolerance(p.dtype));
+        CHECK(forward.lse_error <= ForwardTolerance(p.dtype));
+        RequireNoValidationMessages();
+        seed += 5;
+      }
     }
   }
 }

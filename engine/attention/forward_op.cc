@@ -216,8 +216,12 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
     bindings[VKF_FWD_BINDING_O_STATE] = WorkspacePart(buffers.workspace, state.o_offset, state.o_bytes);
     bindings[VKF_FWD_BINDING_ROW_STATE] = WorkspacePart(buffers.workspace, state.row_offset, state.row_bytes);
   }
-  // The mask's block summary first: where it fails (its limits), nothing has been recorded.
-  if (state.mask_tiles_bytes > 0) {  // the kernels skip the tiles the summary shows closed
+  // The mask's block summary first: where it fails (its limits), nothing has been recorded. Its
+  // place in the workspace is kept for every kernel that may run the call (unaligned views run the
+  // per-row kernel), but a decode call over short parts reads the mask itself (DecodeReadsMaskSummary).
+  const bool summarize =
+      state.mask_tiles_bytes > 0 && (!IsDecode(choice) || DecodeReadsMaskSummary(choice, split_keys));
+  if (summarize) {  // the kernels skip the tiles the summary shows closed
     bindings[VKF_FWD_BINDING_MASK_TILES] =
         WorkspacePart(buffers.workspace, state.mask_tiles_offset, state.mask_tiles_bytes);
     VKF_RETURN_IF_ERROR(mask_tiles_->Record(cmd, call, buffers.mask, bindings[VKF_FWD_BINDING_MASK_TILES]));
@@ -253,10 +257,10 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
 }
 
 Result<VkPipeline> ForwardOperator::Pipeline(const KernelChoice& kernel, const AttentionParams& params,
-                                            bool write_lse, bool instrument, bool chunked) {
+                                            bool write_lse, bool instrument, bool chunked, bool mask_summary) {
   const vk::ShaderBlob* shader = vk::FindShader(kernel.kernel);
   if (shader == nullptr) return Status::Error(ErrorCode::kUnsupported, "kernel '" + kernel.kernel + "' is not built");
-  SpecConstants spec = MakeSpecConstants(kernel, params, write_lse, instrument, chunked);
+  SpecConstants spec = MakeSpecConstants(kernel, params, write_lse, instrument, chunked, mask_summary);
   if (!kernel.family.empty()) {  // the decode merge is no family's choice
     VKF_ASSIGN_OR_RETURN(const KernelBackend* family, BackendOf(kernel));
     family->SetSpecConstants(kernel, coopmat_layout_, &spec);
@@ -272,7 +276,8 @@ Status ForwardOperator::RecordDecode(VkCommandBuffer cmd, const CallLayout& call
   KernelChoice combine;
   combine.kernel = "decode_combine_f16";
   combine.workgroup_size = kCombineWorkgroupSize;
-  VKF_ASSIGN_OR_RETURN(VkPipeline decode_pipeline, Pipeline(choice, call.planning, write_lse, /*instrument=*/false, parts));
+  VKF_ASSIGN_OR_RETURN(VkPipeline decode_pipeline, Pipeline(choice, call.planning, write_lse, /*instrument=*/false, parts,
+                                                            DecodeReadsMaskSummary(choice, push.split_keys)));
   VkPipeline combine_pipeline = VK_NULL_HANDLE;
   if (parts) {
     VKF_ASSIGN_OR_RETURN(combine_pipeline, Pipeline(combine, call.planning, write_lse, /*instrument=*/false, false));

@@ -45,9 +45,9 @@ class ForwardOperator {
   // How the key loop is split into dispatches (one chunk unless the driver has a loop budget).
   Result<ChunkPlan> Chunks(const KernelChoice& choice, const AttentionParams& params, bool instrumented) const;
   // The pipeline of `kernel` with the constants every kernel takes and (a family's choice) its
-  // family's own.
+  // family's own; `mask_summary`: VKF_SPEC_MASK_SUMMARY (the register decode kernel's).
   Result<VkPipeline> Pipeline(const KernelChoice& kernel, const AttentionParams& params, bool write_lse,
-                              bool instrument, bool chunked);
+                              bool instrument, bool chunked, bool mask_summary = true);
   // The decode family's split-K pass and, with several parts, their merge (decode_backend.h), with
   // the bindings and push constants Record made.
   Status RecordDecode(VkCommandBuffer cmd, const CallLayout& call, const KernelChoice& choice,

@@ -19,7 +19,7 @@ namespace vkflash::attention {
 using SpecConstants = std::array<uint32_t, VKF_SPEC_COUNT>;
 
 inline SpecConstants MakeSpecConstants(const KernelChoice& choice, const AttentionParams& params, bool write_lse,
-                                       bool instrument = false, bool chunked = false) {
+                                       bool instrument = false, bool chunked = false, bool mask_summary = true) {
   SpecConstants spec{};
   spec[VKF_SPEC_WORKGROUP_SIZE] = choice.workgroup_size;
   spec[VKF_SPEC_HEAD_DIM] = params.shape.head_dim;
@@ -38,6 +38,7 @@ inline SpecConstants MakeSpecConstants(const KernelChoice& choice, const Attenti
   spec[VKF_SPEC_WRITE_LSE] = write_lse ? 1u : 0u;
   spec[VKF_SPEC_INSTRUMENT] = instrument ? 1u : 0u;
   spec[VKF_SPEC_CHUNKED] = chunked ? 1u : 0u;
+  spec[VKF_SPEC_MASK_SUMMARY] = mask_summary ? 1u : 0u;
   return spec;
 }
 

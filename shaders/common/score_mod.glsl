@@ -239,15 +239,22 @@ float softcapped(float t) {
   return c2 - 2.0 * c2 / (1.0 + exp2(t * (2.0 / SOFTCAP)));
 }
 
+// score_mod's softcap and ALiBi, in their order, without the mask's term.
+float score_mod_unmasked(float t, ScoreHead h, uint q_row, uint key, uint q_len, uint kv_len) {
+  if (SOFTCAP > 0.0) t = softcapped(t);
+  if (ALIBI != VKF_ALIBI_NONE) t -= alibi_bias_log2(h.slope_log2, q_row, key, q_len, kv_len);
+  return t;
+}
+
+// score_mod's last modifier: the mask's term (mask_bias_log2's) added. A blocked pair is -inf
+// whatever its score (no inf - inf = NaN).
+float with_mask_term(float t, float mask_term) { return mask_term == NEG_INF ? NEG_INF : t + mask_term; }
+
 // The modified score of query row q_row and key `key` of a sequence of q_len x kv_len, from its
 // base-2 score t. h: score_head of the row's batch entry and head.
 float score_mod(float t, ScoreHead h, uint q_row, uint key, uint q_len, uint kv_len) {
-  if (SOFTCAP > 0.0) t = softcapped(t);
-  if (ALIBI != VKF_ALIBI_NONE) t -= alibi_bias_log2(h.slope_log2, q_row, key, q_len, kv_len);
-  if (MASK != VKF_MASK_NONE && !bias_tiles()) {  // a blocked pair is -inf whatever its score (no inf - inf = NaN)
-    const float bias = mask_bias_log2(h, q_row, key);
-    t = bias == NEG_INF ? NEG_INF : t + bias;
-  }
+  t = score_mod_unmasked(t, h, q_row, key, q_len, kv_len);
+  if (MASK != VKF_MASK_NONE && !bias_tiles()) t = with_mask_term(t, mask_bias_log2(h, q_row, key));
   return t;
 }
 

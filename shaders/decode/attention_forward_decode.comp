@@ -41,6 +41,8 @@
 #include "common/sequences.glsl"  // strides are multiples of 8 elements here (the engine checks)
 layout(constant_id = VKF_SPEC_WRITE_LSE) const bool WRITE_LSE = true;
 layout(constant_id = VKF_SPEC_CHUNKED) const bool SPLIT = false;  // partial results to the workspace
+// With a mask: its closed steps from the block summary, or from its elements (below).
+layout(constant_id = VKF_SPEC_MASK_SUMMARY) const bool MASK_SUMMARY = true;
 
 const uint T = THREADS_PER_ROW;                       // invocations per key group, a power of two <= subgroup size
 const uint ROW_U4 = HEAD_DIM / 8;                     // a float16 row in uvec4 words
@@ -131,6 +133,33 @@ void load_step(uint key0, uint key_end, uint k_base, uint k_stride, uint v_base,
   }
 }
 
+// Without MASK_SUMMARY, the mask's terms (mask_bias_log2) of the lane's own keys key0 .. key0 +
+// KEYS_PER_LANE - 1 for every packed row: -inf for keys past the split's and padding rows, which
+// count as blocked below. With it, nothing is read here (zeros).
+void mask_terms(uint key0, uint key_end, uint rows, const ScoreHead modifiers[ROWS], const uint q_row[ROWS],
+                out float terms[KEYS_PER_LANE][ROWS]) {
+  [[unroll]] for (uint i = 0; i < KEYS_PER_LANE; ++i) {
+    [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+      const uint key = key0 + i;
+      terms[i][r] = MASK == VKF_MASK_NONE || MASK_SUMMARY ? 0.0
+                    : key < key_end && r < rows ? mask_bias_log2(modifiers[r], q_row[r], key)
+                                                : NEG_INF;
+    }
+  }
+}
+
+// Whether the mask blocks every pair of a key group's step, from each lane's mask_terms: the same
+// in every lane of the group (its lanes' keys are told apart by the scatter's lane bits).
+bool mask_closes_step(const float terms[KEYS_PER_LANE][ROWS]) {
+  if (MASK == VKF_MASK_NONE) return false;
+  uint open = 0;
+  [[unroll]] for (uint i = 0; i < KEYS_PER_LANE; ++i) {
+    [[unroll]] for (uint r = 0; r < ROWS; ++r) open |= terms[i][r] != NEG_INF ? 1u : 0u;
+  }
+  [[unroll]] for (uint level = 0; level < SCATTER_LEVELS; ++level) open |= subgroupShuffleXor(open, T >> (level + 1));
+  return open == 0;
+}
+
 void main() {
   const uint split = gl_WorkGroupID.x, kv_head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
   const uint group_size = pc.q_heads / pc.kv_heads;
@@ -153,12 +182,18 @@ void main() {
   // that a group's reads stay in flight while it computes, and the first step's before Q's.
   const uint key_step = KEY_GROUPS * KEYS_PER_STEP;
   uvec4 k_words[KEYS_PER_STEP][U4_PER_THREAD], v_words[KEYS_PER_STEP][U4_PER_THREAD];
-  // A step whose keys the mask closes for every packed row is neither loaded nor computed (the same
-  // in the whole key group: its lanes' shuffles stay together).
+  // A step whose pairs the mask blocks for every packed row is neither loaded nor computed, the
+  // same in the whole key group (its lanes' shuffles stay together). With MASK_SUMMARY the steps'
+  // verdicts come from the mask's block summary; without, from the mask's terms of the step's
+  // pairs, read two steps ahead, which are then its scores' mask terms too: the summary's pass and
+  // barrier before this kernel cost a short key range more than those reads, a long one less
+  // (docs/tuning-log.md, "the register decode kernel and the mask's block summary"). There the
+  // first step is loaded before its verdict.
   const uint first_key = key_begin + key_group * KEYS_PER_STEP;
-  MaskWalk closed_keys = mask_walk();  // the steps the mask closes, read as the loop goes
-  bool closed = first_key < key_end && mask_closes_heads_keys(closed_keys, batch, kv_head * group_size, group_size, 0,
-                                                              q_len, first_key, min(first_key + KEYS_PER_STEP, key_end));
+  MaskWalk closed_keys = mask_walk();  // the summary's bits, read as the loop goes
+  bool closed = MASK_SUMMARY && first_key < key_end &&
+                mask_closes_heads_keys(closed_keys, batch, kv_head * group_size, group_size, 0, q_len, first_key,
+                                       min(first_key + KEYS_PER_STEP, key_end));
   if (first_key < key_end && !closed) load_step(first_key, key_end, k_base, k_stride, v_base, v_stride, lane, k_words, v_words);
   // Packed row r is query row r % q_len of head kv_head * group_size + r / q_len.
   vec4 q[ROWS][2 * U4_PER_THREAD];
@@ -184,6 +219,12 @@ void main() {
     }
   }
 
+  const uint first_own = lane / DUPLICATES * KEYS_PER_LANE;  // the lane's own keys in a step: key0 + first_own + i
+  float terms[KEYS_PER_LANE][ROWS], terms_next[KEYS_PER_LANE][ROWS];
+  mask_terms(first_key + first_own, key_end, rows, modifiers, q_row, terms);
+  mask_terms(first_key + key_step + first_own, key_end, rows, modifiers, q_row, terms_next);
+  if (!MASK_SUMMARY) closed = first_key < key_end && mask_closes_step(terms);
+
   float row_max[ROWS], row_sum[ROWS];
   vec4 o[ROWS][2 * U4_PER_THREAD];
   for (uint r = 0; r < ROWS; ++r) {
@@ -195,10 +236,14 @@ void main() {
   for (uint key0 = first_key; key0 < key_end; key0 += key_step) {
     const uint next_key0 = key0 + key_step;
     const bool next_closed =
-        next_key0 < key_end && mask_closes_heads_keys(closed_keys, batch, kv_head * group_size, group_size, 0, q_len,
-                                                      next_key0, min(next_key0 + KEYS_PER_STEP, key_end));
+        next_key0 < key_end && (MASK_SUMMARY ? mask_closes_heads_keys(closed_keys, batch, kv_head * group_size, group_size,
+                                                                      0, q_len, next_key0,
+                                                                      min(next_key0 + KEYS_PER_STEP, key_end))
+                                             : mask_closes_step(terms_next));
     uvec4 k_next[KEYS_PER_STEP][U4_PER_THREAD], v_next[KEYS_PER_STEP][U4_PER_THREAD];
     if (!next_closed) load_step(next_key0, key_end, k_base, k_stride, v_base, v_stride, lane, k_next, v_next);
+    float terms_after[KEYS_PER_LANE][ROWS];
+    mask_terms(next_key0 + key_step + first_own, key_end, rows, modifiers, q_row, terms_after);
     if (!closed) {  // a step the mask closes adds nothing
       // Each lane's partial dot products of every key and row, then the reduce-scatter.
       float s[KEYS_PER_STEP][ROWS];
@@ -215,14 +260,16 @@ void main() {
       VKF_BUTTERFLY(0) VKF_BUTTERFLY(1) VKF_BUTTERFLY(2) VKF_BUTTERFLY(3)
       // The lane's own keys: key0 + first_own + i. Masked (past the split, outside the row's band, a
       // padding row) or a score of -inf: no effect.
-      const uint first_own = lane / DUPLICATES * KEYS_PER_LANE;
       float step_max[ROWS];
       [[unroll]] for (uint r = 0; r < ROWS; ++r) {
         [[unroll]] for (uint i = 0; i < KEYS_PER_LANE; ++i) {
           const uint key = key0 + first_own + i;
           const bool visible = key < key_end && r < rows && key_visible(q_row[r], key, q_len, seq.kv_len);
           float score = s[i][r];
-          if (scores_modified()) score = score_mod(score, modifiers[r], q_row[r], key, q_len, seq.kv_len);
+          score = score_mod_unmasked(score, modifiers[r], q_row[r], key, q_len, seq.kv_len);
+          if (MASK != VKF_MASK_NONE) {
+            score = with_mask_term(score, MASK_SUMMARY ? mask_bias_log2(modifiers[r], q_row[r], key) : terms[i][r]);
+          }
           s[i][r] = visible ? score : NEG_INF;
           step_max[r] = i == 0 ? s[i][r] : max_keeping_nan(step_max[r], s[i][r]);
         }
@@ -269,6 +316,12 @@ void main() {
       [[unroll]] for (uint c = 0; c < U4_PER_THREAD; ++c) {
         k_words[u][c] = k_next[u][c];
         v_words[u][c] = v_next[u][c];
+      }
+    }
+    [[unroll]] for (uint i = 0; i < KEYS_PER_LANE; ++i) {
+      [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+        terms[i][r] = terms_next[i][r];
+        terms_next[i][r] = terms_after[i][r];
       }
     }
     closed = next_closed;

@@ -14,6 +14,7 @@ namespace vkflash::attention {
 namespace {
 
 constexpr std::string_view kVariants[] = {"decode"};
+constexpr const char* kRegisterKernel = "forward_f16_decode";  // up to kDecodeMaxRows packed rows
 constexpr uint32_t kWorkgroupSize = 128;
 // Below this many keys per part, the merge's reads of every part's O cost more than the split gains.
 constexpr uint32_t kMinSplitKeys = 256;
@@ -35,8 +36,10 @@ LoopCost DecodeLoopCost(const KernelChoice& choice, uint32_t head_dim) {
                   rows * (keys + levels) +                     // the own keys' scores, the max over lanes
                   rows * (2 * words + keys) +                  // O rescaled, the own keys' P
                   keys * words * (rows + 1) +                  // P V
-                  3 * keys + 1;                                // the loaded words moved, the loop
+                  3 * keys + 1 +                               // the loaded words moved, the loop
+                  3 * rows * keys + levels;                    // the mask's terms read, voted on, moved
   cost.fixed = keys * words + rows * (words + 2 * words + 1) + rows * (levels + 1) + rows * (3 * groups + 1) +
+               3 * rows * keys + levels +  // the first two steps' mask terms, the first vote
                groups * (rows * words * 2 + 1) +
                rows * head_dim / 8 / choice.workgroup_size + 1;
   return cost;
@@ -51,7 +54,7 @@ std::span<const std::string_view> DecodeBackend::variants() const { return kVari
 std::string DecodeBackend::WhyUnusable(const DeviceInfo& device, std::string_view) const {
   if (!device.use_subgroup_ops) return "the decode kernels need subgroup operations";
   if (!device.storage_buffer_16bit) return "the decode kernels need storageBuffer16BitAccess";
-  if (vk::FindShader("forward_f16_decode") == nullptr) return "this build has no decode kernels";
+  if (vk::FindShader(kRegisterKernel) == nullptr) return "this build has no decode kernels";
   return "";
 }
 
@@ -83,7 +86,7 @@ Result<KernelChoice> DecodeBackend::ChooseForward(const DeviceInfo& device, cons
   const uint32_t words_per_key = words / t;
   const uint32_t keys_per_step = std::clamp(8 / words_per_key, 1u, rows <= 4 ? 8u : 4u);
   KernelChoice choice;
-  choice.kernel = "forward_f16_decode";
+  choice.kernel = kRegisterKernel;
   choice.block_q = rows;
   choice.block_kv = groups * keys_per_step;
   choice.threads_per_row = t;
@@ -144,6 +147,10 @@ Result<DecodeSplits> PlanDecodeSplits(const DeviceInfo& device, const AttentionP
                                                       " split-K parts, more than the merge can take here");
   }
   return plan;
+}
+
+bool DecodeReadsMaskSummary(const KernelChoice& choice, uint32_t split_keys) {
+  return choice.kernel != kRegisterKernel || CeilDiv(split_keys, choice.block_kv) > kMaskTermsMaxSteps;
 }
 
 uint64_t DecodePartialOBytes(const AttentionShape& shape, uint32_t splits) {

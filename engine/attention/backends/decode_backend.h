@@ -47,6 +47,17 @@ class DecodeBackend final : public KernelBackend {
                                               const TileOverrides& overrides) const override;
 };
 
+// Whether a decode call skips the tiles a mask closes by the mask's block summary, which a pass
+// before the kernel makes (MaskTilesOperator; the workspace keeps its place either way): the
+// tensor-core kernel always does. The register kernel does for parts of more than
+// kMaskTermsMaxSteps steps (split_keys / BLOCK_KV); for shorter ones it finds the steps the mask
+// closes from the mask's own elements, read two steps ahead (VKF_SPEC_MASK_SUMMARY = 0). The pass
+// and its barrier cost a call ~4 us on the H100, the reads a little every step, more where the
+// mask closes most of them: 16 steps is where a mask with 75% of its blocks closed broke even
+// (docs/tuning-log.md, "the register decode kernel and the mask's block summary").
+constexpr uint32_t kMaskTermsMaxSteps = 16;
+bool DecodeReadsMaskSummary(const KernelChoice& choice, uint32_t split_keys);
+
 // How a decode call splits its keys: `splits` parts of `split_keys` keys (a multiple of BLOCK_KV;
 // the last part shorter), each a workgroup per (KV head, batch). At most 2 workgroups per
 // compute unit, rounded down (DeviceInfo::compute_units; 16 where unknown), parts of at least a few hundred
