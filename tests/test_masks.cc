@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "attention/backends/decode_backend.h"
 #include "half.h"
 #include "reference_attention.h"
 #include "storage_bytes.h"
@@ -261,12 +262,11 @@ TEST_CASE("masks: a padding mask over a KV cache, decode and speculative rows", 
 
 TEST_CASE("masks: the tensor-core decode kernel's packed rows each add their own mask row, each broadcast",
           "[forward][decode][mask]") {
-  // Its packed rows are head-major (row r: query row r % q_len of the group's head r / q_len), and
-  // a float mask is added to them as one matrix through a layout [heads, rows, keys]
-  // (coopmat2/bias_tiles.glsl): a mask per head, shared by the heads, with and without rows or
-  // keys; q_len 1 and more, up to 40 packed rows (64 is no multiple of 5: the layout's rows wrap);
-  // key counts of whole 16-byte words (vector loads but for the last tile) and not (the clamped
-  // load). Where the tensor-core kernel does not run, the same calls check another family.
+  // Its packed rows are head-major (row r: query row r % q_len of the group's head r / q_len), each
+  // reading its own mask row per element (mask_packed): a mask per head, shared by the heads, with
+  // and without rows or keys; q_len 1 and more, up to 40 packed rows (no multiple of the tile's);
+  // key counts of whole 16-byte words and not. Where the tensor-core kernel does not run, the same
+  // calls check another family.
   Context& context = SharedContext(Knobs::kDevice);
   uint32_t seed = 27000;
   const std::vector<AttentionShape> shapes = {
@@ -394,8 +394,10 @@ TEST_CASE("masks: the register decode kernel's closed steps, from the summary (l
           "[forward][decode][mask]") {
   // Up to 8 packed rows, the decode kernel reads the mask's block summary where a part spans more
   // than kMaskTermsMaxSteps steps of its keys, and otherwise the mask's own elements two steps
-  // ahead (decode_backend.h): one part of 3000 keys (47 steps of 64 at D = 128) and 8 parts of
-  // 375, with the block-sparse mask and the NaN keys of the test above, each element type.
+  // ahead (decode_backend.h): one part of 3000 keys (47 steps of 64 at D = 128) and 8 parts of 384
+  // (6 steps), with the block-sparse mask and the NaN keys of the test above, each element type.
+  static_assert(6 <= attention::kMaskTermsMaxSteps && 47 > attention::kMaskTermsMaxSteps,
+                "the two part counts must take the two ways");
   uint32_t seed = 26500;
   for (uint32_t splits : {1u, 8u}) {
     ContextOptions options = ValidatedOptions();

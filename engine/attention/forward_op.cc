@@ -276,8 +276,11 @@ Status ForwardOperator::RecordDecode(VkCommandBuffer cmd, const CallLayout& call
   KernelChoice combine;
   combine.kernel = "decode_combine_f16";
   combine.workgroup_size = kCombineWorkgroupSize;
-  VKF_ASSIGN_OR_RETURN(VkPipeline decode_pipeline, Pipeline(choice, call.planning, write_lse, /*instrument=*/false, parts,
-                                                            DecodeReadsMaskSummary(choice, push.split_keys)));
+  // Without a mask the constant changes nothing: one pipeline whatever the parts' length.
+  const bool mask_summary =
+      call.planning.mask.type == MaskType::kNone || DecodeReadsMaskSummary(choice, push.split_keys);
+  VKF_ASSIGN_OR_RETURN(VkPipeline decode_pipeline,
+                       Pipeline(choice, call.planning, write_lse, /*instrument=*/false, parts, mask_summary));
   VkPipeline combine_pipeline = VK_NULL_HANDLE;
   if (parts) {
     VKF_ASSIGN_OR_RETURN(combine_pipeline, Pipeline(combine, call.planning, write_lse, /*instrument=*/false, false));

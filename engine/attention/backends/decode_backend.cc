@@ -37,9 +37,9 @@ LoopCost DecodeLoopCost(const KernelChoice& choice, uint32_t head_dim) {
                   rows * (2 * words + keys) +                  // O rescaled, the own keys' P
                   keys * words * (rows + 1) +                  // P V
                   3 * keys + 1 +                               // the loaded words moved, the loop
-                  3 * rows * keys + levels;                    // the mask's terms read, voted on, moved
+                  3 * keys * (rows + 1) + levels;              // the mask's terms read, voted on, moved
   cost.fixed = keys * words + rows * (words + 2 * words + 1) + rows * (levels + 1) + rows * (3 * groups + 1) +
-               3 * rows * keys + levels +  // the first two steps' mask terms, the first vote
+               3 * keys * (rows + 1) + levels +  // the first two steps' mask terms, the first vote
                groups * (rows * words * 2 + 1) +
                rows * head_dim / 8 / choice.workgroup_size + 1;
   return cost;

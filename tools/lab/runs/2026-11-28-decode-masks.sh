@@ -10,9 +10,9 @@
 # the summary pass too (build-lab/nosummary): what the block summary costs a decode call.
 # Part `register`: build-lab/new first the register kernel without the summary, the steps the mask
 # closes found from its elements, read two steps ahead (one run: faster at 16k keys, slower at 128k);
-# then the change kept, which does so for parts of at most 32 steps and reads the summary beyond
-# (kept_rows as in this file; the first run had 16k and 128k keys only, the 16k rows and Nq = 2,
-# B = 4 at 16k keys). `tests` runs the change's decode and mask tests.
+# then with that done for parts of at most 32 steps and the summary read beyond (kept_rows as in
+# this file; the first run had 16k and 128k keys only, the 16k rows and Nq = 2, B = 4 at 16k keys).
+# Part `bound`: the kept bound, 16 steps. `tests` runs the change's decode and mask tests.
 # Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-28-decode-masks.sh bench|summary|register|bound|tests|kept-tests`.
 part=${1:-bench}
 RUNS=${RUNS:-50}
