@@ -395,7 +395,8 @@ TEST_CASE("masks: the register decode kernel's closed steps, from the summary (l
   // Up to 8 packed rows, the decode kernel reads the mask's block summary where a part spans more
   // than kMaskTermsMaxSteps steps of its keys, and otherwise the mask's own elements two steps
   // ahead (decode_backend.h): one part of 3000 keys (47 steps of 64 at D = 128) and 8 parts of 384
-  // (6 steps), with the block-sparse mask and the NaN keys of the test above, each element type.
+  // (6 steps), with the block-sparse mask and the NaN keys of the test above, each element type
+  // (float32 with a softcap, ALiBi and sinks).
   static_assert(6 <= attention::kMaskTermsMaxSteps && 47 > attention::kMaskTermsMaxSteps,
                 "the two part counts must take the two ways");
   uint32_t seed = 26500;
@@ -410,9 +411,14 @@ TEST_CASE("masks: the register decode kernel's closed steps, from the summary (l
                                         Mask(MaskType::kBool, true, false, false, true)}) {
         AttentionParams p = MakeParams(shape, DataType::kFloat16, seed % 2 == 0);
         p.mask = mask;
+        if (mask.type == MaskType::kFloat32) {  // the mask's term after the softcap and ALiBi, sinks beside
+          p.softcap = 20.0f;
+          p.alibi = AlibiSlopes::kPerHead;
+          p.sinks = true;
+        }
         INFO(Describe(p) << MaskName(p.mask) << ", decode_splits " << splits);
         RequireDecodeWhereUsed(**context, p);
-        ScoreValues values;
+        ScoreValues values = ValuesFor(p, seed);
         values.mask = BlockSparseMask(p, seed);
         std::vector<float> k = RandomValues(shape.kv_elements(), p.dtype, seed + 2);
         std::vector<float> v = RandomValues(shape.kv_elements(), p.dtype, seed + 3);
