@@ -234,7 +234,11 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
   }
   gpu::AttentionPush push = MakeAttentionPush(call);
   push.split_keys = split_keys;
-  if (IsDecode(choice)) return RecordDecode(cmd, call, choice, bindings, push, decode_splits, !buffers.lse.empty());
+  if (IsDecode(choice)) {
+    // Without a mask the constant changes nothing: one pipeline whatever the parts' length.
+    const bool mask_summary = state.mask_tiles_bytes == 0 || summarize;
+    return RecordDecode(cmd, call, choice, bindings, push, decode_splits, !buffers.lse.empty(), mask_summary);
+  }
 
   VKF_ASSIGN_OR_RETURN(VkPipeline pipeline,
                        Pipeline(choice, call.planning, /*write_lse=*/!buffers.lse.empty(), instrumented, chunks > 1));
@@ -270,15 +274,13 @@ Result<VkPipeline> ForwardOperator::Pipeline(const KernelChoice& kernel, const A
 
 Status ForwardOperator::RecordDecode(VkCommandBuffer cmd, const CallLayout& call, const KernelChoice& choice,
                                      const std::array<BufferView, VKF_FWD_BINDING_COUNT>& bindings,
-                                     const gpu::AttentionPush& push, uint32_t splits, bool write_lse) {
+                                     const gpu::AttentionPush& push, uint32_t splits, bool write_lse,
+                                     bool mask_summary) {
   const AttentionShape& shape = call.planning.shape;
   const bool parts = splits > 1;
   KernelChoice combine;
   combine.kernel = "decode_combine_f16";
   combine.workgroup_size = kCombineWorkgroupSize;
-  // Without a mask the constant changes nothing: one pipeline whatever the parts' length.
-  const bool mask_summary =
-      call.planning.mask.type == MaskType::kNone || DecodeReadsMaskSummary(choice, push.split_keys);
   VKF_ASSIGN_OR_RETURN(VkPipeline decode_pipeline,
                        Pipeline(choice, call.planning, write_lse, /*instrument=*/false, parts, mask_summary));
   VkPipeline combine_pipeline = VK_NULL_HANDLE;

@@ -49,10 +49,11 @@ class ForwardOperator {
   Result<VkPipeline> Pipeline(const KernelChoice& kernel, const AttentionParams& params, bool write_lse,
                               bool instrument, bool chunked, bool mask_summary = true);
   // The decode family's split-K pass and, with several parts, their merge (decode_backend.h), with
-  // the bindings and push constants Record made.
+  // the bindings and push constants Record made; `mask_summary`: whether the kernel reads the
+  // mask's block summary, which Record decided.
   Status RecordDecode(VkCommandBuffer cmd, const CallLayout& call, const KernelChoice& choice,
                       const std::array<BufferView, VKF_FWD_BINDING_COUNT>& bindings, const gpu::AttentionPush& push,
-                      uint32_t splits, bool write_lse);
+                      uint32_t splits, bool write_lse, bool mask_summary);
 
   const DeviceInfo& info_;
   const TileOverrides& overrides_;

@@ -13,16 +13,9 @@ part=${1:-bench}
 RUNS=${RUNS:-50}
 source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, sweep, catch_tests, report, the rows
 
-goal_rows() {
-  local nk
-  for nk in 16384 32768 131072; do
-    run --b 1 --h 32 --hkv 8 --nq 1 --nk $nk --d 128 --mode fwd --read-ceiling
-  done
-}
-
 case "$part" in
   bench)
-    sweep 2 "128" "new nocombine onebarrier" goal_rows
+    sweep 2 "128" "new nocombine onebarrier" issue21_goal_rows
     cli=build-lab/new/vkflash
     for splits in 16 24 33 48 64; do
       echo "== splits $splits"
@@ -30,7 +23,7 @@ case "$part" in
     done
     ;;
   zero)
-    sweep 2 "128" "new nocombine zero_fill zero_dispatch" goal_rows
+    sweep 2 "128" "new nocombine zero_fill zero_dispatch" issue21_goal_rows
     ;;
   *)
     echo "unknown part '$part'" >&2

@@ -14,9 +14,7 @@ source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, sweep, catch
 
 decode_variant_rows() {
   local nk
-  for nk in 16384 32768 131072; do
-    run --b 1 --h 32 --hkv 8 --nq 1 --nk $nk --d 128 --mode fwd --read-ceiling
-  done
+  issue21_goal_rows
   for nk in 16384 131072; do
     run --b 1 --h 32 --hkv 8 --nq 1 --nk $nk --d 128 --mode fwd --mask
     run --b 1 --h 32 --hkv 8 --nq 1 --nk $nk --d 128 --mode fwd --softcap 50
@@ -34,10 +32,7 @@ decode_variant_rows() {
 
 # Issue 21's goal rows and the variants at 16k keys, for the H100 run.
 goal_rows() {
-  local nk
-  for nk in 16384 32768 131072; do
-    run --b 1 --h 32 --hkv 8 --nq 1 --nk $nk --d 128 --mode fwd --read-ceiling
-  done
+  issue21_goal_rows
   run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd --mask
   run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd --softcap 50
   run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd --softcap 50 --alibi --sinks --mask

@@ -33,6 +33,13 @@ tensor_core_forward_rows() {
     run --kernel $k --b 4 --h "$2" --n 4096 --d "$1" --mode fwd
   done
 }
+# Issue 21's goal: B = 1, Hq = 32, Hkv = 8, Nq = 1, D = 128 at 16k, 32k and 128k keys, with the read probe.
+issue21_goal_rows() {
+  local nk
+  for nk in 16384 32768 131072; do
+    run --b 1 --h 32 --hkv 8 --nq 1 --nk $nk --d 128 --mode fwd --read-ceiling
+  done
+}
 decode_rows() {
   run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd
   run --b 1 --h 32 --hkv 8 --nq 1 --nk 131072 --d 128 --mode fwd
