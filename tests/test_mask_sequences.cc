@@ -226,6 +226,14 @@ TEST_CASE("masks with sequences: a KV cache's lengths and ragged batches index t
     p.cu_seqlens_k = {0, 50, 170, 260};
     p.mask = {MaskType::kFloat16, false, true, true, true};
     CheckMaskedSequences(context, p, seed++, true);
+    // Decode rows of ragged queries (3 and 2 rows: 6 and 4 packed rows of 2 heads), a mask
+    // without heads: the register decode kernel packs each sequence's rows by its own q_len, so
+    // there every packed row reads its mask terms (DecodeMaskTermRows).
+    p = MakeParams({2, 4, 2, 5, 500, 64}, DataType::kFloat16, causal);
+    p.cu_seqlens_q = {0, 3, 5};
+    p.cu_seqlens_k = {0, 260, 500};
+    p.mask = {MaskType::kFloat32, false, false, true, true};
+    CheckMaskedSequences(context, p, seed++, false);
     // Ragged keys over per-sequence queries, a mask with the batch dimension.
     p = MakeParams({2, 2, 2, 20, 150, 32}, DataType::kFloat32, causal);
     p.cu_seqlens_k = {0, 70, 150};

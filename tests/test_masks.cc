@@ -390,25 +390,34 @@ TEST_CASE("masks: tiles the mask closes are skipped, their K and V never read", 
   }
 }
 
-TEST_CASE("masks: the register decode kernel's closed steps, from the summary (long parts) or the mask (short)",
+TEST_CASE("masks: the decode kernels' closed steps, from the summary (long parts) or the mask (short)",
           "[forward][decode][mask]") {
-  // Up to 8 packed rows, the decode kernel reads the mask's block summary where a part spans more
-  // than kMaskTermsMaxSteps steps of its keys, and otherwise the mask's own elements two steps
-  // ahead (decode_backend.h): one part of 3000 keys (47 steps of 64 at D = 128) and 8 parts of 384
-  // (6 steps), with the block-sparse mask and the NaN keys of the test above, each element type
-  // (float32 with a softcap, ALiBi and sinks).
-  static_assert(6 <= attention::kMaskTermsMaxSteps && 47 > attention::kMaskTermsMaxSteps,
-                "the two part counts must take the two ways");
+  // The decode kernels read the mask's block summary where a part is long, and otherwise the
+  // mask's own elements (DecodeReadsMaskSummary): the register kernel (up to 8 packed rows) two
+  // steps ahead, the tensor-core kernel (16 packed rows, where it runs) in a scan before its loop
+  // (a mask without heads: with heads, 16 rows scan too many elements and read the summary).
+  // One part of 3000 keys (47 steps of 64 at D = 128) and 32 asked for: 24 of 128 keys, with the
+  // block-sparse mask and the NaN keys of the test above, each element type (float32 with a
+  // softcap, ALiBi and sinks). Reading the mask's elements, the kernels read the terms of the
+  // packed rows that differ (DecodeMaskTermRows): every row (a mask with heads), the query rows
+  // (one without heads) or one row (without heads or rows).
+  static_assert(2 <= attention::kMaskTermsMaxSteps && 47 > attention::kMaskTermsMaxSteps,
+                "the two part counts must take the register kernel's two ways");
+  static_assert(47 > 32 && 4 * 128 <= attention::kMaskScanMaxPerInvocation * 128,
+                "the two part counts must take the tensor-core kernel's two ways (128 invocations) with "
+                "the masks without heads");
   uint32_t seed = 26500;
-  for (uint32_t splits : {1u, 8u}) {
+  for (uint32_t splits : {1u, 32u}) {
     ContextOptions options = ValidatedOptions();
     options.tile_overrides.decode_splits = splits;
     auto context = Context::Create(options);
     REQUIRE(context.ok());
-    for (const AttentionShape& shape : {AttentionShape{2, 8, 2, 1, 3000, 128}, AttentionShape{1, 8, 4, 4, 3000, 64}}) {
+    for (const AttentionShape& shape : {AttentionShape{2, 8, 2, 1, 3000, 128}, AttentionShape{1, 8, 4, 4, 3000, 64},
+                                        AttentionShape{1, 8, 2, 4, 3000, 128}}) {
       for (const AttentionMask& mask : {Mask(MaskType::kFloat32, true, true, true, true),
                                         Mask(MaskType::kFloat16, false, true, false, true),
-                                        Mask(MaskType::kBool, true, false, false, true)}) {
+                                        Mask(MaskType::kBool, true, false, false, true),
+                                        Mask(MaskType::kFloat16, false, false, true, true)}) {
         AttentionParams p = MakeParams(shape, DataType::kFloat16, seed % 2 == 0);
         p.mask = mask;
         if (mask.type == MaskType::kFloat32) {  // the mask's term after the softcap and ALiBi, sinks beside

@@ -143,6 +143,10 @@ Result<CallLayout> ResolveCallLayout(const AttentionParams& params, bool backwar
   }
   call.planning.shape.q_len = longest_q;
   call.planning.shape.kv_len = backward ? most_kv_rows : longest_kv;
+  for (uint32_t b = 0; b < shape.batch; ++b) {
+    const uint32_t q_len = call.sequence_table[uint64_t(b) * VKF_SEQUENCE_UINTS + VKF_SEQUENCE_Q_LEN];
+    if (q_len != 0 && q_len != longest_q) call.uniform_q_len = false;
+  }
   return call;
 }
 

@@ -33,6 +33,8 @@ struct CallLayout {
   bool packed = true;
   // The mask's shape (from the call's own params: planning's lengths differ with sequences).
   MaskShape mask;
+  // Whether every sequence has planning.shape.q_len query rows, or none (cu_seqlens_q may differ).
+  bool uniform_q_len = true;
 
   uint64_t sequence_table_bytes() const { return sequence_table.size() * sizeof(uint32_t); }
 };

@@ -219,8 +219,9 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
   // The mask's block summary first: where it fails (its limits), nothing has been recorded. Its
   // place in the workspace is kept for every kernel that may run the call (unaligned views run the
   // per-row kernel), but a decode call over short parts reads the mask itself (DecodeReadsMaskSummary).
+  const uint32_t term_rows = IsDecode(choice) ? DecodeMaskTermRows(call) : 1;
   const bool summarize =
-      state.mask_tiles_bytes > 0 && (!IsDecode(choice) || DecodeReadsMaskSummary(choice, split_keys));
+      state.mask_tiles_bytes > 0 && (!IsDecode(choice) || DecodeReadsMaskSummary(choice, split_keys, term_rows));
   if (summarize) {  // the kernels skip the tiles the summary shows closed
     bindings[VKF_FWD_BINDING_MASK_TILES] =
         WorkspacePart(buffers.workspace, state.mask_tiles_offset, state.mask_tiles_bytes);
@@ -236,8 +237,8 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
   push.split_keys = split_keys;
   if (IsDecode(choice)) {
     // Without a mask the constant changes nothing: one pipeline whatever the parts' length.
-    const bool mask_summary = state.mask_tiles_bytes == 0 || summarize;
-    return RecordDecode(cmd, call, choice, bindings, push, decode_splits, !buffers.lse.empty(), mask_summary);
+    const DecodeMaskReads mask_reads{state.mask_tiles_bytes == 0 || summarize, term_rows};
+    return RecordDecode(cmd, call, choice, bindings, push, decode_splits, !buffers.lse.empty(), mask_reads);
   }
 
   VKF_ASSIGN_OR_RETURN(VkPipeline pipeline,
@@ -261,10 +262,10 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
 }
 
 Result<VkPipeline> ForwardOperator::Pipeline(const KernelChoice& kernel, const AttentionParams& params,
-                                            bool write_lse, bool instrument, bool chunked, bool mask_summary) {
+                                            bool write_lse, bool instrument, bool chunked, DecodeMaskReads mask_reads) {
   const vk::ShaderBlob* shader = vk::FindShader(kernel.kernel);
   if (shader == nullptr) return Status::Error(ErrorCode::kUnsupported, "kernel '" + kernel.kernel + "' is not built");
-  SpecConstants spec = MakeSpecConstants(kernel, params, write_lse, instrument, chunked, mask_summary);
+  SpecConstants spec = MakeSpecConstants(kernel, params, write_lse, instrument, chunked, mask_reads);
   if (!kernel.family.empty()) {  // the decode merge is no family's choice
     VKF_ASSIGN_OR_RETURN(const KernelBackend* family, BackendOf(kernel));
     family->SetSpecConstants(kernel, coopmat_layout_, &spec);
@@ -275,14 +276,14 @@ Result<VkPipeline> ForwardOperator::Pipeline(const KernelChoice& kernel, const A
 Status ForwardOperator::RecordDecode(VkCommandBuffer cmd, const CallLayout& call, const KernelChoice& choice,
                                      const std::array<BufferView, VKF_FWD_BINDING_COUNT>& bindings,
                                      const gpu::AttentionPush& push, uint32_t splits, bool write_lse,
-                                     bool mask_summary) {
+                                     DecodeMaskReads mask_reads) {
   const AttentionShape& shape = call.planning.shape;
   const bool parts = splits > 1;
   KernelChoice combine;
   combine.kernel = "decode_combine_f16";
   combine.workgroup_size = kCombineWorkgroupSize;
   VKF_ASSIGN_OR_RETURN(VkPipeline decode_pipeline,
-                       Pipeline(choice, call.planning, write_lse, /*instrument=*/false, parts, mask_summary));
+                       Pipeline(choice, call.planning, write_lse, /*instrument=*/false, parts, mask_reads));
   VkPipeline combine_pipeline = VK_NULL_HANDLE;
   if (parts) {
     VKF_ASSIGN_OR_RETURN(combine_pipeline, Pipeline(combine, call.planning, write_lse, /*instrument=*/false, false));

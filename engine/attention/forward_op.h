@@ -11,6 +11,7 @@
 #include "attention/coopmat_layout.h"
 #include "attention/chunk_plan.h"
 #include "attention/kernel_choice.h"
+#include "attention/kernel_constants.h"
 #include "attention/mask_tiles_op.h"
 #include "vulkan/device.h"
 #include "vulkan/kernel_layout.h"
@@ -45,15 +46,15 @@ class ForwardOperator {
   // How the key loop is split into dispatches (one chunk unless the driver has a loop budget).
   Result<ChunkPlan> Chunks(const KernelChoice& choice, const AttentionParams& params, bool instrumented) const;
   // The pipeline of `kernel` with the constants every kernel takes and (a family's choice) its
-  // family's own; `mask_summary`: VKF_SPEC_MASK_SUMMARY (the register decode kernel's).
+  // family's own; `mask_reads`: the decode kernels'.
   Result<VkPipeline> Pipeline(const KernelChoice& kernel, const AttentionParams& params, bool write_lse,
-                              bool instrument, bool chunked, bool mask_summary = true);
+                              bool instrument, bool chunked, DecodeMaskReads mask_reads = {});
   // The decode family's split-K pass and, with several parts, their merge (decode_backend.h), with
-  // the bindings and push constants Record made; `mask_summary`: whether the kernel reads the
-  // mask's block summary, which Record decided.
+  // the bindings and push constants Record made; `mask_reads`: how the kernel reads the mask,
+  // which Record decided (DecodeReadsMaskSummary, DecodeMaskTermRows).
   Status RecordDecode(VkCommandBuffer cmd, const CallLayout& call, const KernelChoice& choice,
                       const std::array<BufferView, VKF_FWD_BINDING_COUNT>& bindings, const gpu::AttentionPush& push,
-                      uint32_t splits, bool write_lse, bool mask_summary);
+                      uint32_t splits, bool write_lse, DecodeMaskReads mask_reads);
 
   const DeviceInfo& info_;
   const TileOverrides& overrides_;

@@ -18,8 +18,17 @@ namespace vkflash::attention {
 // Indexed by the VKF_SPEC_* ids.
 using SpecConstants = std::array<uint32_t, VKF_SPEC_COUNT>;
 
+// How a decode kernel reads a mask: by its block summary or by its elements
+// (VKF_SPEC_MASK_SUMMARY), and then for how many of its packed rows (VKF_SPEC_MASK_TERM_ROWS). The
+// defaults stand for every other kernel.
+struct DecodeMaskReads {
+  bool summary = true;
+  uint32_t term_rows = 1;
+};
+
 inline SpecConstants MakeSpecConstants(const KernelChoice& choice, const AttentionParams& params, bool write_lse,
-                                       bool instrument = false, bool chunked = false, bool mask_summary = true) {
+                                       bool instrument = false, bool chunked = false,
+                                       DecodeMaskReads mask_reads = {}) {
   SpecConstants spec{};
   spec[VKF_SPEC_WORKGROUP_SIZE] = choice.workgroup_size;
   spec[VKF_SPEC_HEAD_DIM] = params.shape.head_dim;
@@ -38,7 +47,8 @@ inline SpecConstants MakeSpecConstants(const KernelChoice& choice, const Attenti
   spec[VKF_SPEC_WRITE_LSE] = write_lse ? 1u : 0u;
   spec[VKF_SPEC_INSTRUMENT] = instrument ? 1u : 0u;
   spec[VKF_SPEC_CHUNKED] = chunked ? 1u : 0u;
-  spec[VKF_SPEC_MASK_SUMMARY] = mask_summary ? 1u : 0u;
+  spec[VKF_SPEC_MASK_SUMMARY] = mask_reads.summary ? 1u : 0u;
+  spec[VKF_SPEC_MASK_TERM_ROWS] = mask_reads.term_rows;
   return spec;
 }
 

@@ -51,11 +51,16 @@ using uint = std::uint32_t;
 // out like the float32 accumulator (element i of every lane at the same row and column), so that
 // an accumulator becomes an A operand by an element copy in registers (coopmat/coopmat_tiles.glsl).
 #define VKF_SPEC_CM_A_LIKE_ACC 23
-// The register decode kernel: 1 where it skips the steps a mask closes by the mask's block summary
-// (made by a pass before it), 0 where it finds them from the mask's own elements, read two steps
-// ahead (for short key ranges, where that pass would cost more: decode_backend.h).
+// The decode kernels: 1 where they skip the steps a mask closes by the mask's block summary (made by
+// a pass before them), 0 where they find them from the mask's own elements (the register kernel two
+// steps ahead, the tensor-core kernel before its loop), where that pass would cost more
+// (decode_backend.h).
 #define VKF_SPEC_MASK_SUMMARY 24
-#define VKF_SPEC_COUNT 25
+// The decode kernels without the summary: how many of their packed rows (head-major) read mask
+// terms of their own; row r uses row r % VKF_SPEC_MASK_TERM_ROWS's. 1 for a mask broadcast over
+// heads and rows, q_len for one broadcast over heads, else the packed rows (decode_backend.h).
+#define VKF_SPEC_MASK_TERM_ROWS 25
+#define VKF_SPEC_COUNT 26
 
 // The register-tiled scalar forward's loops (scalar/attention_forward_tiled.comp), which its
 // loop-budget cost counts (scalar_backend.cc): head-dim words of S per iteration, keys of the

@@ -79,6 +79,8 @@
 #define VKF_SMEM_NONFINITE_STEPS(rows) (rows)
 // uint: the forward's nonfinite_v and dK/dV's nonfinite_do, one flag each.
 #define VKF_SMEM_NONFINITE_FLAG_UINTS 1
+// uint: the tensor-core decode kernel's open key tiles of its part, one bit each (at most 32).
+#define VKF_SMEM_OPEN_TILE_BITS_UINTS 1
 
 // coopmat/ (subgroup scope). float: the coordinate matrix (coopmat/coopmat_tiles.glsl, and the
 // layout probe).

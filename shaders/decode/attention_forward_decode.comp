@@ -43,6 +43,9 @@ layout(constant_id = VKF_SPEC_WRITE_LSE) const bool WRITE_LSE = true;
 layout(constant_id = VKF_SPEC_CHUNKED) const bool SPLIT = false;  // partial results to the workspace
 // With a mask: its closed steps from the block summary, or from its elements (below).
 layout(constant_id = VKF_SPEC_MASK_SUMMARY) const bool MASK_SUMMARY = true;
+// Without the summary, the packed rows whose mask terms are read: row r's are row r % TERM_ROWS's
+// (a mask broadcast over the group's heads repeats every q_len rows; over its rows too, it is one).
+layout(constant_id = VKF_SPEC_MASK_TERM_ROWS) const uint TERM_ROWS = VKF_DEFAULT_BLOCK_Q;
 
 const uint T = THREADS_PER_ROW;                       // invocations per key group, a power of two <= subgroup size
 const uint ROW_U4 = HEAD_DIM / 8;                     // a float16 row in uvec4 words
@@ -134,12 +137,13 @@ void load_step(uint key0, uint key_end, uint k_base, uint k_stride, uint v_base,
 }
 
 // Without MASK_SUMMARY, the mask's terms (mask_bias_log2) of the lane's own keys key0 .. key0 +
-// KEYS_PER_LANE - 1 for every packed row: -inf for keys past the split's and padding rows, which
-// count as blocked below. With it, nothing is read here (zeros).
+// KEYS_PER_LANE - 1 for packed rows 0 .. TERM_ROWS - 1 (those of the others repeat them): -inf
+// for keys past the split's and padding rows, which count as blocked below. With it, nothing is
+// read here (zeros).
 void mask_terms(uint key0, uint key_end, uint rows, const ScoreHead modifiers[ROWS], const uint q_row[ROWS],
-                out float terms[KEYS_PER_LANE][ROWS]) {
+                out float terms[KEYS_PER_LANE][TERM_ROWS]) {
   [[unroll]] for (uint i = 0; i < KEYS_PER_LANE; ++i) {
-    [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+    [[unroll]] for (uint r = 0; r < TERM_ROWS; ++r) {
       const uint key = key0 + i;
       terms[i][r] = MASK == VKF_MASK_NONE || MASK_SUMMARY ? 0.0
                     : key < key_end && r < rows ? mask_bias_log2(modifiers[r], q_row[r], key)
@@ -150,11 +154,11 @@ void mask_terms(uint key0, uint key_end, uint rows, const ScoreHead modifiers[RO
 
 // Whether the mask blocks every pair of a key group's step, from each lane's mask_terms: the same
 // in every lane of the group (its lanes' keys are told apart by the scatter's lane bits).
-bool mask_closes_step(const float terms[KEYS_PER_LANE][ROWS]) {
+bool mask_closes_step(const float terms[KEYS_PER_LANE][TERM_ROWS]) {
   if (MASK == VKF_MASK_NONE) return false;
   uint open = 0;
   [[unroll]] for (uint i = 0; i < KEYS_PER_LANE; ++i) {
-    [[unroll]] for (uint r = 0; r < ROWS; ++r) open |= terms[i][r] != NEG_INF ? 1u : 0u;
+    [[unroll]] for (uint r = 0; r < TERM_ROWS; ++r) open |= terms[i][r] != NEG_INF ? 1u : 0u;
   }
   [[unroll]] for (uint level = 0; level < SCATTER_LEVELS; ++level) open |= subgroupShuffleXor(open, T >> (level + 1));
   return open == 0;
@@ -220,7 +224,7 @@ void main() {
   }
 
   const uint first_own = lane / DUPLICATES * KEYS_PER_LANE;  // the lane's own keys in a step: key0 + first_own + i
-  float terms[KEYS_PER_LANE][ROWS], terms_next[KEYS_PER_LANE][ROWS];
+  float terms[KEYS_PER_LANE][TERM_ROWS], terms_next[KEYS_PER_LANE][TERM_ROWS];
   mask_terms(first_key + first_own, key_end, rows, modifiers, q_row, terms);
   mask_terms(first_key + key_step + first_own, key_end, rows, modifiers, q_row, terms_next);
   if (!MASK_SUMMARY) closed = first_key < key_end && mask_closes_step(terms);
@@ -242,7 +246,7 @@ void main() {
                                              : mask_closes_step(terms_next));
     uvec4 k_next[KEYS_PER_STEP][U4_PER_THREAD], v_next[KEYS_PER_STEP][U4_PER_THREAD];
     if (!next_closed) load_step(next_key0, key_end, k_base, k_stride, v_base, v_stride, lane, k_next, v_next);
-    float terms_after[KEYS_PER_LANE][ROWS];
+    float terms_after[KEYS_PER_LANE][TERM_ROWS];
     mask_terms(next_key0 + key_step + first_own, key_end, rows, modifiers, q_row, terms_after);
     if (!closed) {  // a step the mask closes adds nothing
       // Each lane's partial dot products of every key and row, then the reduce-scatter.
@@ -268,7 +272,8 @@ void main() {
           float score = s[i][r];
           score = score_mod_unmasked(score, modifiers[r], q_row[r], key, q_len, seq.kv_len);
           if (MASK != VKF_MASK_NONE) {
-            score = with_mask_term(score, MASK_SUMMARY ? mask_bias_log2(modifiers[r], q_row[r], key) : terms[i][r]);
+            score = with_mask_term(score, MASK_SUMMARY ? mask_bias_log2(modifiers[r], q_row[r], key)
+                                                       : terms[i][r % TERM_ROWS]);
           }
           s[i][r] = visible ? score : NEG_INF;
           step_max[r] = i == 0 ? s[i][r] : max_keeping_nan(step_max[r], s[i][r]);
@@ -319,7 +324,7 @@ void main() {
       }
     }
     [[unroll]] for (uint i = 0; i < KEYS_PER_LANE; ++i) {
-      [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+      [[unroll]] for (uint r = 0; r < TERM_ROWS; ++r) {
         terms[i][r] = terms_next[i][r];
         terms_next[i][r] = terms_after[i][r];
       }

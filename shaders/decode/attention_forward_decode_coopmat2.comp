@@ -28,6 +28,11 @@
 layout(constant_id = VKF_SPEC_WRITE_LSE) const bool WRITE_LSE = true;
 layout(constant_id = VKF_SPEC_CHUNKED) const bool SPLIT = false;  // partial results to the workspace
 layout(constant_id = VKF_SPEC_CM2_STAT_COLUMNS) const uint STAT_COLUMNS = 32;
+// With a mask: the key tiles it closes from its block summary, or (short parts: decode_backend.h)
+// from its elements, scanned before the loop for packed rows 0 .. TERM_ROWS - 1 (those of the
+// others repeat them, as in decode/attention_forward_decode.comp).
+layout(constant_id = VKF_SPEC_MASK_SUMMARY) const bool MASK_SUMMARY = true;
+layout(constant_id = VKF_SPEC_MASK_TERM_ROWS) const uint TERM_ROWS = VKF_DEFAULT_BLOCK_Q;
 
 #include "common/constants.glsl"
 #include "common/attention_mask.glsl"
@@ -56,6 +61,8 @@ const uint QUADS = HEAD_DIM / 4;
 shared uvec4 kv_tiles[VKF_SMEM_ROW_PAIR_U4(BLOCK_KV, TILE_STRIDE)];
 shared float row_lse[VKF_SMEM_ROW_FLOATS(BLOCK_Q)];  // base 2
 shared uint nonfinite_v;  // 1 once a tile that the band's edge crosses had an inf or NaN in V
+shared uint open_tiles;   // without MASK_SUMMARY: bit i set where the mask leaves the part's key tile i a pair
+                          // (VKF_SMEM_OPEN_TILE_BITS_UINTS)
 #include "common/nonfinite.glsl"
 #include "common/stage_rows.glsl"
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
@@ -108,6 +115,34 @@ void main() {
   const uint k_base = tensor_base(VKF_TENSOR_K, batch, kv_head, seq.kv_row0), k_stride = tensor_row_stride(VKF_TENSOR_K);
   const uint v_base = tensor_base(VKF_TENSOR_V, batch, kv_head, seq.kv_row0), v_stride = tensor_row_stride(VKF_TENSOR_V);
 
+  // Without the summary, the part's key tiles the mask leaves some pair (at most 32: the engine),
+  // its elements scanned while Q is staged: one pass of coalesced reads, where the summary would
+  // take a pass and a barrier before the kernel.
+  const bool scan_mask = MASK != VKF_MASK_NONE && !MASK_SUMMARY;
+  if (scan_mask) {
+    if (tid == 0) open_tiles = 0;
+    barrier();
+    // SCAN_BATCH elements an invocation a trip, their loads in flight together (the engine keeps
+    // the scan to a few elements an invocation, where it costs less than the summary's pass:
+    // decode_backend.h). Past the end, the last element again.
+    const uint SCAN_BATCH = 8;
+    const uint part_keys = key_end - key_begin, elements = TERM_ROWS * part_keys;
+    uint open = 0;
+    for (uint first = tid; first < elements; first += SCAN_BATCH * WORKGROUP_SIZE) {
+      float terms[SCAN_BATCH];
+      uint tiles[SCAN_BATCH];
+      [[unroll]] for (uint b = 0; b < SCAN_BATCH; ++b) {
+        const uint i = min(first + b * WORKGROUP_SIZE, elements - 1);
+        const uint row = i / part_keys, key = i % part_keys;
+        tiles[b] = key / BLOCK_KV;
+        terms[b] = row < rows ? mask_bias_log2(score_head(batch, packed_head(row, rows, q_len)), row % q_len,
+                                               key_begin + key)
+                              : NEG_INF;
+      }
+      [[unroll]] for (uint b = 0; b < SCAN_BATCH; ++b) open |= terms[b] != NEG_INF ? 1u << tiles[b] : 0u;
+    }
+    if (open != 0) atomicOr(open_tiles, open);
+  }
   // Q: packed row r is row r % q_len of head kv_head * group_size + r / q_len; rows past the
   // group's are zeros.
   for (uint i = tid; i < BLOCK_Q * ROW_U4; i += WORKGROUP_SIZE) {
@@ -131,9 +166,12 @@ void main() {
   const ONES_COLUMNS ones = ONES_COLUMNS(1.0);
   CrossedRuns crossed = no_crossed_tiles(key_begin, key_end);  // where V was zeroed
   MaskWalk closed_keys = mask_walk();  // the tiles the mask closes for every packed head, read as the loop goes
+  const uint open_tile_bits = scan_mask ? open_tiles : 0u;  // after Q's barrier
   [[dont_unroll]] for (uint kv_begin = key_begin; kv_begin < key_end; kv_begin += BLOCK_KV) {
-    if (mask_closes_heads_keys(closed_keys, batch, kv_head * group_size, group_size, 0, q_len, kv_begin,
-                               min(kv_begin + BLOCK_KV, key_end))) {
+    const bool closed = scan_mask ? (open_tile_bits & (1u << ((kv_begin - key_begin) / BLOCK_KV))) == 0
+                                  : mask_closes_heads_keys(closed_keys, batch, kv_head * group_size, group_size, 0,
+                                                           q_len, kv_begin, min(kv_begin + BLOCK_KV, key_end));
+    if (closed) {
       // Skipped, its place in the crossed runs kept: the fix-ups read the runs as without a mask.
       if (tile_crosses_band(0, q_len, kv_begin, BLOCK_KV, q_len, kv_len)) {
         note_crossed_tile(crossed, kv_begin, kv_begin + BLOCK_KV);

@@ -86,10 +86,10 @@ uint32_t Coopmat2KvTileBytes(uint32_t head_dim, uint32_t streamed) {
   return 16 * VKF_SMEM_ROW_PAIR_U4(streamed, VKF_TILE_STRIDE(VKF_ROW_U4(head_dim)));
 }
 // ...the packed decode kernel: those tiles (which hold Q before the loop and O after it), the rows'
-// LSE and the non-finite flag...
+// LSE, the non-finite flag and the mask's open tiles...
 uint32_t Coopmat2DecodeBytes(uint32_t head_dim, const WorkgroupTile& tile) {
   return Coopmat2KvTileBytes(head_dim, tile.streamed) +
-         4 * (VKF_SMEM_ROW_FLOATS(tile.owned) + VKF_SMEM_NONFINITE_FLAG_UINTS);
+         4 * (VKF_SMEM_ROW_FLOATS(tile.owned) + VKF_SMEM_NONFINITE_FLAG_UINTS + VKF_SMEM_OPEN_TILE_BITS_UINTS);
 }
 // ...the forward: the tiles, the flag and the mask's closed key tiles...
 uint32_t Coopmat2ForwardBytes(uint32_t head_dim, const WorkgroupTile& tile) {

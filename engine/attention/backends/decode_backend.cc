@@ -149,8 +149,18 @@ Result<DecodeSplits> PlanDecodeSplits(const DeviceInfo& device, const AttentionP
   return plan;
 }
 
-bool DecodeReadsMaskSummary(const KernelChoice& choice, uint32_t split_keys) {
-  return choice.kernel != kRegisterKernel || CeilDiv(split_keys, choice.block_kv) > kMaskTermsMaxSteps;
+bool DecodeReadsMaskSummary(const KernelChoice& choice, uint32_t split_keys, uint32_t term_rows) {
+  const uint64_t steps = CeilDiv(split_keys, choice.block_kv);
+  if (choice.kernel == kRegisterKernel) return steps > kMaskTermsMaxSteps;
+  return steps > 32 || uint64_t(term_rows) * split_keys > uint64_t(kMaskScanMaxPerInvocation) * choice.workgroup_size;
+}
+
+uint32_t DecodeMaskTermRows(const CallLayout& call) {
+  if (call.planning.mask.type == MaskType::kNone) return 1;
+  if ((call.mask.dims & VKF_MASK_HAS_HEADS) != 0 || !call.uniform_q_len) {
+    return uint32_t(std::max<uint64_t>(1, PackedRows(call.planning.shape)));  // at most BLOCK_Q
+  }
+  return (call.mask.dims & VKF_MASK_HAS_ROWS) != 0 ? std::max(1u, call.planning.shape.q_len) : 1u;
 }
 
 uint64_t DecodePartialOBytes(const AttentionShape& shape, uint32_t splits) {

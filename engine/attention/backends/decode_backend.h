@@ -7,6 +7,7 @@
 #pragma once
 
 #include "attention/backends/kernel_backend.h"
+#include "attention/call_layout.h"
 #include "attention/chunk_plan.h"
 
 namespace vkflash::attention {
@@ -48,15 +49,29 @@ class DecodeBackend final : public KernelBackend {
 };
 
 // Whether a decode call skips the tiles a mask closes by the mask's block summary, which a pass
-// before the kernel makes (MaskTilesOperator; the workspace keeps its place either way): the
-// tensor-core kernel always does. The register kernel does for parts of more than
-// kMaskTermsMaxSteps steps (split_keys / BLOCK_KV); for shorter ones it finds the steps the mask
-// closes from the mask's own elements, read two steps ahead (VKF_SPEC_MASK_SUMMARY = 0). The pass
-// and its barrier cost a call ~4 us on the H100, the reads a little every step, more where the
-// mask closes most of them: 16 steps is where a mask with 75% of its blocks closed broke even
-// (docs/tuning-log.md, "the register decode kernel and the mask's block summary").
+// before the kernel makes (MaskTilesOperator; the workspace keeps its place either way), or finds
+// them from the mask's own elements (VKF_SPEC_MASK_SUMMARY = 0), for `term_rows` of its packed rows
+// (DecodeMaskTermRows). The pass and its barrier cost a call ~4 us on the H100.
+// - The register kernel reads the summary for parts of more than kMaskTermsMaxSteps steps
+//   (split_keys / BLOCK_KV); in shorter ones each lane reads its keys' terms two steps ahead. Those
+//   reads cost a little every step, more where the mask closes most of them: 16 steps is where a
+//   mask with 75% of its blocks closed broke even (docs/tuning-log.md, "the register decode kernel
+//   and the mask's block summary").
+// - The tensor-core kernel scans its part's elements before its loop where the part has at most 32
+//   key tiles (one bit each) and the scan at most kMaskScanMaxPerInvocation elements per invocation:
+//   2 gained ~3 us on the H100, 16 broke even, 64 lost 15 us (docs/tuning-log.md, "the
+//   tensor-core decode kernel's closed tiles from the mask").
 constexpr uint32_t kMaskTermsMaxSteps = 16;
-bool DecodeReadsMaskSummary(const KernelChoice& choice, uint32_t split_keys);
+constexpr uint32_t kMaskScanMaxPerInvocation = 4;
+bool DecodeReadsMaskSummary(const KernelChoice& choice, uint32_t split_keys, uint32_t term_rows);
+
+// Of a decode kernel's packed rows (head-major: row r is query row r % q_len of the group's head
+// r / q_len), how many read mask terms of their own where it reads the mask's elements
+// (VKF_SPEC_MASK_TERM_ROWS): row r uses row r % this one's. A mask broadcast over the heads repeats
+// every q_len rows, and over the rows too is one row; where the sequences' q_len differ
+// (CallLayout::uniform_q_len), so do their packings, and every row reads its own. 1 without a mask
+// (one pipeline).
+uint32_t DecodeMaskTermRows(const CallLayout& call);
 
 // How a decode call splits its keys: `splits` parts of `split_keys` keys (a multiple of BLOCK_KV;
 // the last part shorter), each a workgroup per (KV head, batch). At most 2 workgroups per

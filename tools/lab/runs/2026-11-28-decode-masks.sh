@@ -92,7 +92,7 @@ case "$part" in
     ;;
   kept-tests)
     build=build-lab/new
-    catch_tests kept '"masks: the register decode kernel*","masks: the tensor-core decode*","masks: a padding mask*","decode: every lane layout*","score variants over a KV cache*"'
+    catch_tests kept '"masks: the decode kernels'"'"' closed steps*","masks: the tensor-core decode*","masks: a padding mask*","decode: every lane layout*","score variants over a KV cache*"'
     report kept
     ;;
   *)
