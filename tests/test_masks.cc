@@ -390,24 +390,73 @@ TEST_CASE("masks: tiles the mask closes are skipped, their K and V never read", 
   }
 }
 
+TEST_CASE("masks: the decode kernels read the mask's terms for the packed rows that differ, and the summary where "
+          "a scan would cost more",
+          "[decode][mask]") {
+  using attention::DecodeMaskTermRows;
+  using attention::DecodeReadsMaskSummary;
+  AttentionParams p = MakeParams({2, 8, 4, 3, 500, 64}, DataType::kFloat16, false);  // 2 heads x 3 rows packed
+  auto term_rows = [](const AttentionParams& params) {
+    auto call = attention::ResolveCallLayout(params, false);
+    REQUIRE(call.ok());
+    return DecodeMaskTermRows(*call);
+  };
+  CHECK(term_rows(p) == 1);  // no mask
+  p.mask = Mask(MaskType::kFloat32, true, false, false, true);
+  CHECK(term_rows(p) == 1);
+  p.mask = Mask(MaskType::kFloat16, true, false, true, true);
+  CHECK(term_rows(p) == 3);
+  p.mask = Mask(MaskType::kBool, false, true, false, true);
+  CHECK(term_rows(p) == 6);
+  // Ragged queries: lengths that differ pack differently (every row its own terms); equal ones, or
+  // a sequence without queries beside them, pack as one q_len.
+  p.mask = Mask(MaskType::kFloat16, false, false, true, true);
+  p.shape = {3, 8, 4, 6, 500, 64};
+  p.cu_seqlens_q = {0, 3, 5, 6};
+  CHECK(term_rows(p) == 6);
+  p.cu_seqlens_q = {0, 2, 4, 6};
+  CHECK(term_rows(p) == 2);
+  p.cu_seqlens_q = {0, 3, 3, 6};
+  CHECK(term_rows(p) == 3);
+
+  // The register kernel reads the summary past kMaskTermsMaxSteps steps; the tensor-core kernel past
+  // VKF_DECODE_SCAN_MAX_TILES tiles or kMaskScanMaxPerInvocation elements an invocation.
+  KernelChoice registers;
+  registers.kernel = "forward_f16_decode";
+  registers.block_kv = 64;
+  CHECK_FALSE(DecodeReadsMaskSummary(registers, attention::kMaskTermsMaxSteps * 64, 8));
+  CHECK(DecodeReadsMaskSummary(registers, attention::kMaskTermsMaxSteps * 64 + 1, 1));
+  KernelChoice tensor_cores;
+  tensor_cores.kernel = "forward_f16_decode_coopmat2";
+  tensor_cores.block_kv = 64;
+  tensor_cores.workgroup_size = 128;
+  // The closed-steps test's parts (3008, 384 and 128 keys) with 16 packed rows of Nq = 4.
+  for (uint32_t rows : {1u, 4u, 16u}) {
+    CHECK(DecodeReadsMaskSummary(tensor_cores, 3008, rows));
+    CHECK(DecodeReadsMaskSummary(tensor_cores, 384, rows) == (rows * 384 > attention::kMaskScanMaxPerInvocation * 128));
+    CHECK(DecodeReadsMaskSummary(tensor_cores, 128, rows) == (rows > attention::kMaskScanMaxPerInvocation));
+  }
+  CHECK_FALSE(DecodeReadsMaskSummary(tensor_cores, 128, 4));  // the scan's way is taken by the test above
+  CHECK(DecodeReadsMaskSummary(tensor_cores, VKF_DECODE_SCAN_MAX_TILES * 64 + 64, 1));
+}
+
 TEST_CASE("masks: the decode kernels' closed steps, from the summary (long parts) or the mask (short)",
           "[forward][decode][mask]") {
   // The decode kernels read the mask's block summary where a part is long, and otherwise the
   // mask's own elements (DecodeReadsMaskSummary): the register kernel (up to 8 packed rows) two
   // steps ahead, the tensor-core kernel (16 packed rows, where it runs) in a scan before its loop
   // (a mask without heads: with heads, 16 rows scan too many elements and read the summary).
-  // One part of 3000 keys (47 steps of 64 at D = 128) and 32 asked for: 24 of 128 keys, with the
+  // One part of 3000 keys (47 steps of 64 at D = 128), 8 parts of 384 (6 steps: the register
+  // kernel's loop reads terms two steps ahead) and 32 asked for, 24 of 128 keys, with the
   // block-sparse mask and the NaN keys of the test above, each element type (float32 with a
   // softcap, ALiBi and sinks). Reading the mask's elements, the kernels read the terms of the
   // packed rows that differ (DecodeMaskTermRows): every row (a mask with heads), the query rows
   // (one without heads) or one row (without heads or rows).
-  static_assert(2 <= attention::kMaskTermsMaxSteps && 47 > attention::kMaskTermsMaxSteps,
-                "the two part counts must take the register kernel's two ways");
-  static_assert(47 > 32 && 4 * 128 <= attention::kMaskScanMaxPerInvocation * 128,
-                "the two part counts must take the tensor-core kernel's two ways (128 invocations) with "
-                "the masks without heads");
+  static_assert(6 <= attention::kMaskTermsMaxSteps && 47 > attention::kMaskTermsMaxSteps,
+                "the part counts must take the register kernel's two ways");
+  // (DecodeReadsMaskSummary's own test below checks the tensor-core kernel's ways for these parts.)
   uint32_t seed = 26500;
-  for (uint32_t splits : {1u, 32u}) {
+  for (uint32_t splits : {1u, 8u, 32u}) {
     ContextOptions options = ValidatedOptions();
     options.tile_overrides.decode_splits = splits;
     auto context = Context::Create(options);

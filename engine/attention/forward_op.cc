@@ -237,7 +237,13 @@ Status ForwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& param
   push.split_keys = split_keys;
   if (IsDecode(choice)) {
     // Without a mask the constant changes nothing: one pipeline whatever the parts' length.
-    const DecodeMaskReads mask_reads{state.mask_tiles_bytes == 0 || summarize, term_rows};
+    // TERM_ROWS only counts without the summary: elsewhere 1, so that no pipeline differs by it.
+    const bool mask_summary = state.mask_tiles_bytes == 0 || summarize;
+    if (term_rows > choice.block_q) {  // the kernels' arrays hold BLOCK_Q rows (DecodeMaskTermRows)
+      return Status::Error(ErrorCode::kUnsupported, "internal: mask term rows " + std::to_string(term_rows) +
+                                                        " exceed the decode kernel's " + std::to_string(choice.block_q));
+    }
+    const DecodeMaskReads mask_reads{mask_summary, mask_summary ? 1u : term_rows};
     return RecordDecode(cmd, call, choice, bindings, push, decode_splits, !buffers.lse.empty(), mask_reads);
   }
 

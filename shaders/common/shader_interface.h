@@ -61,6 +61,9 @@ using uint = std::uint32_t;
 // heads and rows, q_len for one broadcast over heads, else the packed rows (decode_backend.h).
 #define VKF_SPEC_MASK_TERM_ROWS 25
 #define VKF_SPEC_COUNT 26
+// The tensor-core decode kernel's scan of the mask: at most this many key tiles a part, one bit
+// each of a uint.
+#define VKF_DECODE_SCAN_MAX_TILES 32u
 
 // The register-tiled scalar forward's loops (scalar/attention_forward_tiled.comp), which its
 // loop-budget cost counts (scalar_backend.cc): head-dim words of S per iteration, keys of the

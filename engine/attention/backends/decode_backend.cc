@@ -150,9 +150,10 @@ Result<DecodeSplits> PlanDecodeSplits(const DeviceInfo& device, const AttentionP
 }
 
 bool DecodeReadsMaskSummary(const KernelChoice& choice, uint32_t split_keys, uint32_t term_rows) {
-  const uint64_t steps = CeilDiv(split_keys, choice.block_kv);
+  const uint64_t steps = CeilDiv(split_keys, choice.block_kv);  // the tensor-core kernel's key tiles
   if (choice.kernel == kRegisterKernel) return steps > kMaskTermsMaxSteps;
-  return steps > 32 || uint64_t(term_rows) * split_keys > uint64_t(kMaskScanMaxPerInvocation) * choice.workgroup_size;
+  return steps > VKF_DECODE_SCAN_MAX_TILES ||
+         uint64_t(term_rows) * split_keys > uint64_t(kMaskScanMaxPerInvocation) * choice.workgroup_size;
 }
 
 uint32_t DecodeMaskTermRows(const CallLayout& call) {
