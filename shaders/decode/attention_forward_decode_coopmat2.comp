@@ -116,9 +116,8 @@ void main() {
   const uint v_base = tensor_base(VKF_TENSOR_V, batch, kv_head, seq.kv_row0), v_stride = tensor_row_stride(VKF_TENSOR_V);
 
   // Without the summary, the part's key tiles the mask leaves some pair (at most
-  // VKF_DECODE_SCAN_MAX_TILES: the engine),
-  // its elements scanned while Q is staged: one pass of coalesced reads, where the summary would
-  // take a pass and a barrier before the kernel.
+  // VKF_DECODE_SCAN_MAX_TILES: the engine), its elements scanned while Q is staged: one pass of
+  // coalesced reads, where the summary would take a pass and a barrier before the kernel.
   const bool scan_mask = MASK != VKF_MASK_NONE && !MASK_SUMMARY;
   if (scan_mask) {
     if (tid == 0) open_tiles = 0;
