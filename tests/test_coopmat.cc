@@ -251,6 +251,8 @@ TEST_CASE("kernel family choice on a synthetic device: what each `kernels` value
   CHECK(refusal("coopmat_khr") == "kernels 'coopmat_khr': VK_KHR_cooperative_matrix kernels need subgroup operations on 'synthetic'");
 
   device.use_subgroup_ops = true;
+  CHECK(refusal("decode") == "kernels 'decode': the decode kernels need subgroup votes on 'synthetic'");
+  device.subgroup_vote_in_compute = true;
   CHECK(refusal("decode") == "kernels 'decode': the decode kernels need storageBuffer16BitAccess on 'synthetic'");
   device.storage_buffer_16bit = true;
   REQUIRE(ChooseKernelFamily("decode", &device).ok());  // then every family after it

@@ -492,6 +492,55 @@ TEST_CASE("masks: the decode kernels' closed steps, from the summary (long parts
   }
 }
 
+TEST_CASE("masks: the decode kernels skip a key tile only where the mask closes it for every packed row",
+          "[forward][decode][mask]") {
+  // Each 64-key tile (the tensor-core decode kernel's, and 8 of the register kernel's steps) is
+  // open for one query row of each head only: row (tile + head) % q_len, where about four pairs in
+  // five are open. So every tile is open for some packed row and closed for the others, and a
+  // kernel that decides a tile's fate from the wrong rows (its scan, verdict or summary mapping
+  // packed rows to mask rows wrongly) skips pairs a row sees: O and LSE move by far more than the
+  // tolerance. The shapes pack 16 (tensor cores, where they run), 8 and 3 rows; 32 parts of 64 or
+  // 128 keys take the scan and the terms, one part the summary (DecodeReadsMaskSummary).
+  uint32_t seed = 26900;
+  for (uint32_t splits : {1u, 32u}) {
+    ContextOptions options = ValidatedOptions();
+    options.tile_overrides.decode_splits = splits;
+    auto context = Context::Create(options);
+    REQUIRE(context.ok());
+    for (const AttentionShape& shape : {AttentionShape{1, 8, 2, 4, 2000, 128}, AttentionShape{1, 8, 4, 4, 2000, 64},
+                                        AttentionShape{2, 4, 4, 3, 1000, 64}}) {
+      for (const AttentionMask& mask : {Mask(MaskType::kFloat16, false, false, true, true),
+                                        Mask(MaskType::kBool, false, true, true, true),
+                                        Mask(MaskType::kFloat32, true, false, true, true)}) {
+        AttentionParams p = MakeParams(shape, DataType::kFloat16, false);
+        p.mask = mask;
+        INFO(Describe(p) << MaskName(p.mask) << ", decode_splits " << splits);
+        RequireDecodeWhereUsed(**context, p);
+        std::mt19937 rng(seed);
+        std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
+        ScoreValues values;
+        values.mask.resize(MaskElements(p));
+        for (uint32_t b = 0; b < (mask.batch ? shape.batch : 1); ++b)
+          for (uint32_t h = 0; h < (mask.heads ? shape.q_heads : 1); ++h)
+            for (uint32_t i = 0; i < shape.q_len; ++i)
+              for (uint32_t j = 0; j < shape.kv_len; ++j) {
+                const bool open = (j / 64 + h) % shape.q_len == i && uniform(rng) < 0.8f;
+                const float bias = open ? tools::RoundToHalf(uniform(rng) * 2.0f - 1.0f) : -kInf;
+                values.mask[tools::MaskIndex(p, b, h, i, j)] =
+                    mask.type == MaskType::kBool ? (open ? 1.0f : 0.0f) : bias;
+              }
+        const ForwardRun forward = RunForwardWith(**context, p, RandomValues(shape.q_elements(), p.dtype, seed + 1),
+                                                  RandomValues(shape.kv_elements(), p.dtype, seed + 2),
+                                                  RandomValues(shape.kv_elements(), p.dtype, seed + 3), values);
+        CHECK(forward.o_error <= ForwardTolerance(p.dtype));
+        CHECK(forward.lse_error <= ForwardTolerance(p.dtype));
+        RequireNoValidationMessages();
+        seed += 5;
+      }
+    }
+  }
+}
+
 TEST_CASE("masks: loops of more than 1024 tiles skip closed tiles past the first 1024 too", "[forward][backward][mask]") {
   // The coopmat2 forward and dK/dV kernels find the closed tiles of their loop's first 1024 tiles
   // up front and read the summary at each later step (common/closed_tiles.glsl): 70000 keys are

@@ -224,6 +224,7 @@ Status WriteDeviceInfo(const DeviceInfo& in, VkfDeviceInfo* out) {
   info.min_subgroup_size = in.min_subgroup_size;
   info.max_subgroup_size = in.max_subgroup_size;
   info.subgroup_shuffle_in_compute = in.subgroup_shuffle_in_compute;
+  info.subgroup_vote_in_compute = in.subgroup_vote_in_compute;
   info.storage_buffer_16bit = in.storage_buffer_16bit;
   info.shader_float16 = in.shader_float16;
   info.buffer_float32_atomic_add = in.buffer_float32_atomic_add;

@@ -102,6 +102,8 @@ DeviceInfo ProbeDevice(VkInstance instance, uint32_t instance_api_version, VkPhy
   info.max_subgroup_size = has_size_control ? size_control.maxSubgroupSize : subgroup.subgroupSize;
   info.subgroup_shuffle_in_compute = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                                      (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
+  info.subgroup_vote_in_compute = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                                  (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_VOTE_BIT);
 
   VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
   VkPhysicalDeviceShaderFloat16Int8Features float16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};

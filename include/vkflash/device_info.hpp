@@ -33,6 +33,7 @@ struct DeviceInfo {
   uint64_t min_storage_buffer_offset_alignment = 0;
   uint32_t subgroup_size = 0, min_subgroup_size = 0, max_subgroup_size = 0;
   bool subgroup_shuffle_in_compute = false;  // SHUFFLE ops supported in compute shaders
+  bool subgroup_vote_in_compute = false;     // VOTE ops supported in compute shaders
   bool storage_buffer_16bit = false;         // storageBuffer16BitAccess (float16 tensors)
   bool shader_float16 = false;
   // VK_EXT_shader_atomic_float's shaderBufferFloat32AtomicAdd: atomic float32 adds to storage buffers.

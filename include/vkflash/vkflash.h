@@ -265,6 +265,7 @@ typedef struct VkfDeviceInfo {
   uint32_t min_subgroup_size;
   uint32_t max_subgroup_size;
   VkBool32 subgroup_shuffle_in_compute;
+  VkBool32 subgroup_vote_in_compute;
   VkBool32 storage_buffer_16bit; /* float16 tensors possible */
   VkBool32 shader_float16;
   VkBool32 buffer_float32_atomic_add;

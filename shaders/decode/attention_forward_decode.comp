@@ -22,6 +22,7 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_KHR_shader_subgroup_vote : require
 #extension GL_EXT_control_flow_attributes : require
 
 #define VKF_DEFAULT_HEAD_DIM 128
@@ -152,16 +153,18 @@ void mask_terms(uint key0, uint key_end, uint rows, const ScoreHead modifiers[RO
   }
 }
 
-// Whether the mask blocks every pair of a key group's step, from each lane's mask_terms: the same
-// in every lane of the group (its lanes' keys are told apart by the scatter's lane bits).
+// Whether the mask blocks every pair of the step of every key group in the subgroup that runs one,
+// from each lane's mask_terms: the same in all their lanes, so a key group's lanes stay together.
+// One vote, where the key group's own verdict took a shuffle per scatter level (wrapped by the
+// NVIDIA driver in convergence checks: 5% of a masked call with 8 packed rows, docs/tuning-log.md);
+// a step is then skipped where the whole subgroup's steps are closed.
 bool mask_closes_step(const float terms[KEYS_PER_LANE][TERM_ROWS]) {
   if (MASK == VKF_MASK_NONE) return false;
   uint open = 0;
   [[unroll]] for (uint i = 0; i < KEYS_PER_LANE; ++i) {
     [[unroll]] for (uint r = 0; r < TERM_ROWS; ++r) open |= terms[i][r] != NEG_INF ? 1u : 0u;
   }
-  [[unroll]] for (uint level = 0; level < SCATTER_LEVELS; ++level) open |= subgroupShuffleXor(open, T >> (level + 1));
-  return open == 0;
+  return !subgroupAny(open != 0);
 }
 
 void main() {
@@ -188,8 +191,9 @@ void main() {
   uvec4 k_words[KEYS_PER_STEP][U4_PER_THREAD], v_words[KEYS_PER_STEP][U4_PER_THREAD];
   // A step whose pairs the mask blocks for every packed row is neither loaded nor computed, the
   // same in the whole key group (its lanes' shuffles stay together). With MASK_SUMMARY the steps'
-  // verdicts come from the mask's block summary; without, from the mask's terms of the step's
-  // pairs, read two steps ahead, which are then its scores' mask terms too: the summary's pass and
+  // verdicts come from the mask's block summary; without, from the mask's terms of the pairs of
+  // the steps the subgroup's key groups take together (mask_closes_step), read two steps ahead,
+  // which are then the scores' mask terms too: the summary's pass and
   // barrier before this kernel cost a short key range more than those reads, a long one less
   // (docs/tuning-log.md, "the register decode kernel and the mask's block summary"). There the
   // first step is loaded before its verdict.

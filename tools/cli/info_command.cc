@@ -20,9 +20,10 @@ const char* YesNo(bool b) { return b ? "yes" : "no"; }
 void PrintDevice(const DeviceInfo& d, bool selected) {
   std::printf("%s %u: %s (%s), Vulkan %s%s%s\n", selected ? "*" : " ", d.index, d.name.c_str(), DeviceTypeName(d.type),
               Version(d.api_version).c_str(), d.driver.empty() ? "" : ", driver ", d.driver.c_str());
-  std::printf("    shared memory %u B, subgroup %u (%u..%u), subgroup shuffle %s, fp16 storage %s, fp16 math %s\n",
+  std::printf("    shared memory %u B, subgroup %u (%u..%u), subgroup shuffle %s, vote %s, fp16 storage %s, fp16 math %s\n",
               d.shared_memory_bytes, d.subgroup_size, d.min_subgroup_size, d.max_subgroup_size,
-              YesNo(d.subgroup_shuffle_in_compute), YesNo(d.storage_buffer_16bit), YesNo(d.shader_float16));
+              YesNo(d.subgroup_shuffle_in_compute), YesNo(d.subgroup_vote_in_compute), YesNo(d.storage_buffer_16bit),
+              YesNo(d.shader_float16));
   std::printf("    push descriptors %s, cooperative matrix NV %s%s / KHR %s%s, max storage buffer %llu B, "
               "workgroup <= %u invocations, timestamps %s\n",
               YesNo(d.push_descriptor), YesNo(d.nv_cooperative_matrix), d.nv_cooperative_matrix_f16 ? " (f16 16x16x16)" : "",

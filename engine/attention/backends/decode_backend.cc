@@ -53,6 +53,7 @@ std::span<const std::string_view> DecodeBackend::variants() const { return kVari
 
 std::string DecodeBackend::WhyUnusable(const DeviceInfo& device, std::string_view) const {
   if (!device.use_subgroup_ops) return "the decode kernels need subgroup operations";
+  if (!device.subgroup_vote_in_compute) return "the decode kernels need subgroup votes";
   if (!device.storage_buffer_16bit) return "the decode kernels need storageBuffer16BitAccess";
   if (vk::FindShader(kRegisterKernel) == nullptr) return "this build has no decode kernels";
   return "";

@@ -26,7 +26,7 @@ class DecodeBackend final : public KernelBackend {
  public:
   const char* name() const override { return "decode"; }
   std::span<const std::string_view> variants() const override;
-  // Subgroup shuffles and 16-bit storage.
+  // Subgroup shuffles and votes, and 16-bit storage.
   std::string WhyUnusable(const DeviceInfo& device, std::string_view variant) const override;
   // DeviceInfo::use_decode_kernels.
   void Use(DeviceInfo* device, std::string_view) const override { device->use_decode_kernels = true; }
