@@ -1079,6 +1079,20 @@ int main(void) {
             VK_API_VERSION_MINOR(info.api_version), info.shared_memory_bytes, info.subgroup_size,
             info.min_subgroup_size, info.max_subgroup_size, vkfCooperativeMatrixApiName(info.cooperative_matrix));
     }
+    /* A caller built before subgroup_vote_in_compute was appended: the fields its size covers are
+     * written, the appended one is left alone. */
+    {
+      VkfDeviceInfo older;
+      memset(&older, 0, sizeof(older));
+      older.struct_size = (uint32_t)offsetof(VkfDeviceInfo, subgroup_vote_in_compute);
+      older.subgroup_vote_in_compute = 7;
+      if (check_ok(vkfGetDeviceInfo(context, &older), "vkfGetDeviceInfo with the first layout's size"))
+        check(older.use_decode_kernels == info.use_decode_kernels && strcmp(older.name, info.name) == 0 &&
+                  older.subgroup_vote_in_compute == 7,
+              "the first layout's fields written (decode kernels %u), the appended field untouched (%u)",
+              older.use_decode_kernels, older.subgroup_vote_in_compute);
+      check(!info.use_decode_kernels || info.subgroup_vote_in_compute, "the decode kernels run only with subgroup votes");
+    }
     info.struct_size = 0;
     check_error(vkfGetDeviceInfo(context, &info), VKF_ERROR_INVALID_ARGUMENT, "vkfGetDeviceInfo, struct_size 0");
     info.struct_size = sizeof(VkfDeviceInfo);

@@ -494,13 +494,16 @@ TEST_CASE("masks: the decode kernels' closed steps, from the summary (long parts
 
 TEST_CASE("masks: the decode kernels skip a key tile only where the mask closes it for every packed row",
           "[forward][decode][mask]") {
-  // Each 64-key tile (the tensor-core decode kernel's, and 8 of the register kernel's steps) is
-  // open for one query row of each head only: row (tile + head) % q_len, where about four pairs in
-  // five are open. So every tile is open for some packed row and closed for the others, and a
+  // Each 64-key tile (the tensor-core decode kernel's; whole steps of the register kernel's key
+  // groups) is open for one query row only: row (tile + head) % q_len of each head where the mask
+  // has heads (the bool one), row tile % q_len of every head where it has none, about four pairs in
+  // five open there. So every tile is open for some packed rows and closed for the others, and a
   // kernel that decides a tile's fate from the wrong rows (its scan, verdict or summary mapping
   // packed rows to mask rows wrongly) skips pairs a row sees: O and LSE move by far more than the
-  // tolerance. The shapes pack 16 (tensor cores, where they run), 8 and 3 rows; 32 parts of 64 or
-  // 128 keys take the scan and the terms, one part the summary (DecodeReadsMaskSummary).
+  // tolerance. The shapes pack 16 (tensor cores, where they run), 8 and 3 rows. Which way each call
+  // takes (DecodeReadsMaskSummary): the tensor-core kernel scans with 32 parts where the mask has
+  // no heads and reads the summary otherwise; the register kernel reads the terms except with 8
+  // packed rows in one part (the summary).
   uint32_t seed = 26900;
   for (uint32_t splits : {1u, 32u}) {
     ContextOptions options = ValidatedOptions();

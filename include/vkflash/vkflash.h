@@ -265,7 +265,6 @@ typedef struct VkfDeviceInfo {
   uint32_t min_subgroup_size;
   uint32_t max_subgroup_size;
   VkBool32 subgroup_shuffle_in_compute;
-  VkBool32 subgroup_vote_in_compute;
   VkBool32 storage_buffer_16bit; /* float16 tensors possible */
   VkBool32 shader_float16;
   VkBool32 buffer_float32_atomic_add;
@@ -293,6 +292,9 @@ typedef struct VkfDeviceInfo {
   char cooperative_matrix_note[VKF_NOTE_SIZE];  /* why none, or the accumulator layout found */
   VkBool32 use_cooperative_matrix2;           /* the VK_NV_cooperative_matrix2 kernels run */
   VkBool32 use_decode_kernels;                /* the decode kernels run */
+
+  /* Appended in 0.1 after the first layout (written where struct_size covers them). */
+  VkBool32 subgroup_vote_in_compute; /* VOTE ops in compute shaders (the decode kernels need them) */
 } VkfDeviceInfo;
 
 /* Lists the Vulkan devices (no device is created). Writes the first min(capacity, devices) into

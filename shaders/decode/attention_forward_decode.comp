@@ -189,7 +189,8 @@ void main() {
   // that a group's reads stay in flight while it computes, and the first step's before Q's.
   const uint key_step = KEY_GROUPS * KEYS_PER_STEP;
   uvec4 k_words[KEYS_PER_STEP][U4_PER_THREAD], v_words[KEYS_PER_STEP][U4_PER_THREAD];
-  // A step whose pairs the mask blocks for every packed row is neither loaded nor computed, the
+  // A step whose pairs the mask blocks for every packed row is neither loaded nor computed (without
+  // the summary: where every key group of the subgroup running a step finds its step closed), the
   // same in the whole key group (its lanes' shuffles stay together). With MASK_SUMMARY the steps'
   // verdicts come from the mask's block summary; without, from the mask's terms of the pairs of
   // the steps the subgroup's key groups take together (mask_closes_step), read two steps ahead,
