@@ -62,8 +62,9 @@ using uint = std::uint32_t;
 #define VKF_SPEC_MASK_TERM_ROWS 25
 #define VKF_SPEC_COUNT 26
 // The tensor-core decode kernel's scan of the mask: at most this many key tiles a part, one bit
-// each of a uint.
+// each of a uint, and this many elements an invocation (decode_backend.h says why).
 #define VKF_DECODE_SCAN_MAX_TILES 32u
+#define VKF_DECODE_SCAN_MAX_PER_INVOCATION 4u
 
 // The register-tiled scalar forward's loops (scalar/attention_forward_tiled.comp), which its
 // loop-budget cost counts (scalar_backend.cc): head-dim words of S per iteration, keys of the

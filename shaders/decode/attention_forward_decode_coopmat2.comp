@@ -122,10 +122,10 @@ void main() {
   if (scan_mask) {
     if (tid == 0) open_tiles = 0;
     barrier();
-    // SCAN_BATCH elements an invocation a trip, their loads in flight together (the engine keeps
-    // the scan to a few elements an invocation, where it costs less than the summary's pass:
-    // decode_backend.h). Past the end, the last element again.
-    const uint SCAN_BATCH = 8;
+    // SCAN_BATCH elements an invocation a trip, their loads in flight together: the whole scan in
+    // one trip (the engine keeps it to this many elements an invocation, where it costs less than
+    // the summary's pass: decode_backend.h). Past the end, the last element again.
+    const uint SCAN_BATCH = VKF_DECODE_SCAN_MAX_PER_INVOCATION;
     const uint part_keys = key_end - key_begin, elements = TERM_ROWS * part_keys;
     uint open = 0;
     for (uint first = tid; first < elements; first += SCAN_BATCH * WORKGROUP_SIZE) {

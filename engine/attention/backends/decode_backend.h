@@ -62,7 +62,7 @@ class DecodeBackend final : public KernelBackend {
 //   2 gained ~3 us on the H100, 16 broke even, 64 lost 15 us (docs/tuning-log.md, "the
 //   tensor-core decode kernel's closed tiles from the mask").
 constexpr uint32_t kMaskTermsMaxSteps = 16;
-constexpr uint32_t kMaskScanMaxPerInvocation = 4;
+constexpr uint32_t kMaskScanMaxPerInvocation = VKF_DECODE_SCAN_MAX_PER_INVOCATION;
 bool DecodeReadsMaskSummary(const KernelChoice& choice, uint32_t split_keys, uint32_t term_rows);
 
 // Of a decode kernel's packed rows (head-major: row r is query row r % q_len of the group's head

@@ -21,8 +21,13 @@
 # checked by the engine) against build-lab/base (its CLI with the kernel of 6822b36, built by
 # build_variant.py with "@FILE" and `git show 6822b36:shaders/decode/attention_forward_decode.comp`);
 # `final` times both, `final-tests` runs the decode and mask tests with build-lab/new.
+# Fourth run: build-lab/new: the tensor-core decode kernel's scan reading its at most
+# VKF_DECODE_SCAN_MAX_PER_INVOCATION (4) elements an invocation in one trip of 4 loads, where it read
+# 8 (the last 4 the last element again); build-lab/base: f2d301d's kernel in the same build
+# ("@FILE", `git show f2d301d:shaders/decode/attention_forward_decode_coopmat2.comp`). `scan` times
+# both, `scan-tests` runs the tensor-core decode mask tests.
 # Carry [".gpu", ".gl", "build-lab"];
-# `bash tools/lab/runs/2026-11-28-decode-mask-vote.sh bench|tests|sass|uniform|checks|final|final-tests`.
+# `bash tools/lab/runs/2026-11-28-decode-mask-vote.sh bench|tests|sass|uniform|checks|final|final-tests|scan|scan-tests`.
 part=${1:-bench}
 RUNS=${RUNS:-50}
 source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, sweep, catch_tests, report, the rows
@@ -43,6 +48,21 @@ verdict_rows() {
 }
 
 case "$part" in
+  scan)
+    scan_rows() {
+      run --b 1 --h 32 --hkv 2 --nq 1 --nk 16384 --d 128 --mode fwd
+      run --b 1 --h 32 --hkv 2 --nq 1 --nk 16384 --d 128 --mode fwd --mask
+      run --b 1 --h 32 --hkv 2 --nq 1 --nk 16384 --d 128 --mode fwd --mask --mask-dtype f16
+      run --b 1 --h 32 --hkv 2 --nq 1 --nk 16384 --d 128 --mode fwd --mask --mask-sparsity 0.75
+      run --b 1 --h 32 --hkv 2 --nq 1 --nk 8192 --d 128 --mode fwd --mask
+    }
+    sweep 3 "128" "base new" scan_rows
+    ;;
+  scan-tests)
+    build=build-lab/new
+    catch_tests scan '"masks: the decode kernels*","masks: the tensor-core decode*","masks: a padding mask*"'
+    report scan
+    ;;
   final)
     sweep 2 "128" "base new" verdict_rows
     ;;
