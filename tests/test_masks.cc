@@ -321,6 +321,26 @@ std::vector<float> BlockSparseMask(const AttentionParams& p, uint32_t seed) {
   return values;
 }
 
+// A mask whose 64-key tiles are each open for one query row only: row (tile + h) % q_len of mask
+// head h, about four pairs in five open there (a bias of about the scores' size, float16-rounded),
+// every other pair blocked.
+std::vector<float> OneRowPerTileMask(const AttentionParams& p, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
+  const AttentionShape& s = p.shape;
+  const AttentionMask& m = p.mask;
+  std::vector<float> values(MaskElements(p));
+  for (uint32_t b = 0; b < (m.batch ? s.batch : 1); ++b)
+    for (uint32_t h = 0; h < (m.heads ? s.q_heads : 1); ++h)
+      for (uint32_t i = 0; i < s.q_len; ++i)
+        for (uint32_t j = 0; j < s.kv_len; ++j) {
+          const bool open = (j / 64 + h) % s.q_len == i && uniform(rng) < 0.8f;
+          const float bias = open ? tools::RoundToHalf(uniform(rng) * 2.0f - 1.0f) : -kInf;
+          values[tools::MaskIndex(p, b, h, i, j)] = m.type == MaskType::kBool ? (open ? 1.0f : 0.0f) : bias;
+        }
+  return values;
+}
+
 // NaN in the K and V rows of keys [128, 256) of every batch entry and KV head.
 void PoisonClosedKeys(const AttentionShape& shape, std::vector<float>* k, std::vector<float>* v) {
   for (uint32_t b = 0; b < shape.batch; ++b)
@@ -519,19 +539,8 @@ TEST_CASE("masks: the decode kernels skip a key tile only where the mask closes 
         p.mask = mask;
         INFO(Describe(p) << MaskName(p.mask) << ", decode_splits " << splits);
         RequireDecodeWhereUsed(**context, p);
-        std::mt19937 rng(seed);
-        std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
         ScoreValues values;
-        values.mask.resize(MaskElements(p));
-        for (uint32_t b = 0; b < (mask.batch ? shape.batch : 1); ++b)
-          for (uint32_t h = 0; h < (mask.heads ? shape.q_heads : 1); ++h)
-            for (uint32_t i = 0; i < shape.q_len; ++i)
-              for (uint32_t j = 0; j < shape.kv_len; ++j) {
-                const bool open = (j / 64 + h) % shape.q_len == i && uniform(rng) < 0.8f;
-                const float bias = open ? tools::RoundToHalf(uniform(rng) * 2.0f - 1.0f) : -kInf;
-                values.mask[tools::MaskIndex(p, b, h, i, j)] =
-                    mask.type == MaskType::kBool ? (open ? 1.0f : 0.0f) : bias;
-              }
+        values.mask = OneRowPerTileMask(p, seed);
         const ForwardRun forward = RunForwardWith(**context, p, RandomValues(shape.q_elements(), p.dtype, seed + 1),
                                                   RandomValues(shape.kv_elements(), p.dtype, seed + 2),
                                                   RandomValues(shape.kv_elements(), p.dtype, seed + 3), values);

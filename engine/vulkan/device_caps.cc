@@ -100,10 +100,9 @@ DeviceInfo ProbeDevice(VkInstance instance, uint32_t instance_api_version, VkPhy
   info.subgroup_size = subgroup.subgroupSize;
   info.min_subgroup_size = has_size_control ? size_control.minSubgroupSize : subgroup.subgroupSize;
   info.max_subgroup_size = has_size_control ? size_control.maxSubgroupSize : subgroup.subgroupSize;
-  info.subgroup_shuffle_in_compute = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
-                                     (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
-  info.subgroup_vote_in_compute = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
-                                  (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_VOTE_BIT);
+  const bool compute_subgroups = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
+  info.subgroup_shuffle_in_compute = compute_subgroups && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
+  info.subgroup_vote_in_compute = compute_subgroups && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_VOTE_BIT);
 
   VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
   VkPhysicalDeviceShaderFloat16Int8Features float16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
