@@ -542,29 +542,30 @@ TEST_CASE("subgroup-scope tensor-core tiles follow shared memory and workgroup l
   vkflash::AttentionParams params;
   params.dtype = vkflash::DataType::kFloat16;
   params.shape = {1, 2, 2, 1000, 1000, 128};
-  const uint32_t row_bytes = (128 + 8) * 2, coordinates = 256 * 4, flag = 4;
+  // a 16x16 float16 block per subgroup: row blocks pass through it (KHR: accumulators to A operands)
+  const uint32_t row_bytes = (128 + 8) * 2, coordinates = 256 * 4, flag = 4, scratch = 4 * 16 * 16 * 2;
 
   auto f = vkflash::attention::ChooseForwardKernel(device, params, false);
   REQUIRE(f.ok());
   CHECK((f->kernel == "forward_f16_coopmat_nv" && f->family == "coopmat"));
   CHECK((f->block_q == 64 && f->block_kv == 64 && f->workgroup_size == 128));  // 4 subgroups x 16 rows
-  CHECK(f->shared_memory_bytes == 2 * 64 * row_bytes + flag + coordinates);
+  CHECK(f->shared_memory_bytes == 2 * 64 * row_bytes + flag + coordinates + scratch);
   auto b = vkflash::attention::ChooseBackwardKernels(device, params, false);
   REQUIRE(b.ok());
   // dK/dV: 64 owned keys, 32 streamed rows (36 KB at D=128)
   CHECK((b->dkdv.kernel == "backward_dkdv_f16_coopmat_nv" && b->dkdv.block_kv == 64 && b->dkdv.block_q == 32));
   // V rows; a region for the K rows, then the Q and dO rows (2 x 32 = 64); their LSE, delta and
   // non-finite steps; the flag
-  CHECK(b->dkdv.shared_memory_bytes == (64 + 64) * row_bytes + 3 * 32 * 4 + flag + coordinates);
+  CHECK(b->dkdv.shared_memory_bytes == (64 + 64) * row_bytes + 3 * 32 * 4 + flag + coordinates + scratch);
   CHECK((b->dq.kernel == "backward_dq_f16_coopmat_nv" && b->dq.block_q == 64 && b->dq.block_kv == 64));
   CHECK((b->dkdv.family == "coopmat" && b->dq.family == "coopmat"));
 
-  SECTION("KHR kernels without the element copy add a scratch tile per subgroup, and take NV's tiles") {
+  SECTION("KHR kernels without the element copy take NV's tiles") {
     device.cooperative_matrix = vkflash::CooperativeMatrixApi::kKhr;
     auto khr = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(khr.ok());
     CHECK((khr->kernel == "forward_f16_coopmat_khr" && khr->block_q == 64 && khr->block_kv == 64));
-    CHECK(khr->shared_memory_bytes == 2 * 64 * row_bytes + flag + coordinates + 4 * 256 * 2);
+    CHECK(khr->shared_memory_bytes == 2 * 64 * row_bytes + flag + coordinates + scratch);
     params.shape.head_dim = 64;
     auto khr64 = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(khr64.ok());
@@ -573,7 +574,7 @@ TEST_CASE("subgroup-scope tensor-core tiles follow shared memory and workgroup l
     auto copy = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(copy.ok());
     CHECK((copy->block_kv == 128 &&
-           copy->shared_memory_bytes == 2 * 128 * (64 + 8) * 2 + flag + coordinates + 4 * 256 * 2));
+           copy->shared_memory_bytes == 2 * 128 * (64 + 8) * 2 + flag + coordinates + scratch));
   }
   SECTION("head dim 64: the KHR kernels with the element copy take 128-key tiles, which fit 48 KB there; NV 48") {
     params.shape.head_dim = 64;
@@ -586,7 +587,7 @@ TEST_CASE("subgroup-scope tensor-core tiles follow shared memory and workgroup l
     REQUIRE(khr.ok());
     CHECK((khr->kernel == "forward_f16_coopmat_khr" && khr->block_q == 64 && khr->block_kv == 128 &&
            khr->workgroup_size == 128));
-    CHECK(khr->shared_memory_bytes == 2 * 128 * (64 + 8) * 2 + flag + coordinates + 4 * 256 * 2);
+    CHECK(khr->shared_memory_bytes == 2 * 128 * (64 + 8) * 2 + flag + coordinates + scratch);
     params.shape.head_dim = 80;  // 128 keys would fit 48 KB (47 KB), but the entry is for D <= 64: 96
     auto khr80 = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(khr80.ok());
@@ -633,9 +634,9 @@ TEST_CASE("subgroup-scope tensor-core tiles follow shared memory and workgroup l
     REQUIRE(small_b.ok());
     CHECK((small_b->dkdv.kernel == "backward_dkdv_f16_coopmat_nv" && small_b->dkdv.block_kv == 16 &&
            small_b->dkdv.block_q == 16 && small_b->dkdv.workgroup_size == 32));
-    CHECK(small_b->dkdv.shared_memory_bytes == (16 + 32) * row_bytes + 3 * 16 * 4 + flag + coordinates);
+    CHECK(small_b->dkdv.shared_memory_bytes == (16 + 32) * row_bytes + 3 * 16 * 4 + flag + coordinates + scratch / 4);
     CHECK((small_b->dq.kernel == "backward_dq_f16_coopmat_nv" && small_b->dq.block_q == 16 && small_b->dq.block_kv == 16));
-    device.usable_shared_memory_bytes = 2 * 16 * row_bytes + flag + coordinates - 1;
+    device.usable_shared_memory_bytes = 2 * 16 * row_bytes + flag + coordinates + scratch / 4 - 1;  // one subgroup's
     auto none = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(none.ok());
     CHECK(none->cooperative_matrix == vkflash::CooperativeMatrixApi::kNone);
@@ -646,7 +647,7 @@ TEST_CASE("subgroup-scope tensor-core tiles follow shared memory and workgroup l
     REQUIRE(wide.ok());
     CHECK((wide->kernel == "forward_f16_coopmat_nv" && wide->block_q == 64 && wide->block_kv == 32 &&
            wide->workgroup_size == 128));
-    CHECK(wide->shared_memory_bytes == 2 * 32 * (256 + 8) * 2 + flag + coordinates);
+    CHECK(wide->shared_memory_bytes == 2 * 32 * (256 + 8) * 2 + flag + coordinates + scratch);
   }
 }
 

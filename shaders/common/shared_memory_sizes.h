@@ -85,8 +85,9 @@
 // coopmat/ (subgroup scope). float: the coordinate matrix (coopmat/coopmat_tiles.glsl, and the
 // layout probe).
 #define VKF_SMEM_CM_COORD_FLOATS 256
-// float16_t: KHR only, a 16 x 16 scratch per subgroup that turns an accumulator into an A operand.
-#define VKF_SMEM_CM_A_SCRATCH_HALVES(subgroups) ((subgroups) * 256)
+// uvec4: a 16 x 16 float16 block per subgroup, that row blocks of Q, dO, O, dQ, dK and dV pass
+// through, and (KHR) an accumulator on its way to an A operand.
+#define VKF_SMEM_CM_BLOCK_SCRATCH_U4(subgroups) ((subgroups) * 32)
 
 // dK/dV (coopmat/ and coopmat2/): rows [0, BLOCK_KV) hold V; the region after them first K (BLOCK_KV
 // rows), then each step's Q and dO rows (2 BLOCK_Q): as many rows as the larger of the two.

@@ -222,6 +222,6 @@ void main() {
   const float scale = pc.scale_log2 / LOG2E;
   [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) dk_acc[db] = dk_acc[db] * scale;
   // Rows [kv_len, kv_rows): zeros.
-  VKF_STORE_ROW_BLOCK(dk_acc, 0, dk_u4, dk_h, coord, k_base, k_stride, kv_begin + own_row, seq.kv_rows);
-  VKF_STORE_ROW_BLOCK(dv_acc, 0, dv_u4, dv_h, coord, v_base, v_stride, kv_begin + own_row, seq.kv_rows);
+  VKF_STORE_ROW_BLOCK(dk_acc, 0, dk_u4, k_base, k_stride, kv_begin + own_row, seq.kv_rows);
+  VKF_STORE_ROW_BLOCK(dv_acc, 0, dv_u4, v_base, v_stride, kv_begin + own_row, seq.kv_rows);
 }

@@ -75,8 +75,8 @@ void main() {
   for (uint i = gl_LocalInvocationIndex; i < BLOCK_KV; i += WORKGROUP_SIZE) key_nonfinite_step[i] = 0;
   const VKF_ACC coord = load_coordinates();  // (its barrier also publishes the zeros above)
   VKF_MAT_A q_frag[D_BLOCKS], do_frag[D_BLOCKS];
-  VKF_LOAD_ROW_BLOCK(q_frag, 0, q_u4, q_h, coord, q_base, q_stride, row0, q_len);
-  VKF_LOAD_ROW_BLOCK(do_frag, 0, do_u4, do_h, coord, do_base, do_stride, row0, q_len);
+  VKF_LOAD_ROW_BLOCK(q_frag, 0, q_u4, q_base, q_stride, row0, q_len);
+  VKF_LOAD_ROW_BLOCK(do_frag, 0, do_u4, do_base, do_stride, row0, q_len);
 
   // LSE (base 2, +inf where P must be 0) and delta of the lane's rows, per slot.
   const ScoreHead modifiers = score_head(batch, head);
@@ -157,5 +157,5 @@ void main() {
 
   const float scale = pc.scale_log2 / LOG2E;
   [[unroll]] for (uint db = 0; db < D_BLOCKS; ++db) dq_acc[db] = dq_acc[db] * scale;
-  VKF_STORE_ROW_BLOCK(dq_acc, 0, dq_u4, dq_h, coord, q_base, q_stride, row0, q_len);
+  VKF_STORE_ROW_BLOCK(dq_acc, 0, dq_u4, q_base, q_stride, row0, q_len);
 }

@@ -60,6 +60,12 @@ shared uint nonfinite_v;  // 1 once a tile that the band's edge crosses had an i
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_KV, KV_WORDS)
 
+// Q's and O's row blocks: through the subgroup's scratch (coopmat/coopmat_tiles.glsl) from head dim
+// 80, straight from and to memory up to 64. Measured on an H200 (docs/tuning-log.md, "row blocks
+// through a scratch"): the scratch ran D = 128 3.5% (KHR) and 5.7% (NV) faster, D = 64 9% and 8%
+// slower; the rest of the loop's register allocation moves with it. Head dims between are untimed.
+const bool ROW_BLOCKS_DIRECT = HEAD_DIM <= 64;
+
 void main() {
   const uint lane = gl_SubgroupInvocationID;
   const uint head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
@@ -82,7 +88,11 @@ void main() {
   // Q fragments (the scale is applied to S, so Q stays exactly as stored)
   VKF_MAT_A q_frag[M_BLOCKS * D_BLOCKS];
   [[unroll]] for (uint mb = 0; mb < M_BLOCKS; ++mb) {
-    VKF_LOAD_ROW_BLOCK(q_frag, mb * D_BLOCKS, q_u4, q_h, coord, q_base, q_stride, rows_begin + 16 * mb, q_len);
+    if (ROW_BLOCKS_DIRECT) {
+      VKF_LOAD_ROW_BLOCK_DIRECT(q_frag, mb * D_BLOCKS, q_u4, q_h, coord, q_base, q_stride, rows_begin + 16 * mb, q_len);
+    } else {
+      VKF_LOAD_ROW_BLOCK(q_frag, mb * D_BLOCKS, q_u4, q_base, q_stride, rows_begin + 16 * mb, q_len);
+    }
   }
 
   float m_run[M_BLOCKS * ROWS_PER_LANE];  // running row max of S (base 2), per (block, slot)
@@ -229,7 +239,11 @@ void main() {
 
   [[unroll]] for (uint mb = 0; mb < M_BLOCKS; ++mb) {
     const uint row0 = rows_begin + 16 * mb;
-    VKF_STORE_ROW_BLOCK(o_acc, mb * D_BLOCKS, o_u4, o_h, coord, o_base, o_stride, row0, q_len);
+    if (ROW_BLOCKS_DIRECT) {
+      VKF_STORE_ROW_BLOCK_DIRECT(o_acc, mb * D_BLOCKS, o_u4, o_h, coord, o_base, o_stride, row0, q_len);
+    } else {
+      VKF_STORE_ROW_BLOCK(o_acc, mb * D_BLOCKS, o_u4, o_base, o_stride, row0, q_len);
+    }
     if (WRITE_LSE && (lane & VKF_CM_ROW_LANE_MASK) == 0) {
       [[unroll]] for (uint i = 0; i < VKF_CM_ELEMENTS; ++i) {
         const uint r = row0 + cm_row(coord, i);

@@ -78,13 +78,12 @@ constexpr BackwardTile kNvDqTiles[] = {
 constexpr uint32_t kForwardMaxRowBlocksTimesDim = 256;
 constexpr uint32_t kBackwardMaxHeadDim = 128;
 
-// The coordinate matrix and the KHR kernels' accumulator-to-operand scratch, a 16x16 float16 tile
-// per subgroup (declared with the element copy too: sized by the specialization constant, it gave
-// wrong results on the H100's driver, docs/tuning-log.md "A operands by an element copy").
-uint32_t ScratchBytes(uint32_t subgroups, const DeviceInfo& device) {
-  const uint32_t coordinates = 4 * VKF_SMEM_CM_COORD_FLOATS;
-  if (device.cooperative_matrix != CooperativeMatrixApi::kKhr) return coordinates;
-  return coordinates + 2 * VKF_SMEM_CM_A_SCRATCH_HALVES(subgroups);
+// The coordinate matrix and the block scratch, a 16x16 float16 block per subgroup that row blocks
+// pass through (and, in the KHR kernels, accumulators on their way to A operands; declared with the
+// element copy too: sized by the specialization constant, it gave wrong results on the H100's
+// driver, docs/tuning-log.md "A operands by an element copy").
+uint32_t ScratchBytes(uint32_t subgroups) {
+  return 4 * VKF_SMEM_CM_COORD_FLOATS + 16 * VKF_SMEM_CM_BLOCK_SCRATCH_U4(subgroups);
 }
 
 // The tile overrides.coopmat_forward names (SxMxK), if any.
@@ -157,26 +156,26 @@ bool CoopmatBackend::Applies(const DeviceInfo& device, const AttentionParams& pa
          params.shape.head_dim % 16 == 0 && params.shape.head_dim <= 256;
 }
 
-uint32_t CoopmatForwardSharedBytes(uint32_t head_dim, uint32_t block_kv, uint32_t subgroups, const DeviceInfo& device) {
+uint32_t CoopmatForwardSharedBytes(uint32_t head_dim, uint32_t block_kv, uint32_t subgroups) {
   return 16 * VKF_SMEM_ROW_PAIR_U4(block_kv, VKF_TILE_STRIDE(VKF_ROW_U4(head_dim))) +
-         4 * VKF_SMEM_NONFINITE_FLAG_UINTS + ScratchBytes(subgroups, device);
+         4 * VKF_SMEM_NONFINITE_FLAG_UINTS + ScratchBytes(subgroups);
 }
 
 uint32_t CoopmatBackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed, uint32_t subgroups,
-                                    bool dkdv, const DeviceInfo& device) {
+                                    bool dkdv) {
   const uint32_t stride = VKF_TILE_STRIDE(VKF_ROW_U4(head_dim));
   const uint32_t rows_u4 = dkdv ? VKF_SMEM_DKDV_TILES_U4(owned, VKF_SMEM_DKDV_STREAM_ROWS(streamed, owned), stride)
                                 : VKF_SMEM_ROW_PAIR_U4(streamed, stride);
   const uint32_t row_floats = dkdv ? 2 * VKF_SMEM_ROW_FLOATS(streamed) : 0;  // the tile's LSE and delta
   const uint32_t nonfinite_uints = VKF_SMEM_NONFINITE_STEPS(streamed) + (dkdv ? VKF_SMEM_NONFINITE_FLAG_UINTS : 0);
-  return 16 * rows_u4 + 4 * (row_floats + nonfinite_uints) + ScratchBytes(subgroups, device);
+  return 16 * rows_u4 + 4 * (row_floats + nonfinite_uints) + ScratchBytes(subgroups);
 }
 
 Result<KernelChoice> CoopmatBackend::ChooseForward(const DeviceInfo& device, const AttentionParams& params,
                                                    const TileOverrides& overrides) const {
   const uint32_t head_dim = params.shape.head_dim;
   auto bytes = [&](const ForwardTile& tile) {
-    return CoopmatForwardSharedBytes(head_dim, tile.block_kv, tile.subgroups, device);
+    return CoopmatForwardSharedBytes(head_dim, tile.block_kv, tile.subgroups);
   };
   auto fits = [&](const ForwardTile& tile) {  // a forced tile's max_head_dim is 256: any head dim
     return head_dim <= tile.max_head_dim && tile.m_blocks * head_dim <= kForwardMaxRowBlocksTimesDim &&
@@ -196,7 +195,7 @@ Result<BackwardKernelChoice> CoopmatBackend::ChooseBackward(const DeviceInfo& de
   if (head_dim > kBackwardMaxHeadDim) return NoTensorCoreTile(params);
   auto choose = [&](bool dkdv) -> Result<KernelChoice> {
     auto bytes = [&](const BackwardTile& tile) {
-      return CoopmatBackwardSharedBytes(head_dim, 16 * tile.subgroups, tile.streamed, tile.subgroups, dkdv, device);
+      return CoopmatBackwardSharedBytes(head_dim, 16 * tile.subgroups, tile.streamed, tile.subgroups, dkdv);
     };
     auto fits = [&](const BackwardTile& tile) {
       return head_dim <= tile.max_head_dim &&

@@ -36,14 +36,14 @@ class CoopmatBackend final : public KernelBackend {
 };
 
 // Shared memory of the forward: K and V tiles with padded rows, the non-finite flag, the
-// coordinate matrix, and (KHR) the per-subgroup accumulator-to-operand scratch.
-uint32_t CoopmatForwardSharedBytes(uint32_t head_dim, uint32_t block_kv, uint32_t subgroups, const DeviceInfo& device);
+// coordinate matrix, and the per-subgroup block scratch (row blocks; KHR: accumulators to A operands).
+uint32_t CoopmatForwardSharedBytes(uint32_t head_dim, uint32_t block_kv, uint32_t subgroups);
 
 // Shared memory of the gradient kernels: dK/dV its `owned` V rows and a region that holds its K rows
 // once, then each step's Q and dO tiles of `streamed` rows; dQ two streamed tiles (K and V); the
 // streamed rows' non-finite steps, per-row LSE and delta and the non-finite flag (dK/dV), the
 // scratch as in the forward.
 uint32_t CoopmatBackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed, uint32_t subgroups,
-                                    bool dkdv, const DeviceInfo& device);
+                                    bool dkdv);
 
 }  // namespace vkflash::attention

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# 2026-11-28 (fifth session), issue 22: the subgroup-scope kernels' row blocks (Q and dO in, O, dQ,
+# dK and dV out) through a 16x16 scratch per subgroup, one way for full and partial blocks, where a
+# matrix load or store straight from memory sat beside an element-by-element path for blocks past
+# the last row. The first run (tools/lab/runs/2026-11-28-khr-local-memory.sh) found that removing
+# the element-by-element path (timing-only: wrong for partial blocks) ran the KHR backward 1.5x
+# faster. build-lab/new: the change; build-lab/base: 842bd77; build-lab/full: 842bd77 with the
+# element-by-element paths removed (that first run's fwd_full, the bound).
+# Second run: the forward's Q load and O store each either through the scratch or as before (a
+# matrix load / store from memory beside the element-by-element path), because the first run's
+# forward at D = 64 ran slower through the scratch: build-lab/fwd_qbranch (Q as before),
+# fwd_obranch (O as before), fwd_bothbranch (both as before), made by tools/lab/build_variant.py
+# with "@FILE": the change's forward with 842bd77's two macros pasted in as *_BRANCH.
+# Third run, the change as committed: the forward takes the scratch from head dim 80 and the
+# direct way up to 64 (the second run's best per head dim); build-lab/new against build-lab/base
+# (`confirm`), then the tests with each extension forced (`tests`).
+# Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-28-khr-row-blocks.sh stats|bench|forward|confirm|tests`.
+part=${1:-bench}
+source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, sweep, catch_tests, report, the rows
+
+family_rows() {
+  local k
+  for k in coopmat_khr coopmat_nv; do
+    echo "-- $k"
+    run --kernel $k --b 4 --h "$2" --n 4096 --d "$1" --mode both
+  done
+}
+
+case "$part" in
+  stats)
+    for v in base new full; do
+      for k in coopmat_khr coopmat_nv; do
+        for d in 64 128; do
+          echo "== $v $k D=$d"
+          VKFLASH_PIPELINE_STATISTICS=1 build-lab/$v/vkflash bench --no-naive --runs 1 --warmup 1 --min-time-ms 0 \
+            --kernel $k --b 1 --h 2 --n 1024 --d $d --mode both 2>&1 | grep -oE "(forward|backward_d\w+)_f16_coopmat_\w+ \[.*" |
+            sed -E 's/ \[[0-9,]+\]//; s/Stack Size=[0-9]+ //'
+        done
+      done
+    done
+    ;;
+  bench)
+    sweep 2 "128 64" "base new full" family_rows
+    for limit in 32768 16384; do
+      for k in coopmat_khr coopmat_nv; do
+        for v in base new; do
+          cli=build-lab/$v/vkflash
+          echo "== $v $k D=128 limit $limit"
+          VKFLASH_MAX_SHARED_BYTES=$limit run --kernel $k --b 4 --h 16 --n 4096 --d 128 --mode both
+        done
+      done
+    done
+    for v in base new; do
+      cli=build-lab/$v/vkflash
+      echo "== $v short rows (B = 16, N = 1024, D = 128)"
+      run --kernel coopmat_khr --b 16 --h 16 --n 1024 --d 128 --mode both
+    done
+    ;;
+  forward)
+    fwd_rows() {
+      local k
+      for k in coopmat_khr coopmat_nv; do run --kernel $k --b 4 --h "$2" --n 4096 --d "$1" --mode fwd; done
+    }
+    sweep 2 "64 128" "base new fwd_qbranch fwd_obranch fwd_bothbranch" fwd_rows
+    ;;
+  confirm)
+    sweep 1 "128 64" "base new" family_rows
+    ;;
+  tests)
+    build=build-lab/new
+    spec='"forward matches the float64*","forward with a custom*","forward with large*","causal rows*","forward results are bit*","LSE is optional*","layouts: *","varlen: *","KV lengths*","[nonfinite]","backward matches the float64*","sliding windows: backward*","softcap: *","masks: forward*","masks: backward*","cooperative-matrix*"'
+    for k in coopmat_khr coopmat_nv; do
+      TEST_TIMEOUT=${TEST_TIMEOUT:-420} catch_tests "$k" "$spec" VKFLASH_KERNELS=$k &
+    done
+    small='"forward matches the float64*","backward matches the float64*","causal rows*","layouts: *","varlen: *"'
+    TEST_TIMEOUT=${TEST_TIMEOUT:-420} catch_tests khr-16384 "$small" VKFLASH_KERNELS=coopmat_khr VKFLASH_MAX_SHARED_BYTES=16384 &
+    wait
+    report coopmat_khr coopmat_nv khr-16384
+    ;;
+esac
