@@ -602,22 +602,23 @@ TEST_CASE("subgroup-scope tensor-core tiles follow shared memory and workgroup l
     REQUIRE(khr_32k.ok());
     CHECK((khr_32k->block_q == 64 && khr_32k->block_kv == 96));
   }
-  SECTION("head dim 64, backward: 64 streamed keys in the KHR dQ kernel, 64 streamed rows in the NV dK/dV one") {
+  SECTION("head dim 64, backward: 64 streamed rows in both dK/dV kernels, 32 streamed keys in the NV dQ one") {
     params.shape.head_dim = 64;
     auto nv = vkflash::attention::ChooseBackwardKernels(device, params, false);
     REQUIRE(nv.ok());
     CHECK((nv->dkdv.block_kv == 64 && nv->dkdv.block_q == 64));  // owned keys, streamed rows
-    CHECK((nv->dq.block_q == 64 && nv->dq.block_kv == 64));
+    CHECK((nv->dq.block_q == 64 && nv->dq.block_kv == 32));
     device.cooperative_matrix = vkflash::CooperativeMatrixApi::kKhr;
     device.cooperative_matrix_a_copy = true;
     auto khr = vkflash::attention::ChooseBackwardKernels(device, params, false);
     REQUIRE(khr.ok());
-    CHECK((khr->dkdv.kernel == "backward_dkdv_f16_coopmat_khr" && khr->dkdv.block_kv == 64 && khr->dkdv.block_q == 32));
+    CHECK((khr->dkdv.kernel == "backward_dkdv_f16_coopmat_khr" && khr->dkdv.block_kv == 64 && khr->dkdv.block_q == 64));
     CHECK((khr->dq.kernel == "backward_dq_f16_coopmat_khr" && khr->dq.block_q == 64 && khr->dq.block_kv == 64));
-    params.shape.head_dim = 128;  // the KHR dQ kernel keeps 32 streamed keys there
+    params.shape.head_dim = 128;  // dK/dV's 64 streamed rows are for D <= 64; the KHR dQ kernel keeps 64 keys
     auto khr_128 = vkflash::attention::ChooseBackwardKernels(device, params, false);
     REQUIRE(khr_128.ok());
-    CHECK((khr_128->dq.block_q == 64 && khr_128->dq.block_kv == 32));
+    CHECK((khr_128->dkdv.block_kv == 64 && khr_128->dkdv.block_q == 32));
+    CHECK((khr_128->dq.block_q == 64 && khr_128->dq.block_kv == 64));
   }
   SECTION("less shared memory: smaller tiles, then the scalar kernels") {
     device.usable_shared_memory_bytes = 32768;  // 64 keys need 35 KB at D=128: 48

@@ -14,7 +14,14 @@
 # Third run, the change as committed: the forward takes the scratch from head dim 80 and the
 # direct way up to 64 (the second run's best per head dim); build-lab/new against build-lab/base
 # (`confirm`), then the tests with each extension forced (`tests`).
-# Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-28-khr-row-blocks.sh stats|bench|forward|confirm|tests`.
+# Fourth run (`tables`): the gradient kernels' tile tables again, since they were measured with
+# the element-by-element row blocks; variants of the change's coopmat_backend.cc by
+# tools/lab/build_variant.py: build-lab/khr_dkdv64 (KHR dK/dV {4, 64, 64} first: 64 streamed rows
+# at D <= 64), khr_dq64 (KHR dQ 64 streamed keys at every head dim), nv_dkdv32 (NV dK/dV without
+# its {4, 64, 64} entry), nv_dq32 (NV dQ without its {4, 64} entry: 32 keys first).
+# Fifth run: build-lab/new with the tables that won (KHR dK/dV 64 streamed rows at D <= 64, KHR dQ
+# 64 streamed keys everywhere, NV dQ 32 at D <= 64): `confirm` against 842bd77 and `tests`.
+# Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-28-khr-row-blocks.sh stats|bench|forward|confirm|tests|tables`.
 part=${1:-bench}
 source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, sweep, catch_tests, report, the rows
 
@@ -65,6 +72,13 @@ case "$part" in
     ;;
   confirm)
     sweep 1 "128 64" "base new" family_rows
+    ;;
+  tables)
+    bwd_rows() {
+      local k
+      for k in coopmat_khr coopmat_nv; do run --kernel $k --b 4 --h "$2" --n 4096 --d "$1" --mode bwd; done
+    }
+    sweep 2 "64 128" "new khr_dkdv64 khr_dq64 nv_dkdv32 nv_dq32" bwd_rows
     ;;
   tests)
     build=build-lab/new
