@@ -552,7 +552,7 @@ TEST_CASE("subgroup-scope tensor-core tiles follow shared memory and workgroup l
   CHECK(f->shared_memory_bytes == 2 * 64 * row_bytes + flag + coordinates + scratch);
   auto b = vkflash::attention::ChooseBackwardKernels(device, params, false);
   REQUIRE(b.ok());
-  // dK/dV: 64 owned keys, 32 streamed rows (36 KB at D=128)
+  // dK/dV: 64 owned keys, 32 streamed rows (37 KB at D=128)
   CHECK((b->dkdv.kernel == "backward_dkdv_f16_coopmat_nv" && b->dkdv.block_kv == 64 && b->dkdv.block_q == 32));
   // V rows; a region for the K rows, then the Q and dO rows (2 x 32 = 64); their LSE, delta and
   // non-finite steps; the flag
@@ -619,13 +619,18 @@ TEST_CASE("subgroup-scope tensor-core tiles follow shared memory and workgroup l
     REQUIRE(khr_128.ok());
     CHECK((khr_128->dkdv.block_kv == 64 && khr_128->dkdv.block_q == 32));
     CHECK((khr_128->dq.block_q == 64 && khr_128->dq.block_kv == 64));
+    device.usable_shared_memory_bytes = 32768;  // no 4-subgroup dK/dV tile fits: one subgroup before two
+    auto khr_32k = vkflash::attention::ChooseBackwardKernels(device, params, false);
+    REQUIRE(khr_32k.ok());
+    CHECK((khr_32k->dkdv.block_kv == 16 && khr_32k->dkdv.block_q == 16 && khr_32k->dkdv.workgroup_size == 32));
+    CHECK((khr_32k->dq.block_q == 64 && khr_32k->dq.block_kv == 32));
   }
   SECTION("less shared memory: smaller tiles, then the scalar kernels") {
-    device.usable_shared_memory_bytes = 32768;  // 64 keys need 35 KB at D=128: 48
+    device.usable_shared_memory_bytes = 32768;  // 64 keys need 37 KB at D=128: 48
     auto mid = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(mid.ok());
     CHECK((mid->block_q == 64 && mid->block_kv == 48 && mid->workgroup_size == 128));
-    device.usable_shared_memory_bytes = 16384;  // 32-key tiles need 18 KB: 16 keys, two row blocks a subgroup
+    device.usable_shared_memory_bytes = 16384;  // 32-key tiles need 20 KB: 16 keys, two row blocks a subgroup
     auto small = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(small.ok());
     CHECK((small->kernel == "forward_f16_coopmat_nv" && small->block_q == 128 && small->block_kv == 16 &&

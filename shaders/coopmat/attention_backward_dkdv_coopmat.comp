@@ -46,9 +46,7 @@ layout(std430, set = 0, binding = VKF_BWD_BINDING_K) readonly buffer k_block { u
 layout(std430, set = 0, binding = VKF_BWD_BINDING_V) readonly buffer v_block { uvec4 v_u4[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_DO) readonly buffer do_block { uvec4 do_u4[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_DK) writeonly buffer dk_u4_block { uvec4 dk_u4[]; };
-layout(std430, set = 0, binding = VKF_BWD_BINDING_DK) writeonly buffer dk_h_block { float16_t dk_h[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_DV) writeonly buffer dv_u4_block { uvec4 dv_u4[]; };
-layout(std430, set = 0, binding = VKF_BWD_BINDING_DV) writeonly buffer dv_h_block { float16_t dv_h[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_LSE) readonly buffer lse_block { float lse_data[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_DELTA) readonly buffer delta_block { float delta_data[]; };
 

@@ -37,13 +37,10 @@ const uint ROWS_PER_LANE = VKF_CM_ROWS_PER_LANE;
 #include "common/nonfinite.glsl"
 
 layout(std430, set = 0, binding = VKF_BWD_BINDING_Q) readonly buffer q_u4_block { uvec4 q_u4[]; };
-layout(std430, set = 0, binding = VKF_BWD_BINDING_Q) readonly buffer q_h_block { float16_t q_h[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_K) readonly buffer k_block { uvec4 k_u4[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_V) readonly buffer v_block { uvec4 v_u4[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_DO) readonly buffer do_u4_block { uvec4 do_u4[]; };
-layout(std430, set = 0, binding = VKF_BWD_BINDING_DO) readonly buffer do_h_block { float16_t do_h[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_DQ) writeonly buffer dq_u4_block { uvec4 dq_u4[]; };
-layout(std430, set = 0, binding = VKF_BWD_BINDING_DQ) writeonly buffer dq_h_block { float16_t dq_h[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_LSE) readonly buffer lse_block { float lse_data[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_DELTA) readonly buffer delta_block { float delta_data[]; };
 

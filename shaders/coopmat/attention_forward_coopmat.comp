@@ -63,7 +63,7 @@ VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_K
 // Q's and O's row blocks: through the subgroup's scratch (coopmat/coopmat_tiles.glsl) from head dim
 // 80, straight from and to memory up to 64. Measured on an H200 (docs/tuning-log.md, "row blocks
 // through a scratch"): the scratch ran D = 128 3.5% (KHR) and 5.7% (NV) faster, D = 64 9% and 8%
-// slower; the rest of the loop's register allocation moves with it. Head dims between are untimed.
+// slower; the rest of the loop's register allocation moves with it. Other head dims are untimed.
 const bool ROW_BLOCKS_DIRECT = HEAD_DIM <= 64;
 
 void main() {

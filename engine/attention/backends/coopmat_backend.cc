@@ -62,7 +62,9 @@ struct BackwardTile {
 };
 constexpr BackwardTile kKhrDkdvTiles[] = {
     {4, 64, 64},  // D = 64: 1.08x 32 streamed rows (H200)
-    {4, 32}, {4, 16}, {2, 32}, {2, 16}, {1, 16},
+    {4, 32}, {4, 16},
+    {1, 16},  // D = 128 at 32 KB: 1.16x {2, 32} (H200, since the scratch)
+    {2, 32}, {2, 16},
 };
 constexpr BackwardTile kNvDkdvTiles[] = {
     {4, 64, 64},  // D = 64: 1.035x 32 streamed rows (KHR: 1.004x); H200 since the scratch 1.10x
@@ -84,9 +86,10 @@ constexpr uint32_t kForwardMaxRowBlocksTimesDim = 256;
 constexpr uint32_t kBackwardMaxHeadDim = 128;
 
 // The coordinate matrix and the block scratch, a 16x16 float16 block per subgroup that row blocks
-// pass through (and, in the KHR kernels, accumulators on their way to A operands; declared with the
-// element copy too: sized by the specialization constant, it gave wrong results on the H100's
-// driver, docs/tuning-log.md "A operands by an element copy").
+// pass through and, in the KHR kernels, accumulators on their way to A operands. Every kernel
+// declares it whole, also where nothing uses it (the forward at head dims <= 64 with the element
+// copy): sizing it by VKF_CM_A_LIKE_ACC gave wrong results on the H100's driver (docs/tuning-log.md,
+// "A operands by an element copy").
 uint32_t ScratchBytes(uint32_t subgroups) {
   return 4 * VKF_SMEM_CM_COORD_FLOATS + 16 * VKF_SMEM_CM_BLOCK_SCRATCH_U4(subgroups);
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # 2026-11-28 (fifth session), issue 22: where the KHR subgroup-scope kernels' local memory comes
-# from. The driver's statistics give the KHR forward 400 bytes of local memory at D = 128 with
+# from. The driver's statistics give the KHR forward 384 bytes of local memory at D = 128 with
 # registers to spare (docs/tuning-log.md, "the subgroup-scope kernels' accumulators in local
 # memory"). Timing-only variants of 842bd77, made by tools/lab/build_variant.py (their output is
 # wrong only where the removed code would have run):

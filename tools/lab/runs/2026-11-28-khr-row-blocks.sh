@@ -21,7 +21,14 @@
 # its {4, 64, 64} entry), nv_dq32 (NV dQ without its {4, 64} entry: 32 keys first).
 # Fifth run: build-lab/new with the tables that won (KHR dK/dV 64 streamed rows at D <= 64, KHR dQ
 # 64 streamed keys everywhere, NV dQ 32 at D <= 64): `confirm` against 842bd77 and `tests`.
-# Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-28-khr-row-blocks.sh stats|bench|forward|confirm|tests|tables`.
+# Sixth run (`small`): the KHR backward ran faster at 16 KB (its 16x16 tiles, one subgroup) than at
+# 32 KB in the first run; build-lab/khr_small: both KHR gradient tables with {1, 16} first.
+# Seventh run (`small-split`): which of the two kernels gains at 32 KB: build-lab/small_dkdv and
+# small_dq, each with only its own table's {1, 16} first.
+# Eighth run (`final-tests`): build-lab/new as committed (the KHR dK/dV table's {1, 16} before
+# {2, 32}; the backward kernels' unused float16 buffer views deleted): the backward references,
+# layouts and varlen with each extension forced, and KHR at 32 KB.
+# Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-28-khr-row-blocks.sh stats|bench|forward|confirm|tests|tables|small|small-split|final-tests`.
 part=${1:-bench}
 source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, sweep, catch_tests, report, the rows
 
@@ -79,6 +86,36 @@ case "$part" in
       for k in coopmat_khr coopmat_nv; do run --kernel $k --b 4 --h "$2" --n 4096 --d "$1" --mode bwd; done
     }
     sweep 2 "64 128" "new khr_dkdv64 khr_dq64 nv_dkdv32 nv_dq32" bwd_rows
+    ;;
+  small)
+    for d in 128 64; do
+      for limit in 49152 32768; do
+        for v in new khr_small; do
+          cli=build-lab/$v/vkflash
+          echo "== $v D=$d limit $limit"
+          VKFLASH_MAX_SHARED_BYTES=$limit run --kernel coopmat_khr --b 4 --h $((2048 / d)) --n 4096 --d $d --mode bwd
+        done
+      done
+    done
+    ;;
+  small-split)
+    for round in 1 2; do
+      for v in new small_dkdv small_dq khr_small; do
+        cli=build-lab/$v/vkflash
+        echo "== $v D=128 limit 32768 round $round"
+        VKFLASH_MAX_SHARED_BYTES=32768 run --kernel coopmat_khr --b 4 --h 16 --n 4096 --d 128 --mode bwd
+      done
+    done
+    ;;
+  final-tests)
+    build=build-lab/new
+    spec='"backward matches the float64*","layouts: *","varlen: *"'
+    for k in coopmat_khr coopmat_nv; do
+      TEST_TIMEOUT=${TEST_TIMEOUT:-150} catch_tests "final-$k" "$spec" VKFLASH_KERNELS=$k &
+    done
+    TEST_TIMEOUT=${TEST_TIMEOUT:-150} catch_tests final-khr-32768 "$spec" VKFLASH_KERNELS=coopmat_khr VKFLASH_MAX_SHARED_BYTES=32768 &
+    wait
+    report final-coopmat_khr final-coopmat_nv final-khr-32768
     ;;
   tests)
     build=build-lab/new
