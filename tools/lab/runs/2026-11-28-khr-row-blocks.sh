@@ -32,11 +32,12 @@
 part=${1:-bench}
 source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, sweep, catch_tests, report, the rows
 
+# family_rows D H: both subgroup-scope extensions at B = 4, N = 4096, --mode $MODE (both unless set).
 family_rows() {
   local k
   for k in coopmat_khr coopmat_nv; do
     echo "-- $k"
-    run --kernel $k --b 4 --h "$2" --n 4096 --d "$1" --mode both
+    run --kernel $k --b 4 --h "$2" --n 4096 --d "$1" --mode "${MODE:-both}"
   done
 }
 
@@ -71,21 +72,13 @@ case "$part" in
     done
     ;;
   forward)
-    fwd_rows() {
-      local k
-      for k in coopmat_khr coopmat_nv; do run --kernel $k --b 4 --h "$2" --n 4096 --d "$1" --mode fwd; done
-    }
-    sweep 2 "64 128" "base new fwd_qbranch fwd_obranch fwd_bothbranch" fwd_rows
+    MODE=fwd sweep 2 "64 128" "base new fwd_qbranch fwd_obranch fwd_bothbranch" family_rows
     ;;
   confirm)
     sweep 1 "128 64" "base new" family_rows
     ;;
   tables)
-    bwd_rows() {
-      local k
-      for k in coopmat_khr coopmat_nv; do run --kernel $k --b 4 --h "$2" --n 4096 --d "$1" --mode bwd; done
-    }
-    sweep 2 "64 128" "new khr_dkdv64 khr_dq64 nv_dkdv32 nv_dq32" bwd_rows
+    MODE=bwd sweep 2 "64 128" "new khr_dkdv64 khr_dq64 nv_dkdv32 nv_dq32" family_rows
     ;;
   small)
     for d in 128 64; do
