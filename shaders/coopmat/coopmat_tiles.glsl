@@ -28,6 +28,11 @@ const uint CM_BLOCK_WORDS = 32;  // uvec4 words of one block
 // Words of a block each lane copies (lanes past the block's words copy none).
 const uint CM_BLOCK_WORDS_PER_LANE = (CM_BLOCK_WORDS + VKF_CM_SUBGROUP_SIZE - 1) / VKF_CM_SUBGROUP_SIZE;
 
+// The uvec4 word in memory of a row block's word w (of CM_BLOCK_WORDS) in its 16 x 16 block `block`:
+// half w % 2 of that block's 16 halves in row `row` (= the block's first row + w / 2). head_base
+// and stride in halves, multiples of 8. A macro, so that the loads and stores compile as before.
+#define VKF_CM_BLOCK_WORD(head_base, stride, row, block, w) (((head_base) + (row) * (stride)) / 8 + 2 * (block) + (w) % 2)
+
 // Statement: loads the 16 x HEAD_DIM rows from row `row0` of a float16 tensor (element
 // head_base + row * stride + column; head_base and stride multiples of 8) into the A operands
 // frags[first .. first + D_BLOCKS); rows >= row_end read as zeros. Each 16 x 16 block goes through
@@ -45,7 +50,7 @@ const uint CM_BLOCK_WORDS_PER_LANE = (CM_BLOCK_WORDS + VKF_CM_SUBGROUP_SIZE - 1)
         const uint w_ = gl_SubgroupInvocationID + j_ * VKF_CM_SUBGROUP_SIZE, r_ = (row0) + w_ / 2;        \
         words_[kb_ * CM_BLOCK_WORDS_PER_LANE + j_] = uvec4(0);                                            \
         if (w_ < CM_BLOCK_WORDS && r_ < (row_end)) {                                                      \
-          words_[kb_ * CM_BLOCK_WORDS_PER_LANE + j_] = buffer_u4[((head_base) + r_ * (stride)) / 8 + 2 * kb_ + w_ % 2]; \
+          words_[kb_ * CM_BLOCK_WORDS_PER_LANE + j_] = buffer_u4[VKF_CM_BLOCK_WORD(head_base, stride, r_, kb_, w_)]; \
         }                                                                                                 \
       }                                                                                                   \
     }                                                                                                     \
@@ -72,7 +77,7 @@ const uint CM_BLOCK_WORDS_PER_LANE = (CM_BLOCK_WORDS + VKF_CM_SUBGROUP_SIZE - 1)
     [[unroll]] for (uint j_ = 0; j_ < CM_BLOCK_WORDS_PER_LANE; ++j_) {                                    \
       const uint w_ = gl_SubgroupInvocationID + j_ * VKF_CM_SUBGROUP_SIZE, r_ = (row0) + w_ / 2;          \
       if (w_ < CM_BLOCK_WORDS && r_ < (row_end)) {                                                        \
-        buffer_u4[((head_base) + r_ * (stride)) / 8 + 2 * db_ + w_ % 2] = cm_block_scratch[CM_BLOCK_SCRATCH + w_]; \
+        buffer_u4[VKF_CM_BLOCK_WORD(head_base, stride, r_, db_, w_)] = cm_block_scratch[CM_BLOCK_SCRATCH + w_]; \
       }                                                                                                   \
     }                                                                                                     \
     subgroupBarrier();  /* the next block overwrites the scratch */                                       \
