@@ -50,14 +50,15 @@ StateParts MakeStateParts(const DeviceInfo& device, const CallLayout& call, VkDe
   return parts;
 }
 
-// A chunked forward: O so far in vec4 rows; per row the max and each lane's sum (rows of the
-// planning shape: [B, Hq, the longest q_len]).
+// A chunked forward: O so far in vec4 rows; per row the max, each lane's sum and (the register-tiled
+// kernel's compensated sums) each lane's correction (rows of the planning shape: [B, Hq, the longest
+// q_len]).
 StateParts ForwardStateParts(const DeviceInfo& device, const CallLayout& call, const KernelChoice& choice,
                              bool chunked) {
   const AttentionShape& shape = call.planning.shape;
   if (!chunked) return MakeStateParts(device, call, 0, 0);
   return MakeStateParts(device, call, shape.lse_elements() * ((shape.head_dim + 3) / 4) * 16,
-                        shape.lse_elements() * (choice.threads_per_row + 1) * sizeof(float));
+                        shape.lse_elements() * (2 * choice.threads_per_row + 1) * sizeof(float));
 }
 
 bool IsDecode(const KernelChoice& choice) { return choice.family == "decode"; }

@@ -48,6 +48,7 @@ const uint GLOBAL_ROW_WORDS = HEAD_DIM / GLOBAL_COLS;
 const uint WORDS_PER_THREAD = ROW_WORDS / THREADS_PER_ROW;      // of O: words lane, lane + THREADS_PER_ROW, ...
 const uint VEC4_PER_THREAD = WORDS_PER_THREAD * WORD_COLS / 4;  // ...as vec4 accumulators
 const uint HEAD_VEC4 = HEAD_DIM / 4;                            // a row of the chunked state
+const uint ROW_STATE_FLOATS = 2 * THREADS_PER_ROW + 1;          // per row: m, the lanes' l, their l_error
 // Loops unrolled by hand: the driver does not unroll one whose trip count is a specialization
 // constant, and their index, compare and branch cost issue slots (3-5%: docs/tuning-log.md).
 const uint S_UNROLL = VKF_TILED_FORWARD_S_WORDS_PER_STEP;
@@ -225,7 +226,10 @@ void main() {
 
   // Per row r of this invocation (query q_begin + row0 + r): the running max of S (base 2, the same
   // in every lane of the row group), this lane's share of the running sum, its columns of O.
-  float m[ROWS_PER_THREAD], l[ROWS_PER_THREAD];
+  // l is a compensated sum, l_error its correction: a row whose largest key holds P = 1 and whose
+  // other keys hold P near float32's epsilon (an LSE near 0) lost the low bits of their sums to
+  // one rounding per tile and per reduction step (docs/tuning-log.md, "the scalar forward's row sums").
+  float m[ROWS_PER_THREAD], l[ROWS_PER_THREAD], l_error[ROWS_PER_THREAD];
   vec4 acc[ROWS_PER_THREAD][VEC4_PER_THREAD];
   uint row_first_key[ROWS_PER_THREAD], row_keys[ROWS_PER_THREAD];  // row r sees keys [row_first_key[r], row_keys[r])
   float sink_m, sink_l;  // where each row's softmax starts: from the sink, if any (lane 0's share holds it)
@@ -235,6 +239,7 @@ void main() {
   [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
     m[r] = sink_m;
     l[r] = lane == 0 ? sink_l : 0.0;
+    l_error[r] = 0.0;
     [[unroll]] for (uint i = 0; i < VEC4_PER_THREAD; ++i) acc[r][i] = vec4(0.0);
     row_first_key[r] = row_keys_begin(q_begin + row0 + r, q_len, kv_len);
     row_keys[r] = row_keys_end(q_begin + row0 + r, q_len, kv_len);
@@ -246,8 +251,9 @@ void main() {
       const uint q_row = q_begin + row0 + r;
       if (q_row >= q_len) continue;
       const uint row_index = (batch * pc.q_heads + head) * pc.q_len + q_row;
-      m[r] = row_state[row_index * (THREADS_PER_ROW + 1)];
-      l[r] = row_state[row_index * (THREADS_PER_ROW + 1) + 1 + lane];
+      m[r] = row_state[row_index * ROW_STATE_FLOATS];
+      l[r] = row_state[row_index * ROW_STATE_FLOATS + 1 + lane];
+      l_error[r] = row_state[row_index * ROW_STATE_FLOATS + 1 + THREADS_PER_ROW + lane];
       [[unroll]] for (uint i = 0; i < VEC4_PER_THREAD; ++i) acc[r][i] = o_state[row_index * HEAD_VEC4 + acc_column(i)];
     }
   }
@@ -327,7 +333,11 @@ void main() {
         p_tile[(row0 + r) * P_STRIDE + lane + j * THREADS_PER_ROW] = p_t(stored_p);
         tile_sum += stored_p * tile_scale[r];  // P = exp2(S - m_new)
       }
-      l[r] = l[r] * alpha + tile_sum;
+      precise float scaled_l = l[r] * alpha;
+      precise float scale_error = fma(l[r], alpha, -scaled_l);  // exact where fma is fused
+      float add_error;
+      two_sum(scaled_l, tile_sum, l[r], add_error);
+      l_error[r] = l_error[r] * alpha + (scale_error + add_error);
       [[unroll]] for (uint i = 0; i < VEC4_PER_THREAD; ++i) acc[r][i] *= alpha;
       m[r] = m_new;
     }
@@ -352,8 +362,9 @@ void main() {
       if (q_row >= q_len) continue;
       const uint row_index = (batch * pc.q_heads + head) * pc.q_len + q_row;
       [[unroll]] for (uint i = 0; i < VEC4_PER_THREAD; ++i) o_state[row_index * HEAD_VEC4 + acc_column(i)] = acc[r][i];
-      if (lane == 0) row_state[row_index * (THREADS_PER_ROW + 1)] = m[r];
-      row_state[row_index * (THREADS_PER_ROW + 1) + 1 + lane] = l[r];
+      if (lane == 0) row_state[row_index * ROW_STATE_FLOATS] = m[r];
+      row_state[row_index * ROW_STATE_FLOATS + 1 + lane] = l[r];
+      row_state[row_index * ROW_STATE_FLOATS + 1 + THREADS_PER_ROW + lane] = l_error[r];
     }
     return;
   }
@@ -361,7 +372,7 @@ void main() {
   // Epilogue: O = acc / l, LSE = ln(l) + m. A row that saw no key: O = 0, LSE = -inf; a NaN score
   // made l NaN, and then O and LSE are NaN.
   [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
-    const float row_l = row_sum(l[r]);
+    const float row_l = row_sum_compensated(l[r], l_error[r]);
     const uint q_row = q_begin + row0 + r;
     if (q_row >= q_len) continue;
     const float inv_l = row_l == 0.0 ? 0.0 : 1.0 / row_l;
