@@ -6,8 +6,11 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <iomanip>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -351,8 +354,16 @@ TEST_CASE("chunked passes carry infinities and NaNs as one pass does", "[nonfini
     REQUIRE(a.size() == b.size());
     size_t i = 0;
     while (i < a.size() && (SameBits(a[i], b[i]) || (std::isnan(a[i]) && std::isnan(b[i])))) ++i;
-    INFO("first difference at element " << i << " of " << a.size()
-                                        << (i < a.size() ? ": chunked " + std::to_string(a[i]) + ", whole " + std::to_string(b[i]) : ""));
+    std::ostringstream first_difference;
+    first_difference << "first difference at element " << i << " of " << a.size();
+    if (i < a.size()) {
+      uint32_t a_bits, b_bits;
+      std::memcpy(&a_bits, &a[i], 4);
+      std::memcpy(&b_bits, &b[i], 4);
+      first_difference << std::setprecision(9) << ": chunked " << a[i] << " (0x" << std::hex << a_bits << "), whole "
+                       << b[i] << " (0x" << b_bits << ")";
+    }
+    INFO(first_difference.str());
     REQUIRE(i == a.size());
   };
   // The kernels each context runs (where they differ, so may their roundings).

@@ -13,6 +13,8 @@
 #include "common/shared_memory_sizes.h"
 
 // a + b = sum + error exactly (Knuth's TwoSum); `precise` keeps the compiler from folding it away.
+// For finite a and b; an inf operand makes the error NaN (the forward's row sums are finite or NaN:
+// every P is at most 1).
 void two_sum(float a, float b, out float sum, out float error) {
   precise float s = a + b;
   precise float b_part = s - a;
