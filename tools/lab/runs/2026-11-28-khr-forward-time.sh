@@ -30,6 +30,21 @@ part=${1:-first}
 source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, sweep, catch_tests, report, the rows
 
 khr_forward() { run --kernel coopmat_khr --b 4 --h "$2" --n 4096 --d "$1" --mode fwd; }
+# Both subgroup-scope extensions' forwards.
+family_forward() {
+  local k
+  for k in coopmat_khr coopmat_nv; do echo "-- $k"; run --kernel $k --b 4 --h "$2" --n 4096 --d "$1" --mode fwd; done
+}
+# khr_statistics BUILD...: the KHR forward's statistics per build at D = 64 and 128.
+khr_statistics() {
+  local v d
+  for v in "$@"; do
+    for d in 64 128; do
+      echo "== $v D=$d statistics"
+      statistics "$v" coopmat_khr "$d" fwd
+    done
+  done
+}
 
 case "$part" in
   first)
@@ -39,45 +54,25 @@ case "$part" in
       echo "== tile $tile D=128"
       VKFLASH_COOPMAT_FORWARD_TILE=$tile run --kernel coopmat_khr --b 4 --h 16 --n 4096 --d 128 --mode fwd
     done
-    echo "== statistics"
-    for d in 64 128; do
-      VKFLASH_PIPELINE_STATISTICS=1 build-lab/new/vkflash bench --no-naive --runs 1 --warmup 1 --min-time-ms 0 \
-        --kernel coopmat_khr --b 1 --h 2 --n 1024 --d $d --mode fwd 2>&1 | grep -oE "forward_f16_coopmat_\w+ \[.*" |
-        sed -E 's/ \[[0-9,]+\]//; s/Stack Size=[0-9]+ //'
-    done
+    khr_statistics new
     sass new --kernel coopmat_khr --b 1 --h 2 --n 1024 --d 128 --mode fwd
     ;;
   local)
-    for v in new norescale tmpscale matscale nofix noepi tmpnofix; do
-      for d in 64 128; do
-        echo "== $v D=$d statistics"
-        VKFLASH_PIPELINE_STATISTICS=1 build-lab/$v/vkflash bench --no-naive --runs 1 --warmup 1 --min-time-ms 0 \
-          --kernel coopmat_khr --b 1 --h 2 --n 1024 --d $d --mode fwd 2>&1 | grep -oE "forward_f16_coopmat_\w+ \[.*" |
-          sed -E 's/ \[[0-9,]+\]//; s/Stack Size=[0-9]+ //'
-      done
-    done
+    khr_statistics new norescale tmpscale matscale nofix noepi tmpnofix
     sweep 1 "128 64" "new norescale tmpscale matscale nofix noepi tmpnofix" khr_forward
     ;;
   local2)
-    for v in new noelem matall; do
-      for d in 64 128; do
-        echo "== $v D=$d statistics"
-        VKFLASH_PIPELINE_STATISTICS=1 build-lab/$v/vkflash bench --no-naive --runs 1 --warmup 1 --min-time-ms 0 \
-          --kernel coopmat_khr --b 1 --h 2 --n 1024 --d $d --mode fwd 2>&1 | grep -oE "forward_f16_coopmat_\w+ \[.*" |
-          sed -E 's/ \[[0-9,]+\]//; s/Stack Size=[0-9]+ //'
-      done
-    done
+    khr_statistics new noelem matall
     sweep 1 "128 64" "new norescale matscale noelem matall" khr_forward
     sass matall --kernel coopmat_khr --b 1 --h 2 --n 1024 --d 128 --mode fwd
     ;;
   kept)
-    family_forward() {
-      local k
-      for k in coopmat_khr coopmat_nv; do echo "-- $k"; run --kernel $k --b 4 --h "$2" --n 4096 --d "$1" --mode fwd; done
+    family_forward_causal() {
+      family_forward "$@"
       echo "-- coopmat_khr causal"
       run --kernel coopmat_khr --b 4 --h "$2" --n 4096 --d "$1" --mode fwd --causal
     }
-    sweep 2 "128 64" "base new keep14 novote" family_forward
+    sweep 2 "128 64" "base new keep14 novote" family_forward_causal
     build=build-lab/new
     spec='"forward matches the float64*","forward with a custom*","forward with large*","causal rows*","forward results are bit*","LSE is optional*","layouts: *","varlen: *","KV lengths*","[nonfinite]","sliding windows: *","softcap: *","masks: forward*","masks: keys far*","[sinks]","[alibi]"'
     for k in coopmat_khr coopmat_nv; do
@@ -87,10 +82,6 @@ case "$part" in
     report kept-coopmat_khr kept-coopmat_nv
     ;;
   coord)
-    family_forward() {
-      local k
-      for k in coopmat_khr coopmat_nv; do echo "-- $k"; run --kernel $k --b 4 --h "$2" --n 4096 --d "$1" --mode fwd; done
-    }
     sweep 2 "128 64" "base coordreload" family_forward
     ;;
 esac

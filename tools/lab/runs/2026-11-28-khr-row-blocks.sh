@@ -47,9 +47,7 @@ case "$part" in
       for k in coopmat_khr coopmat_nv; do
         for d in 64 128; do
           echo "== $v $k D=$d"
-          VKFLASH_PIPELINE_STATISTICS=1 build-lab/$v/vkflash bench --no-naive --runs 1 --warmup 1 --min-time-ms 0 \
-            --kernel $k --b 1 --h 2 --n 1024 --d $d --mode both 2>&1 | grep -oE "(forward|backward_d\w+)_f16_coopmat_\w+ \[.*" |
-            sed -E 's/ \[[0-9,]+\]//; s/Stack Size=[0-9]+ //'
+          statistics "$v" "$k" "$d" both
         done
       done
     done
