@@ -346,7 +346,6 @@ TEST_CASE("the keys of the next head in memory have no effect on a head's last, 
 // state in the workspace: a NaN or inf met in one chunk must carry into the next as in one pass.
 TEST_CASE("chunked passes carry infinities and NaNs as one pass does", "[nonfinite][long][knobs]") {
   Context& chunked = SharedContext(Knobs::kSmallLoopBudget);
-  Context& whole = SharedContext(Knobs::kDevice);
   REQUIRE(chunked.device_info().shader_loop_budget == 4000);
   // a (chunked) and b (whole) hold the same bits, NaNs of any payload alike; a failure names the
   // first element that differs.
@@ -366,17 +365,6 @@ TEST_CASE("chunked passes carry infinities and NaNs as one pass does", "[nonfini
     INFO(first_difference.str());
     REQUIRE(i == a.size());
   };
-  // The kernels each context runs (where they differ, so may their roundings).
-  const auto kernels = [](Context& context, const AttentionParams& params) {
-    auto forward = context.ChooseForwardKernel(params);
-    auto backward = context.ChooseBackwardKernels(params);
-    REQUIRE((forward.ok() && backward.ok()));
-    const auto name = [](const KernelChoice& c) {
-      return c.kernel + " " + std::to_string(c.block_q) + "x" + std::to_string(c.block_kv) + "/" +
-             std::to_string(c.threads_per_row);
-    };
-    return name(*forward) + ", " + name(backward->dkdv) + ", " + name(backward->dq);
-  };
   for (const bool causal : {false, true}) {
     AttentionParams p;
     p.shape = {1, 2, 1, 300, 700, 64};
@@ -385,12 +373,17 @@ TEST_CASE("chunked passes carry infinities and NaNs as one pass does", "[nonfini
     auto workspace = chunked.ForwardWorkspaceBytes(p);
     REQUIRE(workspace.ok());
     REQUIRE(*workspace > 0);  // chunked indeed
+    const std::unique_ptr<Context> same_tiles = SameTilesContext(chunked, p);
+    Context& whole = *same_tiles;
+    auto whole_workspace = whole.ForwardWorkspaceBytes(p);
+    REQUIRE(whole_workspace.ok());
+    REQUIRE(*whole_workspace == 0);  // one pass
+    INFO("kernels: " << KernelsDescription(chunked, p));
     const BackwardRun base = RunBackwardCase(whole, p, 41);
     const AttentionShape& s = p.shape;
     // A key early in the first chunk and one late in the last; a query row in the middle.
     for (float poison : kPoisons) {
       INFO(Describe(p) << ", keys 10 and 650 of V, row 150 of Q = " << poison);
-      INFO("chunked: " << kernels(chunked, p) << "; whole: " << kernels(whole, p));
       std::vector<float> q = base.q, v = base.v;
       SetRow(&v, s, s.kv_heads, s.kv_len, 10, poison);
       SetRow(&v, s, s.kv_heads, s.kv_len, 650, poison, 5);

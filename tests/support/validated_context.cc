@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 
 namespace vkflash::testing {
 namespace {
@@ -54,6 +55,60 @@ Context& SharedContext(Knobs knobs) {
     slot = std::move(context).value();
   }
   return *slot;
+}
+
+std::string KernelsDescription(Context& context, const AttentionParams& params) {
+  auto forward = context.ChooseForwardKernel(params);
+  auto backward = context.ChooseBackwardKernels(params);
+  REQUIRE((forward.ok() && backward.ok()));
+  const auto name = [](const KernelChoice& c) {
+    return c.kernel + " " + std::to_string(c.block_q) + "x" + std::to_string(c.block_kv) + "/" +
+           std::to_string(c.threads_per_row);
+  };
+  return name(*forward) + ", " + name(backward->dkdv) + ", " + name(backward->dq);
+}
+
+namespace {
+
+// Tile overrides under which a context runs the scalar kernels and tiles `context` picks for
+// `params` (a per-row gradient kernel beside a register-tiled one cannot be forced: SameTilesContext
+// compares the choices).
+TileOverrides SameScalarTiles(Context& context, const AttentionParams& params) {
+  auto forward = context.ChooseForwardKernel(params);
+  auto backward = context.ChooseBackwardKernels(params);
+  REQUIRE((forward.ok() && backward.ok()));
+  const auto tiled = [](const KernelChoice& c) { return c.kernel.find("_tiled_") != std::string::npos; };
+  // OxSxTxR of a register-tiled kernel: owned rows, streamed rows, invocations per row group, rows
+  // per invocation.
+  const auto tile = [](uint32_t owned, uint32_t streamed, const KernelChoice& c) {
+    return std::to_string(owned) + "x" + std::to_string(streamed) + "x" + std::to_string(c.threads_per_row) + "x" +
+           std::to_string(owned * c.threads_per_row / c.workgroup_size);
+  };
+  TileOverrides overrides;
+  const KernelChoice& f = *forward;
+  overrides.scalar_forward = tiled(f) ? tile(f.block_q, f.block_kv, f)
+                                      : std::to_string(f.block_q) + "x" + std::to_string(f.block_kv) + "x" +
+                                            std::to_string(f.threads_per_row);
+  const KernelChoice &dkdv = backward->dkdv, &dq = backward->dq;
+  overrides.scalar_backward = tiled(dkdv) || tiled(dq) ? (tiled(dkdv) ? tile(dkdv.block_kv, dkdv.block_q, dkdv) : "") +
+                                                             "," + (tiled(dq) ? tile(dq.block_q, dq.block_kv, dq) : "")
+                                                       : "per-row";
+  return overrides;
+}
+
+}  // namespace
+
+std::unique_ptr<Context> SameTilesContext(Context& chunked, const AttentionParams& params) {
+  ContextOptions options = ValidatedOptions();
+  options.tile_overrides = SameScalarTiles(chunked, params);
+  auto created = Context::Create(options);
+  INFO(created.status().ToString());
+  REQUIRE(created.ok());
+  std::unique_ptr<Context> whole = std::move(created).value();
+  const std::string chunked_kernels = KernelsDescription(chunked, params), whole_kernels = KernelsDescription(*whole, params);
+  INFO("chunked: " << chunked_kernels << "; same tiles: " << whole_kernels);
+  REQUIRE(chunked_kernels == whole_kernels);
+  return whole;
 }
 
 void ReleaseSharedContexts() { g_contexts.clear(); }

@@ -5,6 +5,7 @@
 
 #include <vkflash/device_info.hpp>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,17 @@ void ReleaseSharedContexts();
 
 // Options with validation on and messages going to the record.
 ContextOptions ValidatedOptions();
+
+// The kernels and tiles a context picks for `params`: "forward, dK/dV, dQ", each as
+// "kernel OxS/T" (block_q x block_kv / invocations per row).
+std::string KernelsDescription(Context& context, const AttentionParams& params);
+
+// A validated context with the device's own loop budget (none, or lavapipe's) that runs the scalar
+// kernels and tiles `chunked` (a context with a small loop budget) picks for `params`: what a
+// chunked call is compared with bit for bit, in one pass or in fewer, longer chunks. Without the
+// overrides a device without a budget picks larger tiles, whose sums round differently. REQUIREs
+// that both contexts then choose the same kernels.
+std::unique_ptr<Context> SameTilesContext(Context& chunked, const AttentionParams& params);
 
 // Adds a message to the record (for test code that makes its own Vulkan instance).
 void RecordValidationMessage(MessageSeverity severity, const std::string& message);

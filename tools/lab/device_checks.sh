@@ -41,6 +41,11 @@ VKFLASH_KERNELS=coopmat_nv python3 tests/cli_numpy_crosscheck.py "$build/vkflash
 if declare -F trixie_run >/dev/null; then
   echo "Catch2 suite, trixie validation layer, auto kernels:"
   trixie_run "$build/tests/vkflash_tests" "~[cli]" | grep -E -A12 "FAILED|passed|failed"
+  # The scalar family takes every knob; the loop budget's chunked-pass tests compare it with itself.
+  echo "Catch2 suite, trixie validation layer, VKFLASH_KERNELS=scalar, with and without subgroup operations:"
+  VKFLASH_KERNELS=scalar trixie_run "$build/tests/vkflash_tests" "~[cli]" | grep -E -A12 "FAILED|passed|failed"
+  VKFLASH_KERNELS=scalar VKFLASH_DISABLE_SUBGROUP_OPS=1 trixie_run "$build/tests/vkflash_tests" "~[cli]" |
+    grep -E -A12 "FAILED|passed|failed"
   for family in coopmat_khr coopmat_nv; do
     echo "Catch2 suite, trixie validation layer, VKFLASH_KERNELS=$family:"
     VKFLASH_KERNELS=$family trixie_run "$build/tests/vkflash_tests" "~[cli]~[knobs]~[adopt]~[instrument]" |
