@@ -158,6 +158,14 @@ TEST_CASE("chunked passes give the same bits as one pass", "[long][knobs]") {
     REQUIRE((dkdv_plan.ok() && dq_plan.ok()));
     CHECK(dkdv_plan->chunks > 1);
     CHECK(dq_plan->chunks > 1);
+    // ... against both gradient kernels in one pass (the same kernels: SameTilesContext checked).
+    const auto whole_dkdv_plan = attention::PlanChunks(whole.device_info(), attention::ScalarDkdvLoopCost(dkdv, 64),
+                                                       CeilDiv(p.shape.q_len, dkdv.block_q) * 2, 1);
+    const auto whole_dq_plan = attention::PlanChunks(whole.device_info(), attention::ScalarDqLoopCost(choice->dq, 64),
+                                                     CeilDiv(p.shape.kv_len, choice->dq.block_kv), choice->dq.block_kv);
+    REQUIRE((whole_dkdv_plan.ok() && whole_dq_plan.ok()));
+    CHECK(whole_dkdv_plan->chunks == 1);
+    CHECK(whole_dq_plan->chunks == 1);
     const BackwardRun c = RunBackwardCase(chunked, p, 32), d = RunBackwardCase(whole, p, 32);
     CHECK(c.dq == d.dq);
     CHECK(c.dk == d.dk);
@@ -170,6 +178,15 @@ TEST_CASE("chunked passes give the same bits as one pass", "[long][knobs]") {
   auto q = RandomValues(p.shape.q_elements(), p.dtype, 33, 300.0f), k = RandomValues(p.shape.kv_elements(), p.dtype, 34, 40.0f);
   auto v = RandomValues(p.shape.kv_elements(), p.dtype, 35);
   const std::unique_ptr<Context> whole = SameTilesContext(chunked, p);
+  auto forward = chunked.ChooseForwardKernel(p);
+  REQUIRE(forward.ok());
+  const auto forward_chunks = [&](Context& context) {
+    auto plan = attention::PlanChunks(context.device_info(), attention::ScalarForwardLoopCost(*forward, 64, false),
+                                      CeilDiv(p.shape.kv_len, forward->block_kv), forward->block_kv);
+    REQUIRE(plan.ok());
+    return plan->chunks;
+  };
+  CHECK(forward_chunks(chunked) > forward_chunks(*whole));
   const ForwardRun a = RunForwardWith(chunked, p, q, k, v), b = RunForwardWith(*whole, p, q, k, v);
   CHECK(a.o == b.o);
   CHECK(a.lse == b.lse);

@@ -556,30 +556,48 @@ TEST_CASE("masks: the decode kernels skip a key tile only where the mask closes 
 
 TEST_CASE("masks: loops of more than 1024 tiles skip closed tiles past the first 1024 too", "[forward][backward][mask]") {
   // The coopmat2 forward and dK/dV kernels find the closed tiles of their loop's first 1024 tiles
-  // up front and read the summary at each later step (common/closed_tiles.glsl): 70000 keys are
-  // 1094 of the forward's 64-key tiles, 50000 query rows 1042 of dK/dV's 48-row steps at head dim
-  // 128 (the H100's tiles). At least 128 keys from 69120, whole key tiles of each kernel that runs
-  // (48-key tiles of the NV subgroup-scope forward at head dim 32 included), are closed for every
-  // row and NaN in K and V: a kernel that visited them would return NaN (a blocked key's K and V
-  // must be finite where its tile is visited: docs/design.md). Other families run their walks here.
+  // up front and read the summary at each later step (common/closed_tiles.glsl); other families
+  // walk the summary (common/score_mod.glsl). The shapes are sized from the tiles of the kernels
+  // that run: 1094 of the forward's key tiles (70016 keys with the H100's 64), then 1042 of the
+  // dK/dV kernel's query steps (50016 rows with its 48 at head dim 128). In the first, at least
+  // 128 keys from the forward's tile 1080, rounded down to whole tiles of all three kernels' keys,
+  // are closed for every row and NaN in K and V: the contract wants a blocked key's K and V finite
+  // (docs/design.md), broken here on purpose, so that a kernel that visited those tiles would return NaN.
   Context& context = SharedContext(Knobs::kDevice);
   uint32_t seed = 26800;
-  for (const AttentionShape& shape : {AttentionShape{1, 1, 1, 100, 70000, 32}, AttentionShape{1, 1, 1, 50000, 96, 128}}) {
-    AttentionParams p = MakeParams(shape, DataType::kFloat16, false);
+  for (const bool long_keys : {true, false}) {
+    AttentionParams p = MakeParams(long_keys ? AttentionShape{1, 1, 1, 100, 70000, 32} : AttentionShape{1, 1, 1, 50000, 96, 128},
+                                   DataType::kFloat16, false);
     p.mask = Mask(MaskType::kFloat16, false, false, true, true);
-    INFO(Describe(p) << MaskName(p.mask));
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
-    // Whole tiles of the forward's and both gradient kernels' keys; past the second shape's keys:
-    // none closed there.
     auto forward_kernel = context.ChooseForwardKernel(p);
     auto backward_kernels = context.ChooseBackwardKernels(p);
     REQUIRE((forward_kernel.ok() && backward_kernels.ok()));
-    const uint32_t tile = std::lcm(forward_kernel->block_kv,
-                                   std::lcm(backward_kernels->dkdv.block_kv, backward_kernels->dq.block_kv));
-    const uint32_t closed_begin = 69120 / tile * tile, closed_end = closed_begin + (128 + tile - 1) / tile * tile;
-    INFO("keys [" << closed_begin << ", " << closed_end << ") closed");
-    REQUIRE(closed_end <= 70000);
+    const KernelChoice chosen_forward = *forward_kernel, chosen_dkdv = backward_kernels->dkdv;
+    if (long_keys) {
+      p.shape.kv_len = 1094 * chosen_forward.block_kv;
+    } else {
+      p.shape.q_len = 1042 * chosen_dkdv.block_q;
+    }
+    forward_kernel = context.ChooseForwardKernel(p);
+    backward_kernels = context.ChooseBackwardKernels(p);
+    REQUIRE((forward_kernel.ok() && backward_kernels.ok()));
+    REQUIRE(forward_kernel->block_kv == chosen_forward.block_kv);  // the sizes hold for the kernels that run
+    REQUIRE(backward_kernels->dkdv.block_q == chosen_dkdv.block_q);
+    const AttentionShape& shape = p.shape;
+    INFO(Describe(p) << MaskName(p.mask) << "; " << KernelsDescription(context, p));
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
+    uint32_t closed_begin = 0, closed_end = 0;  // none closed in the second shape
+    if (long_keys) {
+      const uint32_t tile = std::lcm(forward_kernel->block_kv,
+                                     std::lcm(backward_kernels->dkdv.block_kv, backward_kernels->dq.block_kv));
+      REQUIRE(tile > 0);
+      closed_begin = 1080 * forward_kernel->block_kv / tile * tile;
+      closed_end = closed_begin + (128 + tile - 1) / tile * tile;
+      INFO("keys [" << closed_begin << ", " << closed_end << ") closed");
+      REQUIRE(closed_begin / forward_kernel->block_kv >= 1024);
+      REQUIRE(closed_end <= shape.kv_len);
+    }
     ScoreValues values;
     values.mask.resize(MaskElements(p));
     for (uint32_t i = 0; i < shape.q_len; ++i)

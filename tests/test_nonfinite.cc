@@ -370,6 +370,7 @@ TEST_CASE("chunked passes carry infinities and NaNs as one pass does", "[nonfini
     p.shape = {1, 2, 1, 300, 700, 64};
     p.dtype = DataType::kFloat32;  // scalar kernels on every device
     p.causal = causal;
+    INFO("kernels: " << KernelsDescription(chunked, p));
     auto workspace = chunked.ForwardWorkspaceBytes(p);
     REQUIRE(workspace.ok());
     REQUIRE(*workspace > 0);  // chunked indeed
@@ -378,7 +379,6 @@ TEST_CASE("chunked passes carry infinities and NaNs as one pass does", "[nonfini
     auto whole_workspace = whole.ForwardWorkspaceBytes(p);
     REQUIRE(whole_workspace.ok());
     REQUIRE(*whole_workspace == 0);  // one pass
-    INFO("kernels: " << KernelsDescription(chunked, p));
     const BackwardRun base = RunBackwardCase(whole, p, 41);
     const AttentionShape& s = p.shape;
     // A key early in the first chunk and one late in the last; a query row in the middle.

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Issue 24's consumer routes, end to end (a CTest test; tests/CMakeLists.txt): installs the build
 # of this tree into WORK/prefix, then builds the README's C and C++ examples outside the tree
-# against
-#   (a) the installed CMake package (find_package(vkflash)),
+# (tests/consumers/CMakeLists.txt) against
+#   (a) the installed CMake package (find_package(vkflash)), the library as this tree built it
+#       (static by default),
 #   (b) the installed pkg-config file, with the compilers alone (cc / c++ and pkg-config --static),
-#   (c) the sources through add_subdirectory: the C++ program with BUILD_SHARED_LIBS=ON (whose
-#       libvkflash.so must export only vkf* and the public vkflash:: API, with a versioned SONAME),
-#       the C program with the static library,
+#   (c) the sources through add_subdirectory with BUILD_SHARED_LIBS=ON (whose libvkflash.so must
+#       export only vkf* and the public vkflash:: API, with a versioned SONAME); one build for both
+#       programs, since each add_subdirectory build compiles the whole library again,
 # and runs each on the default device (lavapipe in CI) under the validation layer: each checks its
 # result and exits non-zero on a wrong one; a validation message fails the run too.
 # Usage: run.sh SOURCE_DIR BUILD_DIR WORK_DIR
@@ -27,12 +28,10 @@ cmake --install "$build" --prefix "$prefix" >/dev/null
 echo "ok   cmake --install $build --prefix $prefix"
 
 # (a) find_package, from the install alone.
-for lang in c cpp; do
-  cmake -S "$src/tests/consumers/$lang" -B "$work/$lang-package" -DCMAKE_BUILD_TYPE=Release \
-        -DVKFLASH_CONSUME=package -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
-  cmake --build "$work/$lang-package" >/dev/null
-  run_example "$lang, find_package(vkflash)" "$work/$lang-package/${lang}_consumer"
-done
+cmake -S "$src/tests/consumers" -B "$work/package" -DCMAKE_BUILD_TYPE=Release \
+      -DVKFLASH_CONSUME=package -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$work/package" -j"$(nproc)" >/dev/null
+for lang in c cpp; do run_example "$lang, find_package(vkflash)" "$work/package/${lang}_consumer"; done
 
 # (b) pkg-config, the compilers alone.
 pc=$(find "$prefix" -name vkflash.pc)
@@ -44,24 +43,21 @@ run_example "c, cc \$(pkg-config --cflags --libs --static vkflash)" "$work/c_pkg
 c++ -std=c++20 "$examples/readme_example.cc" $flags -o "$work/cpp_pkgconfig"
 run_example "cpp, c++ \$(pkg-config --cflags --libs --static vkflash)" "$work/cpp_pkgconfig"
 
-# (c) add_subdirectory: the C++ program on the shared library, the C one on the static one.
-for config in "cpp ON" "c OFF"; do
-  set -- $config
-  cmake -S "$src/tests/consumers/$1" -B "$work/$1-subdirectory" -DCMAKE_BUILD_TYPE=Release \
-        -DVKFLASH_CONSUME=subdirectory -DVKFLASH_SOURCE_DIR="$src" -DBUILD_SHARED_LIBS="$2" >/dev/null
-  cmake --build "$work/$1-subdirectory" -j"$(nproc)" >/dev/null
-  run_example "$1, add_subdirectory (BUILD_SHARED_LIBS=$2)" "$work/$1-subdirectory/${1}_consumer"
-done
+# (c) add_subdirectory, the shared library.
+cmake -S "$src/tests/consumers" -B "$work/subdirectory" -DCMAKE_BUILD_TYPE=Release \
+      -DVKFLASH_CONSUME=subdirectory -DVKFLASH_SOURCE_DIR="$src" -DBUILD_SHARED_LIBS=ON >/dev/null
+cmake --build "$work/subdirectory" -j"$(nproc)" >/dev/null
+for lang in c cpp; do run_example "$lang, add_subdirectory (BUILD_SHARED_LIBS=ON)" "$work/subdirectory/${lang}_consumer"; done
 # The subproject built the library alone: none of vkflash's tools, samples or tests.
 for target in vkflash vkflash_tests vkflash-viewer; do
-  if find "$work/cpp-subdirectory/vkflash" -name "$target" -type f -perm -u+x | grep -q .; then
+  if find "$work/subdirectory/vkflash" -name "$target" -type f -perm -u+x | grep -q .; then
     echo "FAIL add_subdirectory built $target"; exit 1
   fi
 done
 echo "ok   add_subdirectory builds the library alone"
 
 # The shared library's surface.
-so=$(find "$work/cpp-subdirectory/vkflash" -name "libvkflash.so.*.*.*" -type f)
+so=$(find "$work/subdirectory/vkflash" -name "libvkflash.so.*.*.*" -type f)
 soname=$(readelf -d "$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 version=$(sed -n 's/^#define VKFLASH_VERSION_\(MAJOR\|MINOR\) \([0-9]*\)/\2/p' "$src/include/vkflash/version.h" | paste -sd.)
 [ "$soname" = "libvkflash.so.$version" ] || { echo "FAIL SONAME '$soname', expected libvkflash.so.$version"; exit 1; }

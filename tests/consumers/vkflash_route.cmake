@@ -1,4 +1,4 @@
-# How a consumer project (c/, cpp/) gets vkflash::vkflash: VKFLASH_CONSUME=package (find_package
+# How the consumer project (CMakeLists.txt here) gets vkflash::vkflash: VKFLASH_CONSUME=package (find_package
 # of an install) or subdirectory (add_subdirectory of VKFLASH_SOURCE_DIR, as FetchContent does).
 set(VKFLASH_CONSUME package CACHE STRING "package or subdirectory")
 set(VKFLASH_SOURCE_DIR "" CACHE PATH "vkflash's sources, for VKFLASH_CONSUME=subdirectory")

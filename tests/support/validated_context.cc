@@ -7,6 +7,8 @@
 #include <mutex>
 #include <string>
 
+#include "attention/backends/scalar_backend.h"
+
 namespace vkflash::testing {
 namespace {
 
@@ -63,36 +65,44 @@ std::string KernelsDescription(Context& context, const AttentionParams& params) 
   REQUIRE((forward.ok() && backward.ok()));
   const auto name = [](const KernelChoice& c) {
     return c.kernel + " " + std::to_string(c.block_q) + "x" + std::to_string(c.block_kv) + "/" +
-           std::to_string(c.threads_per_row);
+           std::to_string(c.threads_per_row) + " (" + std::to_string(c.workgroup_size) + ")";
   };
   return name(*forward) + ", " + name(backward->dkdv) + ", " + name(backward->dq);
 }
 
 namespace {
 
+// OxSxTxR of a register-tiled scalar kernel (ContextOptions::tile_overrides): owned rows, streamed
+// rows, invocations per row group, rows per invocation.
+std::string TiledOverride(uint32_t owned, uint32_t streamed, const KernelChoice& c) {
+  return std::to_string(owned) + "x" + std::to_string(streamed) + "x" + std::to_string(c.threads_per_row) + "x" +
+         std::to_string(owned * c.threads_per_row / c.workgroup_size);
+}
+
 // Tile overrides under which a context runs the scalar kernels and tiles `context` picks for
-// `params` (a per-row gradient kernel beside a register-tiled one cannot be forced: SameTilesContext
-// compares the choices).
+// `params`. Not every choice can be forced (SameTilesContext compares the choices and fails where
+// they differ): a per-row gradient kernel beside a register-tiled one, shared-memory against
+// subgroup reductions, and K staged as floats (the _kf32 forwards) follow from the tile and the
+// context's limits.
 TileOverrides SameScalarTiles(Context& context, const AttentionParams& params) {
   auto forward = context.ChooseForwardKernel(params);
   auto backward = context.ChooseBackwardKernels(params);
   REQUIRE((forward.ok() && backward.ok()));
-  const auto tiled = [](const KernelChoice& c) { return c.kernel.find("_tiled_") != std::string::npos; };
-  // OxSxTxR of a register-tiled kernel: owned rows, streamed rows, invocations per row group, rows
-  // per invocation.
-  const auto tile = [](uint32_t owned, uint32_t streamed, const KernelChoice& c) {
-    return std::to_string(owned) + "x" + std::to_string(streamed) + "x" + std::to_string(c.threads_per_row) + "x" +
-           std::to_string(owned * c.threads_per_row / c.workgroup_size);
-  };
+  const KernelChoice &f = *forward, &dkdv = backward->dkdv, &dq = backward->dq;
+  REQUIRE((f.family == "scalar" && dkdv.family == "scalar" && dq.family == "scalar"));
   TileOverrides overrides;
-  const KernelChoice& f = *forward;
-  overrides.scalar_forward = tiled(f) ? tile(f.block_q, f.block_kv, f)
-                                      : std::to_string(f.block_q) + "x" + std::to_string(f.block_kv) + "x" +
-                                            std::to_string(f.threads_per_row);
-  const KernelChoice &dkdv = backward->dkdv, &dq = backward->dq;
-  overrides.scalar_backward = tiled(dkdv) || tiled(dq) ? (tiled(dkdv) ? tile(dkdv.block_kv, dkdv.block_q, dkdv) : "") +
-                                                             "," + (tiled(dq) ? tile(dq.block_q, dq.block_kv, dq) : "")
-                                                       : "per-row";
+  overrides.scalar_forward = attention::IsTiledForward(f)
+                                 ? TiledOverride(f.block_q, f.block_kv, f)
+                                 : std::to_string(f.block_q) + "x" + std::to_string(f.block_kv) + "x" +
+                                       std::to_string(f.threads_per_row);  // QxKxT of the per-row kernel
+  const bool tiled_dkdv = attention::IsTiledBackward(dkdv), tiled_dq = attention::IsTiledBackward(dq);
+  if (tiled_dkdv || tiled_dq) {
+    const std::string dkdv_tile = tiled_dkdv ? TiledOverride(dkdv.block_kv, dkdv.block_q, dkdv) : "";
+    const std::string dq_tile = tiled_dq ? TiledOverride(dq.block_q, dq.block_kv, dq) : "";
+    overrides.scalar_backward = dkdv_tile + "," + dq_tile;
+  } else {
+    overrides.scalar_backward = "per-row";
+  }
   return overrides;
 }
 
@@ -105,7 +115,8 @@ std::unique_ptr<Context> SameTilesContext(Context& chunked, const AttentionParam
   INFO(created.status().ToString());
   REQUIRE(created.ok());
   std::unique_ptr<Context> whole = std::move(created).value();
-  const std::string chunked_kernels = KernelsDescription(chunked, params), whole_kernels = KernelsDescription(*whole, params);
+  const std::string chunked_kernels = KernelsDescription(chunked, params);
+  const std::string whole_kernels = KernelsDescription(*whole, params);
   INFO("chunked: " << chunked_kernels << "; same tiles: " << whole_kernels);
   REQUIRE(chunked_kernels == whole_kernels);
   return whole;

@@ -30,14 +30,16 @@ void ReleaseSharedContexts();
 ContextOptions ValidatedOptions();
 
 // The kernels and tiles a context picks for `params`: "forward, dK/dV, dQ", each as
-// "kernel OxS/T" (block_q x block_kv / invocations per row).
+// "kernel QxK/T (W)": query rows x key rows per tile (for dK/dV the queries are the streamed side),
+// invocations per row, invocations per workgroup.
 std::string KernelsDescription(Context& context, const AttentionParams& params);
 
 // A validated context with the device's own loop budget (none, or lavapipe's) that runs the scalar
-// kernels and tiles `chunked` (a context with a small loop budget) picks for `params`: what a
-// chunked call is compared with bit for bit, in one pass or in fewer, longer chunks. Without the
-// overrides a device without a budget picks larger tiles, whose sums round differently. REQUIREs
-// that both contexts then choose the same kernels.
+// kernels and tiles `chunked` picks for `params`: what a chunked call is compared with bit for
+// bit, in one pass or in fewer, longer chunks. `chunked` differs from the device's context only in
+// its small loop budget (Knobs::kSmallLoopBudget); without the overrides a device without a budget
+// picks larger tiles, whose sums round differently. REQUIREs scalar kernels, and that both
+// contexts then choose the same kernels (not every choice can be forced).
 std::unique_ptr<Context> SameTilesContext(Context& chunked, const AttentionParams& params);
 
 // Adds a message to the record (for test code that makes its own Vulkan instance).

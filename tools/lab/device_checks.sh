@@ -1,10 +1,34 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, from the project's root, with what tools/lab/gpu_env.sh lists in .gpu/
 # and .gl/, and a build in build-gpu/:
-#   device run, carry [".gpu", ".gl", "build-gpu"]: bash tools/lab/device_checks.sh
-# Prints the device, vkflash's choices, CPU-checked forward runs, and the test suite.
+#   device run, carry [".gpu", ".gl", "build-gpu"]: bash tools/lab/device_checks.sh [checks | suite FAMILY]
+# `checks` (the default) prints the device, vkflash's choices, CPU-checked forward runs, and the
+# tests that start processes; `suite FAMILY` runs the Catch2 suite with the kernels FAMILY names
+# (auto, scalar, scalar-nosubgroup, coopmat_khr, coopmat_nv): one suite takes minutes, and a
+# device command at most ten.
 set -uo pipefail
 source tools/lab/gpu_env.sh  # loader, driver, validation layers, $build, trixie_run
+
+if [ "${1:-checks}" = suite ]; then
+  # The Catch2 suite (all but the CLI tests, which start bookworm processes) under Debian trixie's
+  # loader and validation layer 1.4.309, which know both extensions (.gpu/trixie, from
+  # tools/lab/fetch-trixie-layer.sh). auto: the kernels it picks (VK_NV_cooperative_matrix2 on
+  # NVIDIA); scalar, with and without subgroup operations: the portable kernels, which take every
+  # knob; coopmat_khr and coopmat_nv without the [knobs], [instrument] and [adopt] cases, which ask
+  # for what those kernels cannot do (a loop budget, no subgroup operations, instrumented calls, an
+  # engine device without cooperative matrices).
+  declare -F trixie_run >/dev/null || { echo "no trixie layer in .gpu/trixie" >&2; exit 2; }
+  family=${2:-auto} spec="~[cli]"
+  case $family in
+    auto | scalar) export VKFLASH_KERNELS=$family ;;
+    scalar-nosubgroup) export VKFLASH_KERNELS=scalar VKFLASH_DISABLE_SUBGROUP_OPS=1 ;;
+    coopmat_khr | coopmat_nv) export VKFLASH_KERNELS=$family; spec="~[cli]~[knobs]~[adopt]~[instrument]" ;;
+    *) echo "usage: $0 suite auto|scalar|scalar-nosubgroup|coopmat_khr|coopmat_nv" >&2; exit 2 ;;
+  esac
+  echo "Catch2 suite, trixie validation layer, $family:"
+  trixie_run "$build/tests/vkflash_tests" "$spec" | grep -E -A12 "FAILED|passed|failed"
+  exit
+fi
 
 vulkaninfo --summary 2>/dev/null | sed -n '/Devices:/,$p' | head -20
 "$build/vkflash" info
@@ -31,24 +55,3 @@ VKFLASH_KERNELS=coopmat_nv python3 tests/cli_numpy_crosscheck.py "$build/vkflash
 # Xvfb tests need an X server, which the GPU machine lacks.
 (cd "$build" && VKFLASH_KERNELS=coopmat_nv ctest -j8 --output-on-failure -R "^CLI|training sample" -E NumPy &&
   ctest --output-on-failure -R "headless")
-
-# The Catch2 suite (all but the CLI tests, which start bookworm processes) under Debian trixie's
-# loader and validation layer 1.4.309, which know both extensions: the kernels "auto" picks
-# (VK_NV_cooperative_matrix2), then VK_KHR_cooperative_matrix's and VK_NV_cooperative_matrix's
-# (whose [knobs], [instrument] and [adopt] cases ask for what those kernels cannot do: no subgroup
-# operations, an engine device without KHR).
-# Needs .gpu/trixie from tools/lab/fetch-trixie-layer.sh.
-if declare -F trixie_run >/dev/null; then
-  echo "Catch2 suite, trixie validation layer, auto kernels:"
-  trixie_run "$build/tests/vkflash_tests" "~[cli]" | grep -E -A12 "FAILED|passed|failed"
-  # The scalar family takes every knob; the loop budget's chunked-pass tests compare it with itself.
-  echo "Catch2 suite, trixie validation layer, VKFLASH_KERNELS=scalar, with and without subgroup operations:"
-  VKFLASH_KERNELS=scalar trixie_run "$build/tests/vkflash_tests" "~[cli]" | grep -E -A12 "FAILED|passed|failed"
-  VKFLASH_KERNELS=scalar VKFLASH_DISABLE_SUBGROUP_OPS=1 trixie_run "$build/tests/vkflash_tests" "~[cli]" |
-    grep -E -A12 "FAILED|passed|failed"
-  for family in coopmat_khr coopmat_nv; do
-    echo "Catch2 suite, trixie validation layer, VKFLASH_KERNELS=$family:"
-    VKFLASH_KERNELS=$family trixie_run "$build/tests/vkflash_tests" "~[cli]~[knobs]~[adopt]~[instrument]" |
-      grep -E -A12 "FAILED|passed|failed"
-  done
-fi

@@ -7,7 +7,8 @@
 # product for half of O's columns; build-lab/pairx: each computes S and P for half of the tile's keys,
 # the pair exchanges row maxima and P through shared memory (P over the K tile's place), each then
 # multiplies all of P by half of V's columns. build-lab/new: HEAD 8149dae with the chunked-pass
-# test's fix. Then (`tests`) the chunked-pass test with the scalar family forced.
+# test's fix. Then (`tests`) the chunked-pass test with the scalar family forced, with subgroup
+# operations disabled under auto, and with auto.
 # Second run (`order`): build-lab/kbouter, S's products with the head dim's blocks outer and the key
 # blocks inner (consecutive products into different accumulators), against build-lab/new, also on
 # the NV kernels; and 16-subgroup tiles (512 invocations: at most 128 registers each) on both.
@@ -45,4 +46,5 @@ case "${1:-first}" in
     report chunked-scalar chunked-nosubgroup chunked-auto
     grep -h "chunked:" "$out"/chunked-*.log | sort | uniq -c
     ;;
+  *) echo "usage: $0 first|order|tests" >&2; exit 2 ;;
 esac
