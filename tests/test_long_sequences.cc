@@ -5,6 +5,8 @@
 // at D=64. Each case here is past such a threshold; on devices without a budget they run unsplit.
 #include <catch2/catch.hpp>
 
+#include <utility>
+
 #include "attention/backends/scalar_backend.h"
 #include "attention/chunk_plan.h"
 #include "attention/kernel_choice.h"
@@ -150,22 +152,21 @@ TEST_CASE("chunked passes give the same bits as one pass", "[long][knobs]") {
     REQUIRE(choice.ok());
     CHECK(choice->dkdv.kernel == "backward_dkdv_tiled_f32");
     CHECK(choice->dq.kernel == "backward_dq_tiled_f32");
-    const KernelChoice& dkdv = choice->dkdv;
-    const auto dkdv_plan = attention::PlanChunks(chunked.device_info(), attention::ScalarDkdvLoopCost(dkdv, 64),
-                                                 CeilDiv(p.shape.q_len, dkdv.block_q) * 2, 1);  // 2 heads per KV head
-    const auto dq_plan = attention::PlanChunks(chunked.device_info(), attention::ScalarDqLoopCost(choice->dq, 64),
-                                               CeilDiv(p.shape.kv_len, choice->dq.block_kv), choice->dq.block_kv);
-    REQUIRE((dkdv_plan.ok() && dq_plan.ok()));
-    CHECK(dkdv_plan->chunks > 1);
-    CHECK(dq_plan->chunks > 1);
-    // ... against both gradient kernels in one pass (the same kernels: SameTilesContext checked).
-    const auto whole_dkdv_plan = attention::PlanChunks(whole.device_info(), attention::ScalarDkdvLoopCost(dkdv, 64),
-                                                       CeilDiv(p.shape.q_len, dkdv.block_q) * 2, 1);
-    const auto whole_dq_plan = attention::PlanChunks(whole.device_info(), attention::ScalarDqLoopCost(choice->dq, 64),
-                                                     CeilDiv(p.shape.kv_len, choice->dq.block_kv), choice->dq.block_kv);
-    REQUIRE((whole_dkdv_plan.ok() && whole_dq_plan.ok()));
-    CHECK(whole_dkdv_plan->chunks == 1);
-    CHECK(whole_dq_plan->chunks == 1);
+    const KernelChoice &dkdv = choice->dkdv, &dq = choice->dq;
+    // The chunks of each gradient kernel's loop on a context (2 heads per KV head in dK/dV's).
+    const auto gradient_chunks = [&](Context& context) {
+      const auto dkdv_plan = attention::PlanChunks(context.device_info(), attention::ScalarDkdvLoopCost(dkdv, 64),
+                                                   CeilDiv(p.shape.q_len, dkdv.block_q) * 2, 1);
+      const auto dq_plan = attention::PlanChunks(context.device_info(), attention::ScalarDqLoopCost(dq, 64),
+                                                 CeilDiv(p.shape.kv_len, dq.block_kv), dq.block_kv);
+      REQUIRE((dkdv_plan.ok() && dq_plan.ok()));
+      return std::pair(dkdv_plan->chunks, dq_plan->chunks);
+    };
+    const auto [dkdv_chunks, dq_chunks] = gradient_chunks(chunked);
+    CHECK(dkdv_chunks > 1);
+    CHECK(dq_chunks > 1);
+    // ... against both in one pass (the same kernels: SameTilesContext checked).
+    CHECK(gradient_chunks(whole) == std::pair(1u, 1u));
     const BackwardRun c = RunBackwardCase(chunked, p, 32), d = RunBackwardCase(whole, p, 32);
     CHECK(c.dq == d.dq);
     CHECK(c.dk == d.dk);
