@@ -37,9 +37,5 @@ if [ "$part" = tests ]; then
   # Each family forced: the tests whose shapes reach partial 16-row blocks, non-finite V and dO
   # (the unrolled loops), and the references of both passes.
   spec='"forward matches the float64*","forward with a custom*","forward with large*","causal rows*","forward results are bit*","LSE is optional*","layouts: *","varlen: *","KV lengths*","[nonfinite]","backward matches the float64*","sliding windows: forward*","sliding windows: backward*","softcap: *","masks: forward*","masks: backward*","masks: rows the mask*","masks: tiles the mask*"'
-  for k in coopmat_khr coopmat_nv; do
-    TEST_TIMEOUT=${TEST_TIMEOUT:-300} catch_tests $k "$spec" VKFLASH_KERNELS=$k &
-  done
-  wait
-  report coopmat_khr coopmat_nv
+  family_tests %s "$spec" coopmat_khr coopmat_nv
 fi

@@ -217,11 +217,7 @@ if [ "$part" = backward-final ]; then
     done
   done
   spec='"backward matches the float64*","causal rows*","layouts: *","varlen: *","sliding windows: backward*","masks: backward*","[nonfinite]"'
-  for k in coopmat_khr coopmat_nv; do
-    TEST_TIMEOUT=${TEST_TIMEOUT:-300} catch_tests "$k-backward" "$spec" VKFLASH_KERNELS=$k &
-  done
-  wait
-  report coopmat_khr-backward coopmat_nv-backward
+  family_tests %s-backward "$spec" coopmat_khr coopmat_nv
 fi
 
 # After the review: the scratch sized by the specialization constant (one float16 where the element

@@ -75,11 +75,7 @@ case "$part" in
     sweep 2 "128 64" "base new keep14 novote" family_forward_causal
     build=build-lab/new
     spec='"forward matches the float64*","forward with a custom*","forward with large*","causal rows*","forward results are bit*","LSE is optional*","layouts: *","varlen: *","KV lengths*","[nonfinite]","sliding windows: *","softcap: *","masks: forward*","masks: keys far*","[sinks]","[alibi]"'
-    for k in coopmat_khr coopmat_nv; do
-      TEST_TIMEOUT=${TEST_TIMEOUT:-300} catch_tests "kept-$k" "$spec" VKFLASH_KERNELS=$k &
-    done
-    wait
-    report kept-coopmat_khr kept-coopmat_nv
+    family_tests kept-%s "$spec" coopmat_khr coopmat_nv
     ;;
   coord)
     sweep 2 "128 64" "base coordreload" family_forward

@@ -65,6 +65,20 @@ catch_tests() {
     > "$out/$name.log" 2>&1
 }
 
+# family_tests NAME_FORMAT SPEC FAMILY...: catch_tests with each kernel family forced
+# (VKFLASH_KERNELS=FAMILY) at once, each into the log printf NAME_FORMAT FAMILY names, stopped after
+# $TEST_TIMEOUT seconds (300); then their report.
+family_tests() {
+  local format=$1 spec=$2 family names=()
+  shift 2
+  for family in "$@"; do
+    names+=("$(printf "$format" "$family")")
+    TEST_TIMEOUT=${TEST_TIMEOUT:-300} catch_tests "${names[-1]}" "$spec" VKFLASH_KERNELS=$family &
+  done
+  wait
+  report "${names[@]}"
+}
+
 # report NAME...: each log's test times and verdict.
 report() {
   local name
