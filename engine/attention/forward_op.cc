@@ -51,14 +51,14 @@ StateParts MakeStateParts(const DeviceInfo& device, const CallLayout& call, VkDe
 }
 
 // A chunked forward: O so far in vec4 rows; per row the max, each lane's sum and (the register-tiled
-// kernel's compensated sums) each lane's correction (rows of the planning shape: [B, Hq, the longest
-// q_len]).
+// kernel's compensated sums) each lane's correction (VKF_FWD_ROW_STATE_FLOATS; rows of the planning
+// shape: [B, Hq, the longest q_len]).
 StateParts ForwardStateParts(const DeviceInfo& device, const CallLayout& call, const KernelChoice& choice,
                              bool chunked) {
   const AttentionShape& shape = call.planning.shape;
   if (!chunked) return MakeStateParts(device, call, 0, 0);
   return MakeStateParts(device, call, shape.lse_elements() * ((shape.head_dim + 3) / 4) * 16,
-                        shape.lse_elements() * (2 * choice.threads_per_row + 1) * sizeof(float));
+                        shape.lse_elements() * VKF_FWD_ROW_STATE_FLOATS(choice.threads_per_row) * sizeof(float));
 }
 
 bool IsDecode(const KernelChoice& choice) { return choice.family == "decode"; }

@@ -101,9 +101,12 @@ using uint = std::uint32_t;
 #define VKF_FWD_BINDING_STATS 5  // instrumented variant only
 // Chunked forward: each row's online-softmax state between chunks, float32: O so far (before the
 // division by the sum, vec4 rows of the head dim rounded up to 4), and per row the running max (in
-// base 2) followed by each of its THREADS_PER_ROW invocations' share of the running sum.
+// base 2) followed by each of its THREADS_PER_ROW invocations' share of the running sum and (the
+// register-tiled kernel's compensated sums) each share's correction: VKF_FWD_ROW_STATE_FLOATS a row
+// (the per-row kernel uses the first THREADS_PER_ROW + 1).
 #define VKF_FWD_BINDING_O_STATE 6
 #define VKF_FWD_BINDING_ROW_STATE 7
+#define VKF_FWD_ROW_STATE_FLOATS(threads_per_row) (2 * (threads_per_row) + 1)
 #define VKF_FWD_BINDING_SEQUENCES 8  // the sequence table (AttentionPush.sequence_table)
 #define VKF_FWD_BINDING_ALIBI 9       // ALiBi's slopes (VKF_SPEC_ALIBI)
 #define VKF_FWD_BINDING_SINKS 10      // the sink logits, float32 [Hq] (VKF_SPEC_SINKS)

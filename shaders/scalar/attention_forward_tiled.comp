@@ -48,7 +48,7 @@ const uint GLOBAL_ROW_WORDS = HEAD_DIM / GLOBAL_COLS;
 const uint WORDS_PER_THREAD = ROW_WORDS / THREADS_PER_ROW;      // of O: words lane, lane + THREADS_PER_ROW, ...
 const uint VEC4_PER_THREAD = WORDS_PER_THREAD * WORD_COLS / 4;  // ...as vec4 accumulators
 const uint HEAD_VEC4 = HEAD_DIM / 4;                            // a row of the chunked state
-const uint ROW_STATE_FLOATS = 2 * THREADS_PER_ROW + 1;          // per row: m, the lanes' l, their l_error
+const uint ROW_STATE_FLOATS = VKF_FWD_ROW_STATE_FLOATS(THREADS_PER_ROW);  // per row: m, the lanes' l, their l_error
 // Loops unrolled by hand: the driver does not unroll one whose trip count is a specialization
 // constant, and their index, compare and branch cost issue slots (3-5%: docs/tuning-log.md).
 const uint S_UNROLL = VKF_TILED_FORWARD_S_WORDS_PER_STEP;
