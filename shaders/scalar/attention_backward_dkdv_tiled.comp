@@ -71,10 +71,9 @@ shared float delta_tile[VKF_SMEM_ROW_FLOATS(BLOCK_Q)];
 shared float pt_tile[VKF_SMEM_TILED_SCORE_FLOATS(BLOCK_KV, SCORE_STRIDE)];   // P^T of the step
 shared float dst_tile[VKF_SMEM_TILED_SCORE_FLOATS(BLOCK_KV, SCORE_STRIDE)];  // dS^T of the step
 
-VKF_DEFINE_STAGER(stage_k, k_tile, k_data, BLOCK_KV, false)
-VKF_DEFINE_STAGER(stage_v, v_tile, v_data, BLOCK_KV, false)
-VKF_DEFINE_STAGER(stage_q, q_tile, q_data, BLOCK_Q, false)
-VKF_DEFINE_STAGER(stage_do, do_tile, do_data, BLOCK_Q, false)
+VKF_DEFINE_PAIR_STAGER(stage_kv, k_tile, k_data, VKF_STAGE_WORD, STRIDE, WORDS_PER_GLOBAL, v_tile, v_data, false, BLOCK_KV)
+VKF_DEFINE_PAIR_STAGER(stage_q_do, q_tile, q_data, VKF_STAGE_WORD, STRIDE, WORDS_PER_GLOBAL, do_tile, do_data, false,
+                       BLOCK_Q)
 
 uint group_first_key() { return (gl_LocalInvocationIndex / THREADS_PER_ROW) * ROWS_PER_THREAD; }
 uint lane_id() { return gl_LocalInvocationIndex % THREADS_PER_ROW; }
@@ -151,8 +150,7 @@ void main() {
   if (kv_begin >= seq.kv_rows) return;  // past the key rows of this batch entry
   const uint k_base = tensor_base(VKF_TENSOR_K, batch, kv_head, seq.kv_row0), k_stride = tensor_row_stride(VKF_TENSOR_K);
   const uint v_base = tensor_base(VKF_TENSOR_V, batch, kv_head, seq.kv_row0), v_stride = tensor_row_stride(VKF_TENSOR_V);
-  stage_k(k_base, k_stride, kv_begin, kv_len, 0);
-  stage_v(v_base, v_stride, kv_begin, kv_len, 0);
+  stage_kv(k_base, k_stride, v_base, v_stride, kv_begin, kv_len);
 
   // This invocation's keys: their columns of dK and dV (vec4 i at column word_vec4_column(i)),
   // and the queries that see each, [key_rows[r], key_rows_stop[r]).
@@ -200,9 +198,17 @@ void main() {
         continue;
       }
       barrier();  // the previous step's tiles are no longer read (first step: K and V staged)
-      stage_q(q_base, q_stride, q_begin, q_len, 0);
-      stage_do(do_base, do_stride, q_begin, q_len, 0);
-      for (uint i = gl_LocalInvocationIndex; i < BLOCK_Q; i += WORKGROUP_SIZE) {
+      // The rows' LSE and delta read before Q and dO are staged and stored after, so that all these
+      // reads are in flight together.
+      const uint first_row = gl_LocalInvocationIndex, first_row_index = lse_index(batch, head, seq, q_begin + first_row);
+      const float first_lse = first_row < BLOCK_Q ? row_lse_log2(first_row_index, q_begin + first_row, q_len) : 0.0;
+      const float first_delta = first_row < BLOCK_Q ? row_delta(first_row_index, q_begin + first_row, q_len) : 0.0;
+      stage_q_do(q_base, q_stride, do_base, do_stride, q_begin, q_len);
+      if (first_row < BLOCK_Q) {
+        lse_tile[first_row] = first_lse;
+        delta_tile[first_row] = first_delta;
+      }
+      for (uint i = first_row + WORKGROUP_SIZE; i < BLOCK_Q; i += WORKGROUP_SIZE) {  // tiles of more rows than invocations
         const uint row_index = lse_index(batch, head, seq, q_begin + i);
         lse_tile[i] = row_lse_log2(row_index, q_begin + i, q_len);
         delta_tile[i] = row_delta(row_index, q_begin + i, q_len);

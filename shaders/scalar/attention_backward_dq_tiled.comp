@@ -64,10 +64,9 @@ shared word_t k_tile[VKF_SMEM_TILED_WORDS(BLOCK_KV, STRIDE)];
 shared word_t v_tile[VKF_SMEM_TILED_WORDS(BLOCK_KV, STRIDE)];
 shared float ds_tile[VKF_SMEM_TILED_SCORE_FLOATS(BLOCK_Q, SCORE_STRIDE)];  // dS of the step
 
-VKF_DEFINE_STAGER(stage_q, q_tile, q_data, BLOCK_Q, false)
-VKF_DEFINE_STAGER(stage_do, do_tile, do_data, BLOCK_Q, false)
-VKF_DEFINE_STAGER(stage_k, k_tile, k_data, BLOCK_KV, false)
-VKF_DEFINE_STAGER(stage_v, v_tile, v_data, BLOCK_KV, false)
+VKF_DEFINE_PAIR_STAGER(stage_q_do, q_tile, q_data, VKF_STAGE_WORD, STRIDE, WORDS_PER_GLOBAL, do_tile, do_data, false,
+                       BLOCK_Q)
+VKF_DEFINE_PAIR_STAGER(stage_kv, k_tile, k_data, VKF_STAGE_WORD, STRIDE, WORDS_PER_GLOBAL, v_tile, v_data, false, BLOCK_KV)
 
 uint row_group_first_row() { return (gl_LocalInvocationIndex / THREADS_PER_ROW) * ROWS_PER_THREAD; }
 uint lane_id() { return gl_LocalInvocationIndex % THREADS_PER_ROW; }
@@ -141,8 +140,7 @@ void main() {
   const uint do_base = tensor_base(VKF_TENSOR_DO, batch, head, seq.q_row0), do_stride = tensor_row_stride(VKF_TENSOR_DO);
   const uint k_base = tensor_base(VKF_TENSOR_K, batch, kv_head, seq.kv_row0), k_stride = tensor_row_stride(VKF_TENSOR_K);
   const uint v_base = tensor_base(VKF_TENSOR_V, batch, kv_head, seq.kv_row0), v_stride = tensor_row_stride(VKF_TENSOR_V);
-  stage_q(q_base, q_stride, q_begin, q_len, 0);
-  stage_do(do_base, do_stride, q_begin, q_len, 0);
+  stage_q_do(q_base, q_stride, do_base, do_stride, q_begin, q_len);
 
   // This invocation's rows: LSE and delta, the keys each sees [row_first_key[r], row_keys[r]),
   // their columns of dQ (vec4 i at column word_vec4_column(i)).
@@ -173,8 +171,7 @@ void main() {
   for (uint kv_begin = CHUNKED ? max(pc.chunk_begin, kv_first) : kv_first; kv_begin < kv_end; kv_begin += BLOCK_KV) {
     if (mask_closes_keys(closed_keys, mask_summary, q_begin, q_end, kv_begin, min(kv_begin + BLOCK_KV, kv_len))) continue;
     barrier();  // the previous step's tiles are no longer read (first step: Q and dO staged)
-    stage_k(k_base, k_stride, kv_begin, kv_len, 0);
-    stage_v(v_base, v_stride, kv_begin, kv_len, 0);
+    stage_kv(k_base, k_stride, v_base, v_stride, kv_begin, kv_len);
     barrier();
 
     const bool masked_tile = tile_needs_mask(q_begin, BLOCK_Q, kv_begin, BLOCK_KV, q_len, kv_len);

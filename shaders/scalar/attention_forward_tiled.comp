@@ -85,13 +85,13 @@ const uint V_TILE_BITS = BLOCK_KV;
 VKF_DEFINE_VEC4_STORER(store_o4, o_data)
 
 VKF_DEFINE_STAGER(stage_q, q_tile, q_data, BLOCK_Q, false)
+// K and V of a step (K widened to floats where the tile holds floats); V guarded.
 #if VKF_K_FLOATS
-VKF_DEFINE_WIDENING_STAGER(stage_k, k_tile, k_data, BLOCK_KV, K_STRIDE)
+VKF_DEFINE_PAIR_STAGER(stage_kv, k_tile, k_data, VKF_STAGE_WORD_WIDENED, K_STRIDE, GLOBAL_COLS / 4, v_tile, v_data, true,
+                       BLOCK_KV)
 #else
-VKF_DEFINE_STAGER(stage_k_words, k_tile, k_data, BLOCK_KV, false)
-void stage_k(uint base, uint stride, uint first, uint count) { stage_k_words(base, stride, first, count, 0); }
+VKF_DEFINE_PAIR_STAGER(stage_kv, k_tile, k_data, VKF_STAGE_WORD, STRIDE, WORDS_PER_GLOBAL, v_tile, v_data, true, BLOCK_KV)
 #endif
-VKF_DEFINE_STAGER(stage_v, v_tile, v_data, BLOCK_KV, true)
 
 uint row_group_first_row() { return (gl_LocalInvocationIndex / THREADS_PER_ROW) * ROWS_PER_THREAD; }
 uint lane_id() { return gl_LocalInvocationIndex % THREADS_PER_ROW; }
@@ -265,13 +265,11 @@ void main() {
   MaskWalk closed_keys = mask_walk();  // the tiles the mask closes, read as the loop goes
   for (uint kv_begin = CHUNKED ? max(pc.chunk_begin, kv_first) : kv_first; kv_begin < kv_end; kv_begin += BLOCK_KV) {
     if (mask_closes_keys(closed_keys, mask_summary, q_begin, q_end, kv_begin, min(kv_begin + BLOCK_KV, kv_len))) continue;
-    stage_k(k_base, k_stride, kv_begin, kv_len);
+    const uint v_bits = stage_kv(k_base, k_stride, v_base, v_stride, kv_begin, kv_len);
 #if VKF_FLOAT16_MATH
     // Workgroup scope: the default, device scope, needs vulkanMemoryModelDeviceScope where the
     // device enables the Vulkan memory model (the tensor-core kernels do).
-    atomicMax(v_abs_max_bits[V_TILE_BITS], stage_v(v_base, v_stride, kv_begin, kv_len, 0), gl_ScopeWorkgroup, 0, 0);
-#else
-    stage_v(v_base, v_stride, kv_begin, kv_len, 0);
+    atomicMax(v_abs_max_bits[V_TILE_BITS], v_bits, gl_ScopeWorkgroup, 0, 0);
 #endif
     barrier();  // K and V (and, on the first step, Q) staged
 
