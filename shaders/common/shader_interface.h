@@ -72,6 +72,11 @@ using uint = std::uint32_t;
 #define VKF_TILED_FORWARD_S_WORDS_PER_STEP 2
 #define VKF_TILED_FORWARD_PV_KEYS_PER_STEP 4
 #define VKF_TILED_FORWARD_FLOAT16_TERMS 16
+// The register-tiled scalar kernels' stagers (scalar/register_tile.glsl), whose loops the same costs
+// count: global words an invocation reads before it stores them, for a stager of one tensor and
+// for each tensor of a stager of two.
+#define VKF_STAGE_BATCH_WORDS 8
+#define VKF_STAGE_PAIR_BATCH_WORDS 4
 
 // ALiBi's slopes (float32): none, one per query head [Hq], or one per batch entry and query head
 // [B, Hq]. The values of vkflash::AlibiSlopes.

@@ -75,6 +75,13 @@ VKF_DEFINE_PAIR_STAGER(stage_kv, k_tile, k_data, VKF_STAGE_WORD, STRIDE, WORDS_P
 VKF_DEFINE_PAIR_STAGER(stage_q_do, q_tile, q_data, VKF_STAGE_WORD, STRIDE, WORDS_PER_GLOBAL, do_tile, do_data, false,
                        BLOCK_Q)
 
+// Query row q_row's LSE (base 2; +inf where P must be 0) and delta.
+void read_row_terms(uint batch, uint head, Sequence seq, uint q_row, uint q_len, out float lse, out float delta) {
+  const uint row_index = lse_index(batch, head, seq, q_row);
+  lse = row_lse_log2(row_index, q_row, q_len);
+  delta = row_delta(row_index, q_row, q_len);
+}
+
 uint group_first_key() { return (gl_LocalInvocationIndex / THREADS_PER_ROW) * ROWS_PER_THREAD; }
 uint lane_id() { return gl_LocalInvocationIndex % THREADS_PER_ROW; }
 
@@ -198,21 +205,18 @@ void main() {
         continue;
       }
       barrier();  // the previous step's tiles are no longer read (first step: K and V staged)
-      // The rows' LSE and delta read before Q and dO are staged and stored after, so that all these
-      // reads are in flight together.
-      const uint first_row = gl_LocalInvocationIndex, first_row_index = lse_index(batch, head, seq, q_begin + first_row);
-      const float first_lse = first_row < BLOCK_Q ? row_lse_log2(first_row_index, q_begin + first_row, q_len) : 0.0;
-      const float first_delta = first_row < BLOCK_Q ? row_delta(first_row_index, q_begin + first_row, q_len) : 0.0;
+      // This invocation's row of the tile: its LSE and delta read before Q and dO are staged and
+      // stored after, so that all these reads are in flight together.
+      const uint own_row = gl_LocalInvocationIndex;
+      float own_lse = 0.0, own_delta = 0.0;
+      if (own_row < BLOCK_Q) read_row_terms(batch, head, seq, q_begin + own_row, q_len, own_lse, own_delta);
       stage_q_do(q_base, q_stride, do_base, do_stride, q_begin, q_len);
-      if (first_row < BLOCK_Q) {
-        lse_tile[first_row] = first_lse;
-        delta_tile[first_row] = first_delta;
+      if (own_row < BLOCK_Q) {
+        lse_tile[own_row] = own_lse;
+        delta_tile[own_row] = own_delta;
       }
-      for (uint i = first_row + WORKGROUP_SIZE; i < BLOCK_Q; i += WORKGROUP_SIZE) {  // tiles of more rows than invocations
-        const uint row_index = lse_index(batch, head, seq, q_begin + i);
-        lse_tile[i] = row_lse_log2(row_index, q_begin + i, q_len);
-        delta_tile[i] = row_delta(row_index, q_begin + i, q_len);
-      }
+      for (uint i = own_row + WORKGROUP_SIZE; i < BLOCK_Q; i += WORKGROUP_SIZE)  // tiles of more rows than invocations
+        read_row_terms(batch, head, seq, q_begin + i, q_len, lse_tile[i], delta_tile[i]);
       barrier();
 
       const bool masked_tile = tile_needs_mask(q_begin, BLOCK_Q, kv_begin, BLOCK_KV, q_len, kv_len);

@@ -84,7 +84,7 @@ const uint V_TILE_BITS = BLOCK_KV;
 
 VKF_DEFINE_VEC4_STORER(store_o4, o_data)
 
-VKF_DEFINE_STAGER(stage_q, q_tile, q_data, BLOCK_Q, false)
+VKF_DEFINE_STAGER(stage_q, q_tile, q_data, BLOCK_Q)
 // K and V of a step (K widened to floats where the tile holds floats); V guarded.
 #if VKF_K_FLOATS
 VKF_DEFINE_PAIR_STAGER(stage_kv, k_tile, k_data, VKF_STAGE_WORD_WIDENED, K_STRIDE, GLOBAL_COLS / 4, v_tile, v_data, true,
@@ -222,7 +222,7 @@ void main() {
   for (uint i = tid; i < VKF_SMEM_TILED_ABS_MAX_UINTS(BLOCK_KV); i += WORKGROUP_SIZE) v_abs_max_bits[i] = 0;
   barrier();  // zeroed before the first staging's atomics
 #endif
-  stage_q(q_base, q_stride, q_begin, q_len, 0);
+  stage_q(q_base, q_stride, q_begin, q_len);
 
   // Per row r of this invocation (query q_begin + row0 + r): the running max of S (base 2, the same
   // in every lane of the row group), this lane's share of the running sum, its columns of O.
@@ -265,11 +265,11 @@ void main() {
   MaskWalk closed_keys = mask_walk();  // the tiles the mask closes, read as the loop goes
   for (uint kv_begin = CHUNKED ? max(pc.chunk_begin, kv_first) : kv_first; kv_begin < kv_end; kv_begin += BLOCK_KV) {
     if (mask_closes_keys(closed_keys, mask_summary, q_begin, q_end, kv_begin, min(kv_begin + BLOCK_KV, kv_len))) continue;
-    const uint v_bits = stage_kv(k_base, k_stride, v_base, v_stride, kv_begin, kv_len);
+    const uint staged_v_bits = stage_kv(k_base, k_stride, v_base, v_stride, kv_begin, kv_len);
 #if VKF_FLOAT16_MATH
     // Workgroup scope: the default, device scope, needs vulkanMemoryModelDeviceScope where the
     // device enables the Vulkan memory model (the tensor-core kernels do).
-    atomicMax(v_abs_max_bits[V_TILE_BITS], v_bits, gl_ScopeWorkgroup, 0, 0);
+    atomicMax(v_abs_max_bits[V_TILE_BITS], staged_v_bits, gl_ScopeWorkgroup, 0, 0);
 #endif
     barrier();  // K and V (and, on the first step, Q) staged
 

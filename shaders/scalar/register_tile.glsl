@@ -120,12 +120,11 @@ const uint FLOAT16_PARTIAL_SAFE_BITS = 0x6800u;
 #else
 #define VKF_GUARD_WORD(w, bits, row_slot, GUARDED)
 #endif
-// Stagers read an invocation's words in batches: every read of a batch is issued before any of its
-// stores, so that their latencies overlap. (A loop that reads and stores one word per trip waits
-// for each read in turn: the driver does not unroll a loop whose trip count is a specialization
-// constant, so the batch is an unrolled loop to a literal bound.) Words per batch, per tensor:
-const uint STAGE_BATCH_WORDS = 8;       // a stager of one tensor
-const uint STAGE_PAIR_BATCH_WORDS = 4;  // a stager of two tensors (the registers of 8 words)
+// Stagers read an invocation's words in batches (VKF_STAGE_BATCH_WORDS of one tensor,
+// VKF_STAGE_PAIR_BATCH_WORDS of each of two: common/shader_interface.h): every read of a batch is
+// issued before any of its stores, so that their latencies overlap. A loop that reads and stores one
+// word per trip waits for each read in turn, as the driver does not unroll a loop whose trip count
+// is a specialization constant; the batch is an unrolled loop to a literal bound.
 
 // Row and word of an invocation's word j of a staged tile (j-th in steps of WORKGROUP_SIZE), and
 // whether the tile of `rows` rows has it. Needs GLOBAL_ROW_WORDS (words of a tensor row) in scope.
@@ -138,55 +137,48 @@ const uint STAGE_PAIR_BATCH_WORDS = 4;  // a stager of two tensors (the register
 #define VKF_READ_WORD(data, base, stride, r, g, has) \
   (has && first + r < count ? data[(base + (first + r) * stride) / GLOBAL_COLS + g] : global_word_t(0))
 
-// The loop of a stager (in a function with base, stride, first, count and row_bits): global word g
-// of row r of `data` goes through STORE(tile, r * TILE_STRIDE + g * WORDS, w, bits, row_bits + r,
-// GUARDED); rows at or past `count` are zeros.
-#define VKF_STAGE_ROWS(tile, data, ROWS, TILE_STRIDE, WORDS, GUARDED, STORE)                        \
-  for (uint j0 = 0; j0 * WORKGROUP_SIZE < ROWS * GLOBAL_ROW_WORDS; j0 += STAGE_BATCH_WORDS) {       \
-    global_word_t batch[STAGE_BATCH_WORDS];                                                          \
-    [[unroll]] for (uint j = 0; j < STAGE_BATCH_WORDS; ++j) {                                        \
-      VKF_STAGED_WORD(ROWS, j0 + j, i, r, g, has)                                                    \
-      batch[j] = VKF_READ_WORD(data, base, stride, r, g, has);                                       \
-    }                                                                                                \
-    [[unroll]] for (uint j = 0; j < STAGE_BATCH_WORDS; ++j) {                                        \
-      VKF_STAGED_WORD(ROWS, j0 + j, i, r, g, has)                                                    \
-      if (has) STORE(tile, r * TILE_STRIDE + g * WORDS, batch[j], bits, row_bits + r, GUARDED)       \
-    }                                                                                                \
-  }
-
-// Defines `uint fn(uint base, uint stride, uint first, uint count, uint row_bits)`: copies rows
-// [first, first + ROWS) of `data` into `tile` at row stride STRIDE, in the tile's words; rows at or
-// past `count` become zeros. GUARDED (the forward's V, with float16 products): also keeps each row's
-// largest |value| (word_abs_max_bits) in v_abs_max_bits[row_bits + row] and returns the largest
-// this invocation staged; else returns 0. Needs STRIDE in scope.
-#define VKF_DEFINE_STAGER(fn, tile, data, ROWS, GUARDED)                                       \
-  uint fn(uint base, uint stride, uint first, uint count, uint row_bits) {                     \
-    uint bits = 0;                                                                             \
-    VKF_STAGE_ROWS(tile, data, ROWS, STRIDE, WORDS_PER_GLOBAL, GUARDED, VKF_STAGE_WORD)        \
-    return bits;                                                                               \
+// Defines `void fn(uint base, uint stride, uint first, uint count)`: copies rows [first, first +
+// ROWS) of `data` into `tile` at row stride STRIDE, in the tile's words; rows at or past `count`
+// become zeros. Needs STRIDE and GLOBAL_ROW_WORDS in scope.
+#define VKF_DEFINE_STAGER(fn, tile, data, ROWS)                                                  \
+  void fn(uint base, uint stride, uint first, uint count) {                                      \
+    uint bits = 0; /* unused: no guard */                                                        \
+    for (uint j0 = 0; j0 * WORKGROUP_SIZE < ROWS * GLOBAL_ROW_WORDS; j0 += VKF_STAGE_BATCH_WORDS) { \
+      global_word_t words[VKF_STAGE_BATCH_WORDS];                                                \
+      [[unroll]] for (uint j = 0; j < VKF_STAGE_BATCH_WORDS; ++j) {                              \
+        VKF_STAGED_WORD(ROWS, j0 + j, i, r, g, has)                                              \
+        words[j] = VKF_READ_WORD(data, base, stride, r, g, has);                                 \
+      }                                                                                          \
+      [[unroll]] for (uint j = 0; j < VKF_STAGE_BATCH_WORDS; ++j) {                              \
+        VKF_STAGED_WORD(ROWS, j0 + j, i, r, g, has)                                              \
+        if (has) VKF_STAGE_WORD(tile, r * STRIDE + g * WORDS_PER_GLOBAL, words[j], bits, r, false) \
+      }                                                                                          \
+    }                                                                                            \
   }
 
 // Defines `uint fn(uint a_base, uint a_stride, uint b_base, uint b_stride, uint first, uint
 // count)`: rows [first, first + ROWS) of two tensors at once, their reads in flight together:
 // `data_a` into `tile_a` through STORE_A (VKF_STAGE_WORD, or VKF_STAGE_WORD_WIDENED for a tile of
 // floats) at row stride A_STRIDE, A_WORDS shared words per global word; `data_b` into `tile_b` in
-// the tile's words at row stride STRIDE, GUARDED_B as VKF_DEFINE_STAGER's GUARDED (row_bits 0).
-// Rows at or past `count` become zeros. Needs STRIDE in scope.
+// the tile's words at row stride STRIDE. Rows at or past `count` become zeros. GUARDED_B (the
+// forward's V, with float16 products): also keeps each row's largest |value| (word_abs_max_bits)
+// in v_abs_max_bits[row] and returns the largest this invocation staged; else returns 0. Needs
+// STRIDE and GLOBAL_ROW_WORDS in scope, and v_abs_max_bits where GUARDED_B.
 #define VKF_DEFINE_PAIR_STAGER(fn, tile_a, data_a, STORE_A, A_STRIDE, A_WORDS, tile_b, data_b, GUARDED_B, ROWS) \
   uint fn(uint a_base, uint a_stride, uint b_base, uint b_stride, uint first, uint count) {                     \
     uint bits = 0;                                                                                              \
-    for (uint j0 = 0; j0 * WORKGROUP_SIZE < ROWS * GLOBAL_ROW_WORDS; j0 += STAGE_PAIR_BATCH_WORDS) {           \
-      global_word_t batch_a[STAGE_PAIR_BATCH_WORDS], batch_b[STAGE_PAIR_BATCH_WORDS];                           \
-      [[unroll]] for (uint j = 0; j < STAGE_PAIR_BATCH_WORDS; ++j) {                                            \
+    for (uint j0 = 0; j0 * WORKGROUP_SIZE < ROWS * GLOBAL_ROW_WORDS; j0 += VKF_STAGE_PAIR_BATCH_WORDS) {       \
+      global_word_t words_a[VKF_STAGE_PAIR_BATCH_WORDS], words_b[VKF_STAGE_PAIR_BATCH_WORDS];                   \
+      [[unroll]] for (uint j = 0; j < VKF_STAGE_PAIR_BATCH_WORDS; ++j) {                                        \
         VKF_STAGED_WORD(ROWS, j0 + j, i, r, g, has)                                                             \
-        batch_a[j] = VKF_READ_WORD(data_a, a_base, a_stride, r, g, has);                                        \
-        batch_b[j] = VKF_READ_WORD(data_b, b_base, b_stride, r, g, has);                                        \
+        words_a[j] = VKF_READ_WORD(data_a, a_base, a_stride, r, g, has);                                        \
+        words_b[j] = VKF_READ_WORD(data_b, b_base, b_stride, r, g, has);                                        \
       }                                                                                                         \
-      [[unroll]] for (uint j = 0; j < STAGE_PAIR_BATCH_WORDS; ++j) {                                            \
+      [[unroll]] for (uint j = 0; j < VKF_STAGE_PAIR_BATCH_WORDS; ++j) {                                        \
         VKF_STAGED_WORD(ROWS, j0 + j, i, r, g, has)                                                             \
         if (has) {                                                                                              \
-          STORE_A(tile_a, r * A_STRIDE + g * A_WORDS, batch_a[j], bits, r, false)                               \
-          VKF_STAGE_WORD(tile_b, r * STRIDE + g * WORDS_PER_GLOBAL, batch_b[j], bits, r, GUARDED_B)             \
+          STORE_A(tile_a, r * A_STRIDE + g * A_WORDS, words_a[j], bits, r, false)                               \
+          VKF_STAGE_WORD(tile_b, r * STRIDE + g * WORDS_PER_GLOBAL, words_b[j], bits, r, GUARDED_B)             \
         }                                                                                                       \
       }                                                                                                         \
     }                                                                                                           \

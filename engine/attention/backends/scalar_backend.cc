@@ -27,16 +27,18 @@ struct TileShape {
 // The register-tiled forward (scalar/attention_forward_tiled.comp): rows x keys per step, the
 // invocations sharing a row group, the rows each owns, the largest (and smallest) head dim the
 // entry is for.
-// Order from H100 measurements (docs/tuning-log.md, 2026-11-24 and 2026-11-27; float16, with K
-// as floats where it fits; the 2026-11-27 numbers with 32 keys per float16 partial of P V, since
-// 16), first that fits wins.
+// Order from measurements (docs/tuning-log.md) on the H100 (2026-11-24 and 2026-11-27) and, for
+// the first entry, the H200 (2026-11-28, "the scalar kernels' staged reads in flight together");
+// float16, with K as floats where it fits; the 2026-11-27 numbers with 32 keys per float16 partial
+// of P V, since 16. First that fits wins.
 struct TiledTile {
   // Rows the workgroup owns (forward, dQ: query rows; dK/dV: keys) and streams per step.
   uint32_t owned, streamed, threads_per_row, rows_per_thread, max_head_dim = 256, min_head_dim = 0;
   uint32_t workgroup_size() const { return owned / rows_per_thread * threads_per_row; }
 };
 constexpr TiledTile kTiledForwardTiles[] = {
-    {64, 32, 4, 2, 64},  // D <= 64: 31.9 TFLOP/s (2026-11-24: 27.6 against 25.0 for 64x64x8x4)
+    {64, 32, 8, 4, 64},  // D <= 64: 32.7 TFLOP/s, 64x64x8x4 32.65, 128x32x4x4 32.4, 64x32x4x2 30.5 (H200)
+    {64, 32, 4, 2, 64},  // D <= 64 where 8 invocations do not divide a row's words (D = 32 float16, 16 float32)
     {64, 64, 8, 4},      // 128 invocations, each 4 rows x 8 keys of S, 4 rows x D/8 columns of O
     {64, 32, 8, 4},      // D = 128 on 48 KB: 32.4 TFLOP/s (64x64 does not fit)
     {32, 32, 8, 2},      // 32 KB at D = 128: 28.8 with K as halves, before 32x16 with K as floats (26.0)
@@ -403,6 +405,13 @@ uint64_t ReductionLoops(const KernelChoice& choice) {
   return choice.subgroup_reductions ? 8 : 2 * uint64_t(choice.threads_per_row);
 }
 
+// A register-tiled kernel's stager (scalar/register_tile.glsl) of `rows` rows of `row_words` global
+// words: per batch of `batch_words` words an invocation reads, one trip and two loops of that many
+// trips (the reads, then the stores).
+uint64_t StagerLoops(uint64_t rows, uint64_t row_words, uint32_t workgroup_size, uint64_t batch_words) {
+  return CeilDiv(rows * row_words, uint64_t(workgroup_size) * batch_words) * (1 + 2 * batch_words);
+}
+
 }  // namespace
 
 // Each term names the loop of shaders/scalar/attention_forward.comp it counts. A vec4 load or store of a
@@ -436,7 +445,7 @@ LoopCost TiledForwardLoopCost(const KernelChoice& choice, uint32_t head_dim) {
   const uint64_t lane_words = row_words / choice.threads_per_row, lane_vec4s = lane_words * word_cols / 4;
   const uint64_t global_words = head_dim / global_cols, reduce = ReductionLoops(choice);
   LoopCost cost;
-  cost.fixed = CeilDiv(uint64_t(choice.block_q) * global_words, choice.workgroup_size)  // Q tile
+  cost.fixed = StagerLoops(choice.block_q, global_words, choice.workgroup_size, VKF_STAGE_BATCH_WORDS)  // Q tile
                + 2 * rows * (1 + lane_vec4s)                                          // zero, resume
                + rows * (reduce + 5 * lane_vec4s + 1) + 8;                            // store O or the state; slack
   // S: per pair of words one iteration, per word the rows' words, then per key its word (a loop
@@ -454,7 +463,9 @@ LoopCost TiledForwardLoopCost(const KernelChoice& choice, uint32_t head_dim) {
   const uint64_t terms = VKF_TILED_FORWARD_FLOAT16_TERMS;
   const uint64_t pv_f16 = CeilDiv(choice.block_kv, terms) * (3 * rows * 4 * lane_words + terms / VKF_TILED_FORWARD_PV_KEYS_PER_STEP +
                                                                terms * (1 + rows + lane_words * (1 + rows)));
-  cost.per_step = 2 * CeilDiv(uint64_t(choice.block_kv) * global_words, choice.workgroup_size)  // K, V tiles
+  const uint64_t stage_kv =
+      StagerLoops(choice.block_kv, global_words, choice.workgroup_size, VKF_STAGE_PAIR_BATCH_WORDS);
+  cost.per_step = stage_kv                                                                  // K, V tiles
                   + s + rows * (1 + keys)                                                   // S, masking
                   + rows * (2 * keys + reduce + lane_vec4s + 1)                             // softmax
                   + rows * uint64_t(choice.block_kv)                                        // V guard of masked tiles
@@ -482,10 +493,10 @@ TiledGradientLoops TiledLoops(const KernelChoice& choice, uint32_t head_dim, boo
   l.lane_vec4s = l.lane_words * l.word_vec4s;
   return l;
 }
-// Staging `rows` rows of one tensor (one loop per workgroup-wide sweep; a global word is a shared
-// one: float16 tensors stay halves).
-uint64_t StageLoops(const KernelChoice& choice, uint64_t rows, const TiledGradientLoops& l) {
-  return CeilDiv(rows * l.row_words, choice.workgroup_size);
+// Staging `rows` rows of two tensors with one pair stager (a global word is a shared one: float16
+// tensors stay halves).
+uint64_t PairStageLoops(const KernelChoice& choice, uint64_t rows, const TiledGradientLoops& l) {
+  return StagerLoops(rows, l.row_words, choice.workgroup_size, VKF_STAGE_PAIR_BATCH_WORDS);
 }
 // S and dP (zeroing; the word loop: the owned rows' words, then per streamed row its words and
 // the products, word_dot_add looping over every vec4 of a word, twice; the scores' epilogue), then
@@ -505,10 +516,10 @@ LoopCost ScalarDqLoopCost(const KernelChoice& choice, uint32_t head_dim) {
   if (IsTiledBackward(choice)) {  // ...of shaders/scalar/attention_backward_dq_tiled.comp
     const TiledGradientLoops l = TiledLoops(choice, head_dim, /*dkdv=*/false);
     LoopCost cost;
-    cost.fixed = 2 * StageLoops(choice, choice.block_q, l)              // Q, dO rows
+    cost.fixed = PairStageLoops(choice, choice.block_q, l)              // Q, dO rows
                  + l.rows * (1 + 6 * l.lane_vec4s)                      // zero, resume
                  + l.rows * (1 + 5 * l.lane_vec4s) + 8;                 // store dQ or the state; slack
-    cost.per_step = 2 * StageLoops(choice, choice.block_kv, l)          // K, V tiles
+    cost.per_step = PairStageLoops(choice, choice.block_kv, l)          // K, V tiles
                     + TiledStepLoops(l, choice.block_kv) + l.rows + 1;  // dS, dQ += dS K; limits; the loop
     return cost;
   }
@@ -527,10 +538,10 @@ LoopCost ScalarDkdvLoopCost(const KernelChoice& choice, uint32_t head_dim) {
   if (IsTiledBackward(choice)) {  // ...of shaders/scalar/attention_backward_dkdv_tiled.comp
     const TiledGradientLoops l = TiledLoops(choice, head_dim, /*dkdv=*/true);
     LoopCost cost;
-    cost.fixed = 2 * StageLoops(choice, choice.block_kv, l)             // K, V rows
+    cost.fixed = PairStageLoops(choice, choice.block_kv, l)             // K, V rows
                  + l.rows * (1 + 2 * (1 + 5 * l.lane_vec4s))            // zero, resume
                  + l.rows * (1 + 2 * 5 * l.lane_vec4s) + 1 + 8;         // store; heads loop; slack
-    cost.per_step = 2 * StageLoops(choice, choice.block_q, l)           // Q, dO tiles
+    cost.per_step = PairStageLoops(choice, choice.block_q, l)           // Q, dO tiles
                     + CeilDiv(choice.block_q, choice.workgroup_size)     // LSE, delta
                     + TiledStepLoops(l, choice.block_q) + l.rows + 2;  // P^T, dS^T, dV and dK sums; limits; loops
     return cost;

@@ -11,7 +11,13 @@
 # build-lab/prefetch and build-lab/base; the timings to $OUT/bench.log, ms and TFLOP/s printed.
 # Third run (`lse`): build-lab/new, the dK/dV kernel's rows' LSE and delta read before Q and dO are
 # staged, against build-lab/pairs (the second run's new); then the masks' tests, scalar forced.
-# Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-28-scalar-staging.sh first|pairs|lse`.
+# Fourth run (`p4`): build-lab/p4, the forward's P tile as f16vec4 (P V reads a row's 4 keys of a
+# step in one load instead of 4), against build-lab/new (0c36999); its O checked by `vkflash check`.
+# Fifth run (`tiles`): build-lab/new (0c36999), the forward's and gradient kernels' tiles forced
+# again (VKFLASH_SCALAR_FORWARD_TILE, VKFLASH_SCALAR_BACKWARD_TILE), since the staging changed.
+# Sixth run (`tiles64`): the D = 64 forward's old (64x32x4x2) and new (64x32x8x4) first tile, forced,
+# causal, at 32 and 16 KB, with float32 tensors and without subgroup operations.
+# Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-28-scalar-staging.sh first|pairs|lse|p4|tiles|tiles64`.
 source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, sweep, catch_tests, report, the rows
 scalar_forward() { run --kernel scalar --b 4 --h "$2" --n 4096 --d "$1" --mode fwd; }
 scalar_both() {
@@ -35,6 +41,50 @@ case "${1:-first}" in
     TEST_TIMEOUT=250 catch_tests staging-scalar-nosubgroup "$spec" VKFLASH_KERNELS=scalar VKFLASH_DISABLE_SUBGROUP_OPS=1 &
     wait
     report staging-scalar staging-scalar-nosubgroup
+    ;;
+  tiles)
+    cli=build-lab/new/vkflash
+    brief() { awk '/^(==|--)/ {print; next} NF > 5 {line = "  "; for (i = 11; i <= NF - 3; ++i) line = line " " $i; print line}'; }
+    forward_tile() { echo "-- $1 $2 ${3:-}"; VKFLASH_SCALAR_FORWARD_TILE=$2 VKFLASH_MAX_SHARED_BYTES=${3:-} scalar_forward "$1" $((2048 / $1)); }
+    backward_tile() { echo "-- $1 $2"; VKFLASH_SCALAR_BACKWARD_TILE=$2 RUNS=10 run --kernel scalar --b 4 --h $((2048 / $1)) --n 4096 --d "$1" --mode bwd; }
+    {
+      for t in "" 64x32x4x2 64x16x8x4 32x32x8x2 64x32x8x2 128x32x8x8; do forward_tile 128 "$t"; done
+      for t in "" 64x64x8x4 64x32x8x4 64x64x4x2 128x32x4x4 32x32x4x2; do forward_tile 64 "$t"; done
+      for t in "" 16x16x4x2 32x8x8x2 16x8x8x2 32x16x8x2; do forward_tile 128 "$t" 16384; done
+      for t in "" 32x16x8x2 32x32x4x2 64x16x8x4; do forward_tile 128 "$t" 32768; done
+      for t in "" "32x32x8x2," ",32x32x8x2" ",64x16x4x2" "32x16x16x4,"; do backward_tile 128 "$t"; done
+      for t in "" "64x32x4x2," ",64x32x4x2" "32x32x8x2,"; do backward_tile 64 "$t"; done
+    } 2>&1 | tee "$out/bench.log" | brief
+    ;;
+  tiles64)
+    cli=build-lab/new/vkflash
+    brief() { awk '/^(==|--)/ {print; next} NF > 5 {line = "  "; for (i = 7; i <= NF - 3; ++i) line = line " " $i; print line}'; }
+    {
+      for t in 64x32x4x2 64x32x8x4; do
+        echo "-- $t"
+        export VKFLASH_SCALAR_FORWARD_TILE=$t
+        run --kernel scalar --b 4 --h 32 --n 4096 --d 64 --mode fwd --causal
+        VKFLASH_MAX_SHARED_BYTES=32768 run --kernel scalar --b 4 --h 32 --n 4096 --d 64 --mode fwd
+        VKFLASH_MAX_SHARED_BYTES=16384 run --kernel scalar --b 4 --h 32 --n 4096 --d 64 --mode fwd
+        run --kernel scalar --b 4 --h 32 --n 4096 --d 64 --mode fwd --dtype f32
+        VKFLASH_DISABLE_SUBGROUP_OPS=1 run --kernel scalar --b 4 --h 32 --n 4096 --d 64 --mode fwd
+      done
+    } 2>&1 | tee "$out/bench.log" | brief
+    ;;
+  p4)
+    brief() { awk '/^(==|--)/ {print; next} NF > 5 {print "  " $(NF-4) " ms " $(NF-3)}'; }
+    p4_rows() {
+      scalar_forward "$@"
+      echo "-- causal"; run --kernel scalar --b 4 --h "$2" --n 4096 --d "$1" --mode fwd --causal
+      echo "-- 16 KB"; VKFLASH_MAX_SHARED_BYTES=16384 scalar_forward "$@"
+    }
+    sweep 2 "128 64" "new p4" p4_rows | tee "$out/bench.log" | brief
+    for d in 128 64; do
+      for extra in "" "--causal" "--mask --softcap 20"; do
+        echo "== p4 check D=$d $extra"
+        VKFLASH_KERNELS=scalar build-lab/p4/vkflash check --dtype f16 --d $d --nq 300 --nk 500 $extra 2>&1 | tail -4
+      done
+    done
     ;;
   lse)
     brief() { awk '/^(==|--)/ {print; next} NF > 5 {print "  " $(NF-4) " ms " $(NF-3)}'; }
