@@ -17,7 +17,9 @@
 # again (VKFLASH_SCALAR_FORWARD_TILE, VKFLASH_SCALAR_BACKWARD_TILE), since the staging changed.
 # Sixth run (`tiles64`): the D = 64 forward's old (64x32x4x2) and new (64x32x8x4) first tile, forced,
 # causal, at 32 and 16 KB, with float32 tensors and without subgroup operations.
-# Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-28-scalar-staging.sh first|pairs|lse|p4|tiles|tiles64`.
+# Seventh run (`final`): build-lab/new at 4f78610 (the D <= 64 tile in the table), the scalar
+# kernels' numbers and their tests, scalar forced.
+# Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-28-scalar-staging.sh first|pairs|lse|p4|tiles|tiles64|final`.
 source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, sweep, catch_tests, report, the rows
 scalar_forward() { run --kernel scalar --b 4 --h "$2" --n 4096 --d "$1" --mode fwd; }
 scalar_both() {
@@ -55,6 +57,20 @@ case "${1:-first}" in
       for t in "" "32x32x8x2," ",32x32x8x2" ",64x16x4x2" "32x16x16x4,"; do backward_tile 128 "$t"; done
       for t in "" "64x32x4x2," ",64x32x4x2" "32x32x8x2,"; do backward_tile 64 "$t"; done
     } 2>&1 | tee "$out/bench.log" | brief
+    ;;
+  final)
+    cli=build-lab/new/vkflash
+    brief() { awk '/^(==|--)/ {print; next} NF > 5 {line = "  "; for (i = 7; i <= NF - 3; ++i) line = line " " $i; print line}'; }
+    build=build-lab/new
+    spec='"[scalar],forward matches the float64*,register-tiled*,causal rows*,[nonfinite]"'
+    for d in 128 64; do
+      RUNS=10 run --kernel scalar --b 4 --h $((2048 / d)) --n 4096 --d $d --mode fwd
+      RUNS=5 run --kernel scalar --b 4 --h $((2048 / d)) --n 4096 --d $d --mode bwd
+    done 2>&1 | tee "$out/bench.log" | brief
+    TEST_TIMEOUT=130 catch_tests final-scalar "$spec" VKFLASH_KERNELS=scalar &
+    TEST_TIMEOUT=130 catch_tests final-scalar-nosubgroup "$spec" VKFLASH_KERNELS=scalar VKFLASH_DISABLE_SUBGROUP_OPS=1 &
+    wait
+    report final-scalar final-scalar-nosubgroup | grep -E "==|passed|failed|FAILED|no test"
     ;;
   tiles64)
     cli=build-lab/new/vkflash
