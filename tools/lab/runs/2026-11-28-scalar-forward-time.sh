@@ -17,7 +17,7 @@
 # reduction over a row's invocations; the masks test failed on HEAD with the shared-memory
 # reduction), against build-lab/base (HEAD 9ab6a94); then the tests that failed and their neighbours.
 # Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-28-scalar-forward-time.sh first|guard|shuffles|head-tests|row-sums`.
-source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, sweep, catch_tests, report, the rows
+source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, sweep, catch_tests, scalar_tests, report, the rows
 scalar_forward() { run --kernel scalar --b 4 --h "$2" --n 4096 --d "$1" --mode fwd; }
 case "${1:-first}" in
   first) sweep 1 "128 64" "base s_nos s_nopv s_noexp" scalar_forward ;;
@@ -33,10 +33,7 @@ case "${1:-first}" in
     sweep 2 "128 64" "base new" limits_forward
     build=build-lab/new
     spec='"[scalar]","[nonfinite]","forward matches the float64*","causal rows*","layouts: *","varlen: *","KV lengths*","sliding windows: forward*","masks: forward*","masks: keys far*","sinks: forward*","softcap: forward*"'
-    TEST_TIMEOUT=${TEST_TIMEOUT:-240} catch_tests scalar "$spec" VKFLASH_KERNELS=scalar &
-    TEST_TIMEOUT=${TEST_TIMEOUT:-240} catch_tests scalar-nosubgroup "$spec" VKFLASH_KERNELS=scalar VKFLASH_DISABLE_SUBGROUP_OPS=1 &
-    wait
-    report scalar scalar-nosubgroup
+    TEST_TIMEOUT=${TEST_TIMEOUT:-240} scalar_tests "" "$spec"
     ;;
   row-sums)
     sums_forward() {
@@ -47,19 +44,15 @@ case "${1:-first}" in
     sweep 2 "128 64" "base new" sums_forward
     build=build-lab/new
     spec='"masks: keys far*","register-tiled*","causal rows*","sinks: forward*","KV lengths*","forward matches the float64*"'
-    TEST_TIMEOUT=110 catch_tests sums-scalar "$spec" VKFLASH_KERNELS=scalar &
-    TEST_TIMEOUT=110 catch_tests sums-scalar-nosubgroup "$spec" VKFLASH_KERNELS=scalar VKFLASH_DISABLE_SUBGROUP_OPS=1 &
-    wait
-    report sums-scalar sums-scalar-nosubgroup
+    TEST_TIMEOUT=110 scalar_tests sums- "$spec"
     ;;
   head-tests)
     build=build-lab/new
     spec='"chunked passes carry*","masks: keys far*"'
-    TEST_TIMEOUT=120 catch_tests head-scalar "$spec" VKFLASH_KERNELS=scalar &
-    TEST_TIMEOUT=120 catch_tests head-scalar-nosubgroup "$spec" VKFLASH_KERNELS=scalar VKFLASH_DISABLE_SUBGROUP_OPS=1 &
     TEST_TIMEOUT=120 catch_tests head-auto-nosubgroup "$spec" VKFLASH_DISABLE_SUBGROUP_OPS=1 &
+    TEST_TIMEOUT=120 scalar_tests head- "$spec"
     wait
-    report head-scalar head-scalar-nosubgroup head-auto-nosubgroup
+    report head-auto-nosubgroup
     grep -B3 -A12 "FAILED" "$out"/head-*.log | head -80
     ;;
 esac

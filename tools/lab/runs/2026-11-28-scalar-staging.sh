@@ -20,13 +20,18 @@
 # Seventh run (`final`): build-lab/new at 4f78610 (the D <= 64 tile in the table), the scalar
 # kernels' numbers and their tests, scalar forced.
 # Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-28-scalar-staging.sh first|pairs|lse|p4|tiles|tiles64|final`.
-source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, sweep, catch_tests, report, the rows
+source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, sweep, catch_tests, scalar_tests, report, the rows
 scalar_forward() { run --kernel scalar --b 4 --h "$2" --n 4096 --d "$1" --mode fwd; }
 scalar_both() {
   scalar_forward "$@"
   echo "-- causal"; run --kernel scalar --b 4 --h "$2" --n 4096 --d "$1" --mode fwd --causal
   echo "-- backward"; RUNS=10 run --kernel scalar --b 4 --h "$2" --n 4096 --d "$1" --mode bwd
 }
+# The bench rows shortened: ms and TFLOP/s (brief_times), or the fields from FIRST on (brief_kernels FIRST).
+brief_times() { awk '/^(==|--)/ {print; next} NF > 5 {print "  " $(NF-4) " ms " $(NF-3)}'; }
+brief_kernels() { awk -v first="$1" '/^(==|--)/ {print; next} NF > 5 {line = "  "; for (i = first; i <= NF - 3; ++i) line = line " " $i; print line}'; }
+# The test logs' verdicts only.
+verdicts() { grep -E "==|passed|failed|FAILED|no test"; }
 limits_forward() {
   echo "-- 32 KB"; VKFLASH_MAX_SHARED_BYTES=32768 scalar_forward "$@"
   echo "-- 16 KB"; VKFLASH_MAX_SHARED_BYTES=16384 scalar_forward "$@"
@@ -39,14 +44,10 @@ case "${1:-first}" in
     sweep 1 "128" "base batch" limits_forward
     build=build-lab/new
     spec='"[scalar],[nonfinite],forward matches the float64*,causal rows*,masks: forward*,masks: keys far*,sliding windows: *,softcap: *,sinks: *,varlen: *,KV lengths*,chunked passes*,[backward]"'
-    TEST_TIMEOUT=250 catch_tests staging-scalar "$spec" VKFLASH_KERNELS=scalar &
-    TEST_TIMEOUT=250 catch_tests staging-scalar-nosubgroup "$spec" VKFLASH_KERNELS=scalar VKFLASH_DISABLE_SUBGROUP_OPS=1 &
-    wait
-    report staging-scalar staging-scalar-nosubgroup
+    TEST_TIMEOUT=250 scalar_tests staging- "$spec"
     ;;
   tiles)
     cli=build-lab/new/vkflash
-    brief() { awk '/^(==|--)/ {print; next} NF > 5 {line = "  "; for (i = 11; i <= NF - 3; ++i) line = line " " $i; print line}'; }
     forward_tile() { echo "-- $1 $2 ${3:-}"; VKFLASH_SCALAR_FORWARD_TILE=$2 VKFLASH_MAX_SHARED_BYTES=${3:-} scalar_forward "$1" $((2048 / $1)); }
     backward_tile() { echo "-- $1 $2"; VKFLASH_SCALAR_BACKWARD_TILE=$2 RUNS=10 run --kernel scalar --b 4 --h $((2048 / $1)) --n 4096 --d "$1" --mode bwd; }
     {
@@ -56,25 +57,20 @@ case "${1:-first}" in
       for t in "" 32x16x8x2 32x32x4x2 64x16x8x4; do forward_tile 128 "$t" 32768; done
       for t in "" "32x32x8x2," ",32x32x8x2" ",64x16x4x2" "32x16x16x4,"; do backward_tile 128 "$t"; done
       for t in "" "64x32x4x2," ",64x32x4x2" "32x32x8x2,"; do backward_tile 64 "$t"; done
-    } 2>&1 | tee "$out/bench.log" | brief
+    } 2>&1 | tee "$out/bench.log" | brief_kernels 11
     ;;
   final)
     cli=build-lab/new/vkflash
-    brief() { awk '/^(==|--)/ {print; next} NF > 5 {line = "  "; for (i = 7; i <= NF - 3; ++i) line = line " " $i; print line}'; }
     build=build-lab/new
     spec='"[scalar],forward matches the float64*,register-tiled*,causal rows*,[nonfinite]"'
     for d in 128 64; do
       RUNS=10 run --kernel scalar --b 4 --h $((2048 / d)) --n 4096 --d $d --mode fwd
       RUNS=5 run --kernel scalar --b 4 --h $((2048 / d)) --n 4096 --d $d --mode bwd
-    done 2>&1 | tee "$out/bench.log" | brief
-    TEST_TIMEOUT=130 catch_tests final-scalar "$spec" VKFLASH_KERNELS=scalar &
-    TEST_TIMEOUT=130 catch_tests final-scalar-nosubgroup "$spec" VKFLASH_KERNELS=scalar VKFLASH_DISABLE_SUBGROUP_OPS=1 &
-    wait
-    report final-scalar final-scalar-nosubgroup | grep -E "==|passed|failed|FAILED|no test"
+    done 2>&1 | tee "$out/bench.log" | brief_kernels 7
+    TEST_TIMEOUT=130 scalar_tests final- "$spec" | verdicts
     ;;
   tiles64)
     cli=build-lab/new/vkflash
-    brief() { awk '/^(==|--)/ {print; next} NF > 5 {line = "  "; for (i = 7; i <= NF - 3; ++i) line = line " " $i; print line}'; }
     {
       for t in 64x32x4x2 64x32x8x4; do
         echo "-- $t"
@@ -85,16 +81,15 @@ case "${1:-first}" in
         run --kernel scalar --b 4 --h 32 --n 4096 --d 64 --mode fwd --dtype f32
         VKFLASH_DISABLE_SUBGROUP_OPS=1 run --kernel scalar --b 4 --h 32 --n 4096 --d 64 --mode fwd
       done
-    } 2>&1 | tee "$out/bench.log" | brief
+    } 2>&1 | tee "$out/bench.log" | brief_kernels 7
     ;;
   p4)
-    brief() { awk '/^(==|--)/ {print; next} NF > 5 {print "  " $(NF-4) " ms " $(NF-3)}'; }
     p4_rows() {
       scalar_forward "$@"
       echo "-- causal"; run --kernel scalar --b 4 --h "$2" --n 4096 --d "$1" --mode fwd --causal
       echo "-- 16 KB"; VKFLASH_MAX_SHARED_BYTES=16384 scalar_forward "$@"
     }
-    sweep 2 "128 64" "new p4" p4_rows | tee "$out/bench.log" | brief
+    sweep 2 "128 64" "new p4" p4_rows | tee "$out/bench.log" | brief_times
     for d in 128 64; do
       for extra in "" "--causal" "--mask --softcap 20"; do
         echo "== p4 check D=$d $extra"
@@ -103,26 +98,21 @@ case "${1:-first}" in
     done
     ;;
   lse)
-    brief() { awk '/^(==|--)/ {print; next} NF > 5 {print "  " $(NF-4) " ms " $(NF-3)}'; }
     backward_rows() {
       scalar_forward "$@"
       echo "-- backward"; RUNS=10 run --kernel scalar --b 4 --h "$2" --n 4096 --d "$1" --mode bwd
       echo "-- causal backward"; RUNS=10 run --kernel scalar --b 4 --h "$2" --n 4096 --d "$1" --mode bwd --causal
     }
-    sweep 2 "128 64" "pairs new" backward_rows | tee "$out/bench.log" | brief
-    sweep 1 "128" "pairs new" limits_forward | tee -a "$out/bench.log" | brief
+    sweep 2 "128 64" "pairs new" backward_rows | tee "$out/bench.log" | brief_times
+    sweep 1 "128" "pairs new" limits_forward | tee -a "$out/bench.log" | brief_times
     build=build-lab/new
     spec='"masks: *,[backward][scalar]"'
-    TEST_TIMEOUT=300 catch_tests lse-scalar "$spec" VKFLASH_KERNELS=scalar &
-    TEST_TIMEOUT=300 catch_tests lse-scalar-nosubgroup "$spec" VKFLASH_KERNELS=scalar VKFLASH_DISABLE_SUBGROUP_OPS=1 &
-    wait
-    report lse-scalar lse-scalar-nosubgroup | grep -E "==|passed|failed|FAILED|no test"
+    TEST_TIMEOUT=300 scalar_tests lse- "$spec" | verdicts
     ;;
   pairs)
-    brief() { awk '/^(==|--)/ {print; next} NF > 5 {print "  " $(NF-4) " ms " $(NF-3)}'; }
-    sweep 2 "128 64" "base batch pair prefetch new" scalar_forward | tee "$out/bench.log" | brief
-    sweep 2 "128 64" "base batch new" scalar_both | tee -a "$out/bench.log" | brief
-    sweep 1 "128" "base new" limits_forward | tee -a "$out/bench.log" | brief
+    sweep 2 "128 64" "base batch pair prefetch new" scalar_forward | tee "$out/bench.log" | brief_times
+    sweep 2 "128 64" "base batch new" scalar_both | tee -a "$out/bench.log" | brief_times
+    sweep 1 "128" "base new" limits_forward | tee -a "$out/bench.log" | brief_times
     for v in base new; do
       echo "== statistics $v"
       for mode in fwd bwd; do
@@ -133,9 +123,6 @@ case "${1:-first}" in
     done
     build=build-lab/new
     spec='"[scalar],[nonfinite],forward matches the float64*,causal rows*,masks: forward*,masks: backward*,sliding windows: *,softcap: *,sinks: *,varlen: *,KV lengths*,chunked passes*,[backward]"'
-    TEST_TIMEOUT=330 catch_tests pairs-scalar "$spec" VKFLASH_KERNELS=scalar &
-    TEST_TIMEOUT=330 catch_tests pairs-scalar-nosubgroup "$spec" VKFLASH_KERNELS=scalar VKFLASH_DISABLE_SUBGROUP_OPS=1 &
-    wait
-    report pairs-scalar pairs-scalar-nosubgroup | grep -E "==|passed|failed|FAILED|no test"
+    TEST_TIMEOUT=330 scalar_tests pairs- "$spec" | verdicts
     ;;
 esac

@@ -79,6 +79,15 @@ family_tests() {
   report "${names[@]}"
 }
 
+# scalar_tests PREFIX SPEC: catch_tests with the scalar family forced, with and without subgroup
+# operations, at once, into the logs PREFIXscalar and PREFIXscalar-nosubgroup; then their report.
+scalar_tests() {
+  catch_tests "${1}scalar" "$2" VKFLASH_KERNELS=scalar &
+  catch_tests "${1}scalar-nosubgroup" "$2" VKFLASH_KERNELS=scalar VKFLASH_DISABLE_SUBGROUP_OPS=1 &
+  wait
+  report "${1}scalar" "${1}scalar-nosubgroup"
+}
+
 # report NAME...: each log's test times and verdict.
 report() {
   local name
