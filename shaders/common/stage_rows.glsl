@@ -68,6 +68,18 @@
     }                                                                                          \
   }
 
+// The way out: defines `void fn(uint base, uint stride, uint valid_rows)`, which copies rows [0,
+// rows) of the shared array `tile` (ROW_U4 words at row stride TILE_STRIDE, as staged above) to
+// `buffer` (row r at word base + r * stride), leaving out rows >= valid_rows. Every invocation of
+// the workgroup takes part; the caller places the barriers.
+#define VKF_DEFINE_UNSTAGE_ROWS(fn, tile, buffer, rows)                                          \
+  void fn(uint base, uint stride, uint valid_rows) {                                             \
+    for (uint i = gl_LocalInvocationIndex; i < (rows) * ROW_U4; i += WORKGROUP_SIZE) {           \
+      const uint r = i / ROW_U4, c = i % ROW_U4;                                                 \
+      if (r < valid_rows) buffer[base + r * stride + c] = tile[r * TILE_STRIDE + c];             \
+    }                                                                                            \
+  }
+
 // Both halves back to back, where nothing is to overlap the copy: defines
 // `void fn(uint a_base, uint a_stride, uint b_base, uint b_stride, uint valid_rows)` from the two
 // functions of VKF_DEFINE_STAGE_ROW_PAIR_SPLIT.

@@ -66,8 +66,8 @@ layout(std430, set = 0, binding = VKF_BWD_BINDING_Q) readonly buffer q_block { u
 layout(std430, set = 0, binding = VKF_BWD_BINDING_K) readonly buffer k_block { uvec4 k_u4[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_V) readonly buffer v_block { uvec4 v_u4[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_DO) readonly buffer do_block { uvec4 do_u4[]; };
-layout(std430, set = 0, binding = VKF_BWD_BINDING_DK) writeonly buffer dk_block { float16_t dk_h[]; };
-layout(std430, set = 0, binding = VKF_BWD_BINDING_DV) writeonly buffer dv_block { float16_t dv_h[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DK) writeonly buffer dk_block { uvec4 dk_u4[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DV) writeonly buffer dv_block { uvec4 dv_u4[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_LSE) readonly buffer lse_block { float lse_data[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_DELTA) readonly buffer delta_block { float delta_data[]; };
 
@@ -114,6 +114,11 @@ const uint DO_TILE = (STREAM_ROW0 + BLOCK_Q) * TILE_STRIDE;  // where the dO row
 #include "common/stage_rows.glsl"
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_vk, store_vk, tiles, v_u4, k_u4, BLOCK_KV, KV_WORDS)
+// dK and dV leave through the tiles' first BLOCK_KV rows, one after the other: a matrix store there
+// and 16-byte copies out. Tensor-layout stores ran the backward 6% slower at D = 128 on an H200
+// (docs/tuning-log.md, "outputs through shared memory").
+VKF_DEFINE_UNSTAGE_ROWS(store_dk_rows, tiles, dk_u4, BLOCK_KV)
+VKF_DEFINE_UNSTAGE_ROWS(store_dv_rows, tiles, dv_u4, BLOCK_KV)
 const uint Q_DO_WORDS = VKF_STAGE_WORDS(BLOCK_Q);  // uvec4 words per tensor each invocation copies
 const uint STAT_WORDS = (BLOCK_Q + WORKGROUP_SIZE - 1) / WORKGROUP_SIZE;  // LSE / delta values each copies
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT_AT(load_q_do, store_q_do, tiles, STREAM_ROW0, q_u4, do_u4, BLOCK_Q, Q_DO_WORDS)
@@ -434,16 +439,17 @@ void main() {
                         tensor_base(VKF_TENSOR_DO, batch, kv_head * group, seq.q_row0), q_len, kv_len);
   }
 
-  // [kv_rows, HEAD_DIM] with K's and V's row strides: rows past the sequence's are dropped, rows
-  // [kv_len, kv_rows) get zeros.
-  tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> kv_layout =
-      createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
-  kv_layout = setTensorLayoutDimensionNV(kv_layout, seq.kv_rows, HEAD_DIM);
+  // Rows [kv_len, kv_rows) get zeros (their keys are masked), rows past the sequence's are not written.
   dk_acc *= pc.scale_log2 / LOG2E;
-  coopMatStoreTensorNV(KEYS_X_DIM(float16_t, gl_MatrixUseAccumulator)(dk_acc), dk_h, k_base,
-                       sliceTensorLayoutNV(setTensorLayoutStrideNV(kv_layout, k_stride, 1), kv_begin + own_row,
-                                           SUBGROUP_ROWS, 0, HEAD_DIM));
-  coopMatStoreTensorNV(KEYS_X_DIM(float16_t, gl_MatrixUseAccumulator)(dv_acc), dv_h, v_base,
-                       sliceTensorLayoutNV(setTensorLayoutStrideNV(kv_layout, v_stride, 1), kv_begin + own_row,
-                                           SUBGROUP_ROWS, 0, HEAD_DIM));
+  const uint valid_rows = min(BLOCK_KV, seq.kv_rows - kv_begin);
+  barrier();  // every matrix load of the last step is done before dK overwrites the tiles
+  coopMatStore(KEYS_X_DIM(float16_t, gl_MatrixUseAccumulator)(dk_acc), tiles, own_row * TILE_STRIDE, TILE_STRIDE,
+               gl_CooperativeMatrixLayoutRowMajor);
+  barrier();
+  store_dk_rows((k_base + kv_begin * k_stride) / 8, k_stride / 8, valid_rows);
+  barrier();  // dK's rows read before dV overwrites them
+  coopMatStore(KEYS_X_DIM(float16_t, gl_MatrixUseAccumulator)(dv_acc), tiles, own_row * TILE_STRIDE, TILE_STRIDE,
+               gl_CooperativeMatrixLayoutRowMajor);
+  barrier();
+  store_dv_rows((v_base + kv_begin * v_stride) / 8, v_stride / 8, valid_rows);
 }

@@ -41,6 +41,7 @@ layout(std430, set = 0, binding = VKF_BWD_BINDING_K) readonly buffer k_block { u
 layout(std430, set = 0, binding = VKF_BWD_BINDING_V) readonly buffer v_block { uvec4 v_u4[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_DO) readonly buffer do_block { float16_t do_h[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_DQ) writeonly buffer dq_block { float16_t dq_h[]; };
+layout(std430, set = 0, binding = VKF_BWD_BINDING_DQ) writeonly buffer dq_u4_block { uvec4 dq_u4[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_LSE) readonly buffer lse_block { float lse_data[]; };
 layout(std430, set = 0, binding = VKF_BWD_BINDING_DELTA) readonly buffer delta_block { float delta_data[]; };
 
@@ -61,6 +62,10 @@ shared uint key_nonfinite_step[VKF_SMEM_NONFINITE_STEPS(BLOCK_KV)];
 #include "common/stage_rows.glsl"
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_KV, KV_WORDS)
+// dQ leaves through the K/V tiles where they hold its rows: a matrix store there and 16-byte copies
+// out (docs/tuning-log.md, "outputs through shared memory").
+const bool DQ_THROUGH_TILES = BLOCK_Q <= 2 * BLOCK_KV;
+VKF_DEFINE_UNSTAGE_ROWS(store_dq_rows, kv_tiles, dq_u4, BLOCK_Q)
 
 #define QUERIES_X_DIM(T, USE) coopmat<T, gl_ScopeSubgroup, SUBGROUP_ROWS, HEAD_DIM, USE>
 #define QUERIES_X_KEYS(T, USE) coopmat<T, gl_ScopeSubgroup, SUBGROUP_ROWS, BLOCK_KV, USE>
@@ -218,6 +223,15 @@ void main() {
   }
 
   dq_acc *= pc.scale_log2 / LOG2E;
-  coopMatStoreTensorNV(QUERIES_X_DIM(float16_t, gl_MatrixUseAccumulator)(dq_acc), dq_h, q_base,
-                       sliceTensorLayoutNV(q_layout, q_begin + own_row, SUBGROUP_ROWS, 0, HEAD_DIM));
+  if (DQ_THROUGH_TILES) {
+    barrier();  // every matrix load of the last step is done before dQ overwrites the tiles
+    coopMatStore(QUERIES_X_DIM(float16_t, gl_MatrixUseAccumulator)(dq_acc), kv_tiles, own_row * TILE_STRIDE, TILE_STRIDE,
+                 gl_CooperativeMatrixLayoutRowMajor);
+    barrier();
+    const uint q_stride = tensor_row_stride(VKF_TENSOR_Q);
+    store_dq_rows((q_base + q_begin * q_stride) / 8, q_stride / 8, q_end - q_begin);
+  } else {
+    coopMatStoreTensorNV(QUERIES_X_DIM(float16_t, gl_MatrixUseAccumulator)(dq_acc), dq_h, q_base,
+                         sliceTensorLayoutNV(q_layout, q_begin + own_row, SUBGROUP_ROWS, 0, HEAD_DIM));
+  }
 }

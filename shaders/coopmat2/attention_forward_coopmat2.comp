@@ -2,8 +2,11 @@
 // tensors, head dim a multiple of the device's granularity. One workgroup per (Q tile, head, batch).
 // Every matrix here belongs to the whole workgroup: the driver splits it over the subgroups.
 // Why it is built as it is (the measurements behind each choice: docs/tuning-log.md):
-// - Q and O go straight between the buffers and the matrices through tensor layouts, which also
-//   clamp: rows past q_len read as zero and are never stored.
+// - Q comes straight from its buffer through a tensor layout, which also clamps: rows past q_len
+//   read as zero. O leaves through the K/V tiles' shared memory (a matrix store there, then 16-byte
+//   copies of the rows below q_len) where those tiles hold its rows: the tensor-layout store ran
+//   the whole forward 4% slower at D = 64 (up to 10% with 1024 keys) on an H200
+//   (docs/tuning-log.md, "outputs through shared memory").
 // - K and V rows are staged in shared memory by the whole workgroup (16-byte copies, rows past
 //   kv_len zeroed) and the matrices loaded from there: loaded through tensor layouts, the driver
 //   staged them in far more shared memory of its own, at more registers, and fewer workgroups fit
@@ -57,6 +60,7 @@ layout(std430, set = 0, binding = VKF_FWD_BINDING_V) readonly buffer v_block { u
 // Read too, by the rare correction of non-finite values after the store (below), which reads
 // elements other invocations stored: workgroupcoherent, and a barrier that makes them visible.
 layout(std430, set = 0, binding = VKF_FWD_BINDING_O) workgroupcoherent buffer o_block { float16_t o_h[]; };
+layout(std430, set = 0, binding = VKF_FWD_BINDING_O) workgroupcoherent buffer o_u4_block { uvec4 o_u4[]; };
 layout(std430, set = 0, binding = VKF_FWD_BINDING_LSE) writeonly buffer lse_block { float lse_data[]; };
 
 const uint ROW_U4 = VKF_ROW_U4(HEAD_DIM);          // a row of float16 as uvec4 words
@@ -67,6 +71,8 @@ shared uint nonfinite_v;  // 1 once a tile that the band's edge crosses had an i
 #include "common/stage_rows.glsl"
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_KV, KV_WORDS)
+const bool O_THROUGH_TILES = BLOCK_Q <= 2 * BLOCK_KV;  // the K/V tiles hold O's rows
+VKF_DEFINE_UNSTAGE_ROWS(store_o_rows, kv_tiles, o_u4, BLOCK_Q)
 
 #include "coopmat2/online_softmax.glsl"
 #include "coopmat2/bias_tiles.glsl"
@@ -189,7 +195,14 @@ void main() {
   ROW_VECTOR(float) o_scale, lse;
   finish_rows(m_run, depth_run, l_run, ROW_VECTOR(float)(sink_log2(head)), o_scale, lse);
   const ROWS_X_DIM(float16_t) o_out = ROWS_X_DIM(float16_t)(scaled_o(o_acc, o_scale));
-  coopMatStoreTensorNV(o_out, o_h, o_base, sliceTensorLayoutNV(o_layout, q_begin, BLOCK_Q, 0, HEAD_DIM));
+  if (O_THROUGH_TILES) {
+    barrier();  // every matrix load of the last step is done before O overwrites the tiles
+    coopMatStore(o_out, kv_tiles, 0, TILE_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
+    barrier();
+    store_o_rows((o_base + q_begin * o_stride) / 8, o_stride / 8, q_rows);
+  } else {
+    coopMatStoreTensorNV(o_out, o_h, o_base, sliceTensorLayoutNV(o_layout, q_begin, BLOCK_Q, 0, HEAD_DIM));
+  }
 
   // Infinities and NaNs of V that the staging zeroed, added where the rows see them (rare: the
   // flag was raised before the last step's second barrier; common/nonfinite.glsl). The whole
