@@ -115,8 +115,8 @@ const uint DO_TILE = (STREAM_ROW0 + BLOCK_Q) * TILE_STRIDE;  // where the dO row
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_vk, store_vk, tiles, v_u4, k_u4, BLOCK_KV, KV_WORDS)
 // dK and dV leave through the tiles' first BLOCK_KV rows, one after the other: a matrix store there
-// and 16-byte copies out. Tensor-layout stores ran the backward 6% slower at D = 128 on an H200
-// (docs/tuning-log.md, "outputs through shared memory").
+// and 16-byte copies out. With tensor-layout stores of dK, dV and dQ the backward ran 6% slower at
+// D = 128 on an H200 (docs/tuning-log.md, "outputs through shared memory").
 VKF_DEFINE_UNSTAGE_ROWS(store_dk_rows, tiles, dk_u4, BLOCK_KV)
 VKF_DEFINE_UNSTAGE_ROWS(store_dv_rows, tiles, dv_u4, BLOCK_KV)
 const uint Q_DO_WORDS = VKF_STAGE_WORDS(BLOCK_Q);  // uvec4 words per tensor each invocation copies
