@@ -176,8 +176,8 @@ void main() {
   const ScoreHead modifiers = score_head(batch, head);
   const uint mask_summary = mask_summary_base(batch, head);  // for the tiles the mask closes
 
-  // [q_len, HEAD_DIM] with the tensors' row strides; reads past the last row give 0, writes there
-  // are dropped.
+  // [q_len, HEAD_DIM] with the tensors' row strides; reads past the last row give 0, and the
+  // tensor-layout store of dQ (where the K/V tiles cannot hold its rows) drops writes there.
   tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> rows_layout =
       createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
   rows_layout = setTensorLayoutDimensionNV(rows_layout, q_len, HEAD_DIM);
@@ -229,7 +229,7 @@ void main() {
                  gl_CooperativeMatrixLayoutRowMajor);
     barrier();
     const uint q_stride = tensor_row_stride(VKF_TENSOR_Q);
-    store_dq_rows((q_base + q_begin * q_stride) / 8, q_stride / 8, q_end - q_begin);
+    store_dq_rows((q_base + q_begin * q_stride) / 8, q_stride / 8, q_rows);
   } else {
     coopMatStoreTensorNV(QUERIES_X_DIM(float16_t, gl_MatrixUseAccumulator)(dq_acc), dq_h, q_base,
                          sliceTensorLayoutNV(q_layout, q_begin + own_row, SUBGROUP_ROWS, 0, HEAD_DIM));

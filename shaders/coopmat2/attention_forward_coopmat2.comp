@@ -112,8 +112,8 @@ void main() {
   const uint k_base = tensor_base(VKF_TENSOR_K, batch, kv_head, seq.kv_row0), k_stride = tensor_row_stride(VKF_TENSOR_K);
   const uint v_base = tensor_base(VKF_TENSOR_V, batch, kv_head, seq.kv_row0), v_stride = tensor_row_stride(VKF_TENSOR_V);
 
-  // [q_len, HEAD_DIM] with the tensors' row strides; reads past the last row give 0, writes there
-  // are dropped.
+  // [q_len, HEAD_DIM] with the tensors' row strides; reads past the last row give 0, and the
+  // tensor-layout store of O (where the K/V tiles cannot hold its rows) drops writes there.
   tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> q_layout =
       createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
   q_layout = setTensorLayoutDimensionNV(q_layout, q_len, HEAD_DIM);

@@ -45,6 +45,35 @@ khr_rows() {
   run --kernel coopmat_nv --b 4 --h "$2" --n 4096 --d "$1" --mode fwd
 }
 
+# subgroup_statistics "BUILDS": the driver's statistics of the KHR and NV forwards of each build, D = 128 and 64.
+subgroup_statistics() {
+  local v d
+  for v in $1; do
+    for d in 128 64; do
+      echo "== statistics $v D=$d"
+      statistics $v coopmat_khr $d fwd
+      statistics $v coopmat_nv $d fwd
+    done
+  done
+}
+
+# checks "BUILDS" "KERNELS" ARGS...: `vkflash check` (O and LSE against the CPU's float64) of each
+# build with each kernel family forced, D = 128 and 64, float16, once per ARGS string; the verdicts.
+checks() {
+  local builds=$1 kernels=$2 v d k args
+  shift 2
+  for v in $builds; do
+    for d in 128 64; do
+      for k in $kernels; do
+        echo "== check $v $k D=$d"
+        for args in "$@"; do
+          VKFLASH_KERNELS=$k build-lab/$v/vkflash check --dtype f16 --d $d $args --repeats 0 2>&1 | tail -1
+        done
+      done
+    done
+  done
+}
+
 case "$part" in
   first)
     echo "=== decode"
@@ -52,7 +81,7 @@ case "$part" in
     cli=build-lab/new/vkflash
     for splits in 16 24 48 66; do
       echo "== splits $splits"
-      RUNS=50 run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd --read-ceiling
+      VKFLASH_DECODE_SPLITS=$splits RUNS=50 run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd --read-ceiling
     done
     echo "=== scalar forward"
     sweep 2 "128 64" "new rescale_skip" scalar_rows
@@ -62,22 +91,8 @@ case "$part" in
     bash tools/lab/runs/2026-11-27-every-family-table.sh
     ;;
   khr)
-    for v in new stage2 stage4; do
-      for d in 128 64; do
-        echo "== statistics $v D=$d"
-        statistics $v coopmat_khr $d fwd
-        statistics $v coopmat_nv $d fwd
-      done
-    done
-    for v in stage2 stage4; do
-      for d in 128 64; do
-        for k in coopmat_khr coopmat_nv; do
-          echo "== check $v $k D=$d"
-          VKFLASH_KERNELS=$k build-lab/$v/vkflash check --dtype f16 --d $d --nq 200 --nk 333 --repeats 0 2>&1 | tail -2
-          VKFLASH_KERNELS=$k build-lab/$v/vkflash check --dtype f16 --d $d --nq 333 --nk 333 --causal --repeats 0 2>&1 | tail -2
-        done
-      done
-    done
+    subgroup_statistics "new stage2 stage4"
+    checks "stage2 stage4" "coopmat_khr coopmat_nv" "--nq 200 --nk 333" "--nq 333 --nk 333 --causal"
     sweep 2 "128 64" "new stage2 stage4" khr_rows
     cli=build-lab/new/vkflash
     echo "=== block-sparse (coopmat2)"
@@ -89,23 +104,9 @@ case "$part" in
     done
     ;;
   khr2)
-    for v in new pall late pall_late; do
-      for d in 128 64; do
-        echo "== statistics $v D=$d"
-        statistics $v coopmat_khr $d fwd
-        statistics $v coopmat_nv $d fwd
-      done
-    done
-    for v in pall late pall_late; do
-      for d in 128 64; do
-        for k in coopmat_khr coopmat_nv; do
-          echo "== check $v $k D=$d"
-          VKFLASH_KERNELS=$k build-lab/$v/vkflash check --dtype f16 --d $d --nq 200 --nk 333 --repeats 0 2>&1 | tail -1
-          VKFLASH_KERNELS=$k build-lab/$v/vkflash check --dtype f16 --d $d --nq 333 --nk 333 --causal --repeats 0 2>&1 | tail -1
-          VKFLASH_KERNELS=$k build-lab/$v/vkflash check --dtype f16 --d $d --nq 130 --nk 333 --softcap 30 --alibi --sinks --mask --repeats 0 2>&1 | tail -1
-        done
-      done
-    done
+    subgroup_statistics "new pall late pall_late"
+    checks "pall late pall_late" "coopmat_khr coopmat_nv" "--nq 200 --nk 333" "--nq 333 --nk 333 --causal" \
+      "--nq 130 --nk 333 --softcap 30 --alibi --sinks --mask"
     sweep 2 "128 64" "new pall late pall_late" khr_rows
     ;;
   sparse)
@@ -122,19 +123,11 @@ case "$part" in
     for v in new qs os qos; do
       for d in 128 64; do
         echo "== statistics $v D=$d"
-        VKFLASH_PIPELINE_STATISTICS=1 build-lab/$v/vkflash bench --no-naive --runs 1 --warmup 1 --min-time-ms 0 \
-          --kernel coopmat2 --b 4 --h $((2048 / d)) --n 4096 --d $d --mode fwd --mask 2>&1 | grep -oE "forward_\w+ \[.*" |
-          sed -E 's/ \[[0-9,]+\]//; s/Stack Size=[0-9]+ //'
+        statistics $v coopmat2 $d fwd --b 4 --h $((2048 / d)) --n 4096 --mask
       done
     done
-    for v in qs os qos; do
-      for d in 128 64; do
-        echo "== check $v D=$d"
-        for args in "" "--causal" "--nq 200 --nk 333" "--nq 333 --nk 200 --causal" "--softcap 30 --alibi --sinks --mask" "--mask --mask-sparsity 0.5 --nq 300 --nk 500"; do
-          VKFLASH_KERNELS=coopmat2 build-lab/$v/vkflash check --dtype f16 --d $d $args --repeats 0 2>&1 | tail -1
-        done
-      done
-    done
+    checks "qs os qos" coopmat2 "" "--causal" "--nq 200 --nk 333" "--nq 333 --nk 200 --causal" \
+      "--softcap 30 --alibi --sinks --mask" "--mask --mask-sparsity 0.5 --nq 300 --nk 500"
     cm2_rows() {
       run --kernel coopmat2 --b 4 --h "$2" --n 4096 --d "$1" --mode fwd
       run --kernel coopmat2 --b 4 --h "$2" --n 4096 --d "$1" --mode fwd --causal

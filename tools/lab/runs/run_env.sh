@@ -46,12 +46,16 @@ decode_rows() {
   run --b 4 --h 32 --hkv 8 --nq 16 --nk 8192 --d 128 --mode fwd
 }
 
-# statistics BUILD KERNEL D MODE: the driver's register count, code size, local and shared memory
-# (VKFLASH_PIPELINE_STATISTICS=1) of the kernels `build-lab/BUILD/vkflash bench --kernel KERNEL`
-# compiles for head dim D and --mode MODE (B = 1, H = 2, N = 1024, one run).
+# statistics BUILD KERNEL D MODE [ARGS...]: the driver's register count, code size, local and shared
+# memory (VKFLASH_PIPELINE_STATISTICS=1) of the kernels `build-lab/BUILD/vkflash bench --kernel
+# KERNEL` compiles for head dim D and --mode MODE, one run, with the shape ARGS (B = 1, H = 2, N =
+# 1024 where none are given).
 statistics() {
+  local shape=("${@:5}")
+  [ ${#shape[@]} -gt 0 ] || shape=(--b 1 --h 2 --n 1024)
   VKFLASH_PIPELINE_STATISTICS=1 "build-lab/$1/vkflash" bench --no-naive --runs 1 --warmup 1 --min-time-ms 0 \
-    --kernel "$2" --b 1 --h 2 --n 1024 --d "$3" --mode "$4" 2>&1 | grep -oE "(forward|backward_d\w+)_f16_coopmat_\w+ \[.*" |
+    --kernel "$2" --d "$3" --mode "$4" "${shape[@]}" 2>&1 |
+    grep -oE "(forward|backward_d\w+)_f16_coopmat\w* \[.*" |
     sed -E 's/ \[[0-9,]+\]//; s/Stack Size=[0-9]+ //'
 }
 
