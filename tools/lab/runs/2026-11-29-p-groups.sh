@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# 2026-11-29 (tenth session), on an H200, issue 22: the scalar forward's P V reading P in groups of
+# 4 keys. build-lab/cur is be0ecf0.
+# `bench` (first run): build-lab/new held the working tree with
+#   - the scalar forward's P stored lane-major in groups of 4 keys (one f16vec4 / vec4 shared load
+#     per row feeds 4 keys of P V, instead of one load per key and row), the group's 4 keys a loop;
+#   - the coopmat2 dK/dV kernel's dK and dV stored into disjoint tile rows and copied out together
+#     (two barriers fewer);
+# timed against cur, two rounds: the scalar forward (plain, causal, at 16 KB) and the coopmat2
+# backward (plain, float32 bias) at D = 128 and 64; then the Catch2 tests that reach the changed
+# kernels, scalar forced (forward) and auto (coopmat2 backward), under trixie's validation layer.
+# `pg2` (third run): build-lab/pg2, the groups' 4 keys written out and P stored as whole groups,
+# against cur, two rounds, and both builds' machine code (sass); then the CLI tests that the second
+# run (2026-11-29-gpu-tests.sh) could not find the CLI for.
+# `guard` (fourth run): build-lab/new, the scalar forward keeping V's per-row maxima only in the
+# tiles that need the band's mask (the only ones that read them), against cur, two rounds; the O
+# and LSE of both builds compared bit for bit (build-lab/bitcmp: float16 inputs, a few V rows past
+# the float16 partials' guard); the scalar tests, scalar forced, with and without subgroups.
+# `guard2` (fifth run): the same as `guard` for build-lab/new holding two stagers instead, with and
+# without the per-row maxima, picked per tile (no per-word branch in the staging loop).
+# Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-29-p-groups.sh bench|pg2|guard|guard2`.
+part=${1:-bench}
+source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, sweep, catch_tests, report, sass
+
+scalar_rows() {
+  echo "-- scalar forward"; run --kernel scalar --b 4 --h "$2" --n 4096 --d "$1" --mode fwd
+  echo "-- scalar forward causal"; run --kernel scalar --b 4 --h "$2" --n 4096 --d "$1" --mode fwd --causal
+  echo "-- scalar forward 16 KB"; VKFLASH_MAX_SHARED_BYTES=16384 RUNS=10 run --kernel scalar --b 4 --h "$2" --n 4096 --d "$1" --mode fwd
+}
+rows() {
+  scalar_rows "$@"
+  echo "-- coopmat2 backward"; run --kernel coopmat2 --b 4 --h "$2" --n 4096 --d "$1" --mode bwd
+  echo "-- coopmat2 backward, float32 bias"; run --kernel coopmat2 --b 4 --h "$2" --n 4096 --d "$1" --mode bwd --mask
+}
+
+case $part in
+  bench)
+    sweep 2 "128 64" "cur new" rows 2>&1 | tee "$out/bench.txt"
+    build=build-lab/new
+    scalar_spec='"[scalar],[nonfinite],forward matches the float64*,causal rows*,masks: forward*,masks: keys far*,sliding windows: forward*,softcap: forward*,sinks: *,varlen: *,KV lengths*,chunked passes*"'
+    backward_spec='"backward matches the float64 reference gradients on device limits,masks: backward*,masks: rows the mask*,a row a key cannot reach*,stored dS*,deterministic = false sums*,sliding windows: backward*,softcap: backward*,ALiBi: backward*,sinks: backward*,softcap\, ALiBi and sinks together with causal masks and windows: backward"'
+    TEST_TIMEOUT=300 catch_tests scalar "$scalar_spec" VKFLASH_KERNELS=scalar &
+    TEST_TIMEOUT=300 catch_tests scalar-nosubgroup "$scalar_spec" VKFLASH_KERNELS=scalar VKFLASH_DISABLE_SUBGROUP_OPS=1 &
+    TEST_TIMEOUT=300 catch_tests backward "$backward_spec" &
+    wait
+    report scalar scalar-nosubgroup backward
+    ;;
+  pg2)
+    sweep 2 "128 64" "cur pg2" scalar_rows 2>&1 | tee "$out/bench.txt"
+    for v in cur pg2; do sass $v --kernel scalar --b 1 --h 2 --n 1024 --d 128 --mode fwd; done
+    # The CLI tests run build-gpu/vkflash of the built tree (the CMake cache's path).
+    mkdir -p build-gpu && ln -sfn ../build-lab/new/vkflash build-gpu/vkflash
+    build=build-lab/new
+    TEST_TIMEOUT=200 catch_tests cli '"CLI backward refuses bad input*,CLI backward writes dQ*,CLI --mask and --dbias*,CLI forward and backward with --softcap*"'
+    report cli
+    ;;
+  guard|guard2)
+    sweep 2 "128 64" "cur new" scalar_rows 2>&1 | tee "$out/bench.txt"
+    for n in a b c; do
+      for opt in "" "--causal" "--window 40,3" "--window -1,-1" "--causal --window 5,0"; do
+        for v in cur new; do
+          VKFLASH_KERNELS=scalar build-lab/$v/vkflash forward --q build-lab/bitcmp/${n}_q.npy --k build-lab/bitcmp/${n}_k.npy \
+            --v build-lab/bitcmp/${n}_v.npy --out /tmp/o_$v.npy --lse /tmp/l_$v.npy $opt > /dev/null 2>&1 || echo "$v failed"
+        done
+        cmp -s /tmp/o_cur.npy /tmp/o_new.npy && cmp -s /tmp/l_cur.npy /tmp/l_new.npy && echo "$n $opt: identical" || echo "$n $opt: DIFFER"
+      done
+    done
+    build=build-lab/new
+    scalar_spec='"[scalar],[nonfinite],forward matches the float64*,causal rows*,masks: forward*,masks: keys far*,sliding windows: forward*,softcap: forward*,sinks: *,varlen: *,KV lengths*,chunked passes*"'
+    TEST_TIMEOUT=${TEST_TIMEOUT:-240} catch_tests scalar "$scalar_spec" VKFLASH_KERNELS=scalar &
+    TEST_TIMEOUT=${TEST_TIMEOUT:-240} catch_tests scalar-nosubgroup "$scalar_spec" VKFLASH_KERNELS=scalar VKFLASH_DISABLE_SUBGROUP_OPS=1 &
+    wait
+    report scalar scalar-nosubgroup
+    ;;
+esac
