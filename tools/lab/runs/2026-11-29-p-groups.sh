@@ -14,7 +14,7 @@
 # run (2026-11-29-gpu-tests.sh) could not find the CLI for.
 # `guard` (fourth run): build-lab/new, the scalar forward keeping V's per-row maxima only in the
 # tiles that need the band's mask (the only ones that read them), against cur, two rounds; the O
-# and LSE of both builds compared bit for bit (build-lab/bitcmp: float16 inputs, a few V rows past
+# and LSE of both builds compared bit for bit (bitcmp_inputs: float16 inputs, a few V rows past
 # the float16 partials' guard); the scalar tests, scalar forced, with and without subgroups.
 # `guard2` (fifth run): the same as `guard` for build-lab/new holding two stagers instead, with and
 # without the per-row maxima, picked per tile (no per-word branch in the staging loop).
@@ -27,6 +27,29 @@ scalar_rows() {
   echo "-- scalar forward causal"; run --kernel scalar --b 4 --h "$2" --n 4096 --d "$1" --mode fwd --causal
   echo "-- scalar forward 16 KB"; VKFLASH_MAX_SHARED_BYTES=16384 RUNS=10 run --kernel scalar --b 4 --h "$2" --n 4096 --d "$1" --mode fwd
 }
+# The Catch2 cases that reach the scalar forward.
+scalar_spec='"[scalar],[nonfinite],forward matches the float64*,causal rows*,masks: forward*,masks: keys far*,sliding windows: forward*,softcap: forward*,sinks: *,varlen: *,KV lengths*,chunked passes*"'
+
+# Inputs for the bit-for-bit comparison, into build-lab/bitcmp where missing: float16 Q, K, V
+# ([B, H, Nq / Nk, D]), every 7th V row's first 3 columns scaled past the float16 partials' guard.
+bitcmp_inputs() {
+  [ -f build-lab/bitcmp/c_v.npy ] && return
+  mkdir -p build-lab/bitcmp
+  python3 - <<'PY'
+import numpy as np
+rng = np.random.default_rng(3)
+for name, (b, h, nq, nk, d, big) in {"a": (2, 4, 200, 333, 128, True), "b": (1, 2, 129, 257, 64, True),
+                                     "c": (1, 2, 64, 64, 128, False)}.items():
+    q = rng.standard_normal((b, h, nq, d)).astype(np.float16)
+    k = rng.standard_normal((b, h, nk, d)).astype(np.float16)
+    v = rng.standard_normal((b, h, nk, d)).astype(np.float32)
+    if big:
+        v[:, :, ::7, :3] *= 5000
+    for tensor, x in (("q", q), ("k", k), ("v", v.astype(np.float16))):
+        np.save(f"build-lab/bitcmp/{name}_{tensor}.npy", x)
+PY
+}
+
 rows() {
   scalar_rows "$@"
   echo "-- coopmat2 backward"; run --kernel coopmat2 --b 4 --h "$2" --n 4096 --d "$1" --mode bwd
@@ -37,7 +60,6 @@ case $part in
   bench)
     sweep 2 "128 64" "cur new" rows 2>&1 | tee "$out/bench.txt"
     build=build-lab/new
-    scalar_spec='"[scalar],[nonfinite],forward matches the float64*,causal rows*,masks: forward*,masks: keys far*,sliding windows: forward*,softcap: forward*,sinks: *,varlen: *,KV lengths*,chunked passes*"'
     backward_spec='"backward matches the float64 reference gradients on device limits,masks: backward*,masks: rows the mask*,a row a key cannot reach*,stored dS*,deterministic = false sums*,sliding windows: backward*,softcap: backward*,ALiBi: backward*,sinks: backward*,softcap\, ALiBi and sinks together with causal masks and windows: backward"'
     TEST_TIMEOUT=300 catch_tests scalar "$scalar_spec" VKFLASH_KERNELS=scalar &
     TEST_TIMEOUT=300 catch_tests scalar-nosubgroup "$scalar_spec" VKFLASH_KERNELS=scalar VKFLASH_DISABLE_SUBGROUP_OPS=1 &
@@ -56,6 +78,7 @@ case $part in
     ;;
   guard|guard2)
     sweep 2 "128 64" "cur new" scalar_rows 2>&1 | tee "$out/bench.txt"
+    bitcmp_inputs
     for n in a b c; do
       for opt in "" "--causal" "--window 40,3" "--window -1,-1" "--causal --window 5,0"; do
         for v in cur new; do
@@ -66,7 +89,6 @@ case $part in
       done
     done
     build=build-lab/new
-    scalar_spec='"[scalar],[nonfinite],forward matches the float64*,causal rows*,masks: forward*,masks: keys far*,sliding windows: forward*,softcap: forward*,sinks: *,varlen: *,KV lengths*,chunked passes*"'
     TEST_TIMEOUT=${TEST_TIMEOUT:-240} catch_tests scalar "$scalar_spec" VKFLASH_KERNELS=scalar &
     TEST_TIMEOUT=${TEST_TIMEOUT:-240} catch_tests scalar-nosubgroup "$scalar_spec" VKFLASH_KERNELS=scalar VKFLASH_DISABLE_SUBGROUP_OPS=1 &
     wait
