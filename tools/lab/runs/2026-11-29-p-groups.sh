@@ -18,7 +18,10 @@
 # the float16 partials' guard); the scalar tests, scalar forced, with and without subgroups.
 # `guard2` (fifth run): the same as `guard` for build-lab/new holding two stagers instead, with and
 # without the per-row maxima, picked per tile (no per-word branch in the staging loop).
-# Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-29-p-groups.sh bench|pg2|guard|guard2`.
+# `guard2-code` (sixth run): the driver's statistics (registers, local and shared memory) of the
+# scalar forward of cur and build-lab/guard2 (guard2's build) at D = 128 and 64, and their machine
+# code at D = 64 (sass), for why D = 64 ran slower without the row atomics.
+# Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-29-p-groups.sh bench|pg2|guard|guard2|guard2-code`.
 part=${1:-bench}
 source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, sweep, catch_tests, report, sass
 
@@ -93,5 +96,15 @@ case $part in
     TEST_TIMEOUT=${TEST_TIMEOUT:-240} catch_tests scalar-nosubgroup "$scalar_spec" VKFLASH_KERNELS=scalar VKFLASH_DISABLE_SUBGROUP_OPS=1 &
     wait
     report scalar scalar-nosubgroup
+    ;;
+  guard2-code)
+    for v in cur guard2; do
+      for d in 128 64; do
+        echo "== statistics $v D=$d"
+        VKFLASH_PIPELINE_STATISTICS=1 build-lab/$v/vkflash bench --no-naive --runs 1 --warmup 1 --min-time-ms 0 \
+          --kernel scalar --d $d --mode fwd --b 1 --h 2 --n 1024 2>&1 | grep -oE "forward_tiled\w* \[.*"
+      done
+      sass $v --kernel scalar --b 1 --h 2 --n 1024 --d 64 --mode fwd
+    done
     ;;
 esac
