@@ -1,8 +1,14 @@
 #!/bin/bash
-# 2026-11-29: the Catch2 cases the ninth session's GPU run (device 8) did not reach, on the H200 with
-# the kernels `auto` picks (coopmat2, whose outputs now leave through shared memory): seven
-# processes at once, each cut after $TEST_TIMEOUT seconds (500). Usage: bash THIS (build in build-lab/new).
+# 2026-11-29, on an H200: the Catch2 cases that the GPU run of 2026-11-28's "outputs through shared
+# memory" (docs/tuning-log.md) did not reach, with the kernels `auto` picks (coopmat2, whose
+# outputs leave through shared memory): seven processes at once, each cut after $TEST_TIMEOUT
+# seconds (500), under trixie's validation layer. build-lab/new holds the CLI and the Catch2 binary
+# (its tests/ folder) of the build to test (be0ecf0 in the logged run). Carry [".gpu", ".gl", "build-lab"];
+# `bash tools/lab/runs/2026-11-29-gpu-tests.sh`.
 source tools/lab/runs/run_env.sh
+# The [cli] cases run the CLI from the build tree's path (build-gpu/vkflash under the root that
+# gpu_env.sh links), which the carried tree lacks.
+mkdir -p build-gpu && ln -sfn ../build-lab/new/vkflash build-gpu/vkflash
 mkdir -p /tmp/specs
 cat > /tmp/specs/g0.txt <<'SPEC'
 masks: tiles the mask closes are skipped\, their K and V never read,the per-row gradient kernels are right past the driver's loop budget,decode: recorded without a workspace\, a split call runs as one part

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# 2026-11-29 (tenth session), on an H200, issue 22: the scalar forward's P V reading P in groups of
-# 4 keys. build-lab/cur is be0ecf0.
-# `bench` (first run): build-lab/new held the working tree with
+# 2026-11-29, on an H200, issue 22: three levers timed against build-lab/cur (be0ecf0), one part
+# per device run; docs/tuning-log.md, "P V's P in groups, dK/dV in disjoint rows, V's row guards
+# per tile", has the results.
+# `bench`: build-lab/new held the working tree with
 #   - the scalar forward's P stored lane-major in groups of 4 keys (one f16vec4 / vec4 shared load
 #     per row feeds 4 keys of P V, instead of one load per key and row), the group's 4 keys a loop;
 #   - the coopmat2 dK/dV kernel's dK and dV stored into disjoint tile rows and copied out together
@@ -9,18 +10,19 @@
 # timed against cur, two rounds: the scalar forward (plain, causal, at 16 KB) and the coopmat2
 # backward (plain, float32 bias) at D = 128 and 64; then the Catch2 tests that reach the changed
 # kernels, scalar forced (forward) and auto (coopmat2 backward), under trixie's validation layer.
-# `pg2` (third run): build-lab/pg2, the groups' 4 keys written out and P stored as whole groups,
-# against cur, two rounds, and both builds' machine code (sass); then the CLI tests that the second
-# run (2026-11-29-gpu-tests.sh) could not find the CLI for.
-# `guard` (fourth run): build-lab/new, the scalar forward keeping V's per-row maxima only in the
-# tiles that need the band's mask (the only ones that read them), against cur, two rounds; the O
-# and LSE of both builds compared bit for bit (bitcmp_inputs: float16 inputs, a few V rows past
-# the float16 partials' guard); the scalar tests, scalar forced, with and without subgroups.
-# `guard2` (fifth run): the same as `guard` for build-lab/new holding two stagers instead, with and
-# without the per-row maxima, picked per tile (no per-word branch in the staging loop).
-# `guard2-code` (sixth run): the driver's statistics (registers, local and shared memory) of the
-# scalar forward of cur and build-lab/guard2 (guard2's build) at D = 128 and 64, and their machine
-# code at D = 64 (sass), for why D = 64 ran slower without the row atomics.
+# `pg2`: build-lab/pg2, the groups' 4 keys written out and P stored as whole groups, against cur,
+# two rounds, and both builds' machine code (sass); then the [cli] cases of
+# 2026-11-29-gpu-tests.sh with the CLI in place (build-lab/new held be0ecf0 again).
+# `guard`: build-lab/new, the scalar forward keeping V's per-row maxima only in the tiles that need
+# the band's mask (the only ones that read them), against cur, two rounds; the O and LSE of both
+# builds compared bit for bit (bitcmp_inputs: float16 inputs, every 7th V row's first 3 columns
+# past the float16 partials' guard in two of the three sets); the scalar tests, scalar forced, with
+# and without subgroups.
+# `guard2`: the same as `guard` for build-lab/new holding two stagers instead, with and without the
+# per-row maxima, picked per tile (no per-word branch in the staging loop).
+# `guard2-code`: the driver's statistics (registers, local and shared memory) of the scalar forward
+# of cur and build-lab/guard2 (guard2's build) at D = 128 and 64, and their machine code at D = 64
+# (sass), for why D = 64 ran slower without the row atomics.
 # Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-29-p-groups.sh bench|pg2|guard|guard2|guard2-code`.
 part=${1:-bench}
 source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, sweep, catch_tests, report, sass
