@@ -6,9 +6,7 @@
 # (its tests/ folder) of the build to test (be0ecf0 in the logged run). Carry [".gpu", ".gl", "build-lab"];
 # `bash tools/lab/runs/2026-11-29-gpu-tests.sh`.
 source tools/lab/runs/run_env.sh
-# The [cli] cases run the CLI from the build tree's path (build-gpu/vkflash under the root that
-# gpu_env.sh links), which the carried tree lacks.
-mkdir -p build-gpu && ln -sfn ../build-lab/new/vkflash build-gpu/vkflash
+link_cli  # for the [cli] cases
 mkdir -p /tmp/specs
 cat > /tmp/specs/g0.txt <<'SPEC'
 masks: tiles the mask closes are skipped\, their K and V never read,the per-row gradient kernels are right past the driver's loop budget,decode: recorded without a workspace\, a split call runs as one part

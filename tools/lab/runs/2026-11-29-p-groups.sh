@@ -66,18 +66,15 @@ case $part in
     sweep 2 "128 64" "cur new" rows 2>&1 | tee "$out/bench.txt"
     build=build-lab/new
     backward_spec='"backward matches the float64 reference gradients on device limits,masks: backward*,masks: rows the mask*,a row a key cannot reach*,stored dS*,deterministic = false sums*,sliding windows: backward*,softcap: backward*,ALiBi: backward*,sinks: backward*,softcap\, ALiBi and sinks together with causal masks and windows: backward"'
-    TEST_TIMEOUT=300 catch_tests scalar "$scalar_spec" VKFLASH_KERNELS=scalar &
-    TEST_TIMEOUT=300 catch_tests scalar-nosubgroup "$scalar_spec" VKFLASH_KERNELS=scalar VKFLASH_DISABLE_SUBGROUP_OPS=1 &
     TEST_TIMEOUT=300 catch_tests backward "$backward_spec" &
-    wait
-    report scalar scalar-nosubgroup backward
+    TEST_TIMEOUT=300 scalar_tests "" "$scalar_spec"  # waits for the backward's tests too
+    report backward
     ;;
   pg2)
     sweep 2 "128 64" "cur pg2" scalar_rows 2>&1 | tee "$out/bench.txt"
     for v in cur pg2; do sass $v --kernel scalar --b 1 --h 2 --n 1024 --d 128 --mode fwd; done
-    # The CLI tests run build-gpu/vkflash of the built tree (the CMake cache's path).
-    mkdir -p build-gpu && ln -sfn ../build-lab/new/vkflash build-gpu/vkflash
     build=build-lab/new
+    link_cli
     TEST_TIMEOUT=200 catch_tests cli '"CLI backward refuses bad input*,CLI backward writes dQ*,CLI --mask and --dbias*,CLI forward and backward with --softcap*"'
     report cli
     ;;
@@ -94,17 +91,13 @@ case $part in
       done
     done
     build=build-lab/new
-    TEST_TIMEOUT=${TEST_TIMEOUT:-240} catch_tests scalar "$scalar_spec" VKFLASH_KERNELS=scalar &
-    TEST_TIMEOUT=${TEST_TIMEOUT:-240} catch_tests scalar-nosubgroup "$scalar_spec" VKFLASH_KERNELS=scalar VKFLASH_DISABLE_SUBGROUP_OPS=1 &
-    wait
-    report scalar scalar-nosubgroup
+    TEST_TIMEOUT=${TEST_TIMEOUT:-240} scalar_tests "" "$scalar_spec"
     ;;
   guard2-code)
     for v in cur guard2; do
       for d in 128 64; do
         echo "== statistics $v D=$d"
-        VKFLASH_PIPELINE_STATISTICS=1 build-lab/$v/vkflash bench --no-naive --runs 1 --warmup 1 --min-time-ms 0 \
-          --kernel scalar --d $d --mode fwd --b 1 --h 2 --n 1024 2>&1 | grep -oE "forward_tiled\w* \[.*"
+        statistics $v scalar $d fwd
       done
       sass $v --kernel scalar --b 1 --h 2 --n 1024 --d 64 --mode fwd
     done

@@ -47,7 +47,7 @@ decode_rows() {
 }
 
 # statistics BUILD KERNEL D MODE [ARGS...]: the driver's register count, code size, local and shared
-# memory (VKFLASH_PIPELINE_STATISTICS=1) of the kernels `build-lab/BUILD/vkflash bench --kernel
+# memory (VKFLASH_PIPELINE_STATISTICS=1) of every kernel `build-lab/BUILD/vkflash bench --kernel
 # KERNEL` compiles for head dim D and --mode MODE, one run, with the shape ARGS (B = 1, H = 2, N =
 # 1024 where none are given).
 statistics() {
@@ -55,9 +55,13 @@ statistics() {
   [ ${#shape[@]} -gt 0 ] || shape=(--b 1 --h 2 --n 1024)
   VKFLASH_PIPELINE_STATISTICS=1 "build-lab/$1/vkflash" bench --no-naive --runs 1 --warmup 1 --min-time-ms 0 \
     --kernel "$2" --d "$3" --mode "$4" "${shape[@]}" 2>&1 |
-    grep -oE "(forward|backward_d\w+)_f16_coopmat\w* \[.*" |
+    grep -oE "\w+ \[[0-9,]+\]: .*" |
     sed -E 's/ \[[0-9,]+\]//; s/Stack Size=[0-9]+ //'
 }
+
+# link_cli: the CLI of $build where the [cli] cases run it, the build tree's build-gpu/vkflash
+# (under the root that gpu_env.sh links), which the carried tree lacks.
+link_cli() { mkdir -p build-gpu && ln -sfn "../$build/vkflash" build-gpu/vkflash; }
 
 # catch_tests NAME SPEC [VAR=value...]: the Catch2 tests SPEC (a quoted test spec, as for the
 # shell) of $build under trixie's validation layer, the kernels `auto` picks unless a
