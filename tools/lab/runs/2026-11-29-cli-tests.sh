@@ -6,8 +6,8 @@
 # directory, so two processes running the same case at once overwrite each other's files (the
 # first run of this script ran the families at once, and its cases failed on each other's files).
 # Part `crosscheck`: tests/cli_numpy_crosscheck.py (an independent NumPy float64 check of the
-# CLI's .npy outputs) with each family forced. Needs build-lab/new (vkflash, tests/vkflash_tests,
-# CMakeCache.txt). Carry [".gpu", ".gl", "build-lab"];
+# CLI's .npy outputs) with each family forced. Needs build-lab/new (its vkflash, the test binary
+# and CMakeCache.txt). Carry [".gpu", ".gl", "build-lab"];
 # `bash tools/lab/runs/2026-11-29-cli-tests.sh cases|crosscheck`.
 part=${1:-cases}
 source tools/lab/runs/run_env.sh  # the GPU environment, $out, catch_tests, report, link_cli
