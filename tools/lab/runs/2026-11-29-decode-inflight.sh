@@ -1,21 +1,31 @@
 #!/usr/bin/env bash
 # 2026-11-29, issue 21's goal shape (B = 1, Hq = 32, Hkv = 8, Nq = 1, D = 128) on the H200: the split
 # kernel alone reads K and V at 0.78-0.79 of the read probe at 16k keys. Is that its loads in flight
-# or its arithmetic between them? Variants beside the committed code (build-lab/cur), each a CLI in
-# build-lab/NAME built by tools/lab/build_variant.py:
+# or its arithmetic between them? docs/tuning-log.md, "the decode kernel's loads against its
+# arithmetic". Builds, each a CLI in build-lab/NAME (tools/lab/build_variant.py):
+#   cur        the committed code (cef3996 in the logged runs);
 #   loadsonly  timing only (O wrong): every step's K and V words XORed into O, no scores, no softmax;
 #   keys4      4 keys per step instead of 8 (decode_backend.cc), loads one step ahead as now;
 #   ahead2k4   4 keys per step, loads two steps ahead (plain calls only: the mask's verdicts stay
-#              one step ahead, so a masked call may be wrong).
-# Part `seen` (second run): build-lab/new is the change that skips P V's select per element in
-# steps without a masked pair (all_seen), with its tests; new_keys4 is it with 4 keys per step, at
-# the split count that holds three of its workgroups per SM (49) beside keys4.
-# Part `splits64` (third run): the split count at D = 64, whose parts hold 4 steps at 16k keys, and
-# at 8 packed rows (B = 1, Nq = 2), committed code (build-lab/cur). "default" runs without
-# VKFLASH_DECODE_SPLITS (in the 2026-11-29 run the script passed 0, which the CLI refuses: the
-# defaults' numbers come from part `seen`'s cur rows).
-# Part `more64` (fourth run): more parts than the default at D = 64 (48, 66, 99), and the driver's
-# statistics of the D = 64 kernel (how many workgroups an SM holds).
+#              one step ahead, so a masked call may be wrong);
+#   new        P V without its select per element in steps with no masked pair (not committed),
+#              with its test binary in build-lab/new/tests;
+#   new_keys4  new with 4 keys per step.
+# Parts:
+#   bench       the goal rows at 16k, 32k and 128k keys of cur, loadsonly, keys4 and ahead2k4, two
+#               rounds; then 16 to 66 parts at 16k for cur and ahead2k4, one round;
+#   stats       each build's registers and code size (VKFLASH_PIPELINE_STATISTICS);
+#   seen        cur, new and loadsonly over the goal rows, D = 64, B = 4, Nq = 2, a float32 bias and
+#               softcap + ALiBi + sinks, two rounds; keys4 and new_keys4 at 33 and 49 parts (three
+#               workgroups per SM at their 168 registers), one round; the statistics;
+#   seen-tests  the [decode] tests of build-lab/new under trixie's validation layer;
+#   splits64    2 to 24 parts at D = 64 (16k, 32k, 128k keys; B = 4) and at 8 packed rows (Nq = 2),
+#               cur, two rounds. "default" runs without VKFLASH_DECODE_SPLITS (the logged run
+#               passed 0, which the CLI refuses; its defaults were timed in `seen` and `more64`
+#               where at all);
+#   more64      48, 66 and 99 parts at D = 64 beside the default, cur, two rounds, and the D = 64
+#               kernel's registers.
+# A count asked for is rounded to whole key tiles per part (33 runs 32 parts at 16k keys).
 # Carry [".gpu", ".gl", "build-lab"];
 # `bash tools/lab/runs/2026-11-29-decode-inflight.sh bench|stats|seen|seen-tests|splits64|more64`.
 part=${1:-bench}
@@ -92,6 +102,7 @@ case "$part" in
     cli=build-lab/cur/vkflash
     for round in 1 2; do
       for nk in 16384 131072; do
+        echo "== D=64 nk $nk default round $round"
         run --b 1 --h 32 --hkv 8 --nq 1 --nk $nk --d 64 --mode fwd --read-ceiling
         for splits in 48 66 99; do
           echo "== D=64 nk $nk splits $splits round $round"
@@ -103,7 +114,7 @@ case "$part" in
     ;;
   seen-tests)
     build=build-lab/new
-    catch_tests seen-decode "[decode]"
+    catch_tests seen-decode '"[decode]"'
     report seen-decode
     ;;
   *)

@@ -61,15 +61,16 @@ statistics() {
 
 # link_cli: the CLI of $build where the [cli] cases run it, the build tree's build-gpu/vkflash
 # (under the root that gpu_env.sh links), which the carried tree lacks. Where trixie's loader is
-# unpacked, a script that runs the CLI under it, as trixie_run runs the test binary: run by the
-# bookworm loader with trixie's layer (VK_LAYER_PATH, inherited from the test), the CLI printed a
-# validation warning that no call of vkflash's made, and the cases that check stderr failed
-# (docs/tuning-log.md, 2026-11-29).
+# unpacked, a script that runs the CLI under it, as trixie_run runs the test binary (its loader
+# and library path, which must change together with trixie_run's in tools/lab/gpu_env.sh): under
+# bookworm's loader with trixie's layer (VK_LAYER_PATH, inherited from the test) the layer warns
+# about a call vkflash never makes, which fails the cases that check stderr (docs/tuning-log.md,
+# 2026-11-28, "the test suite on the H200 with each family forced").
 link_cli() {
   mkdir -p build-gpu
   rm -f build-gpu/vkflash
   if [ -n "${trixie_layers:-}" ]; then
-    printf '#!/bin/sh\nVK_LAYER_PATH=%s exec /tmp/trixie-root/usr/lib64/ld-linux-x86-64.so.2 --library-path /tmp/trixie-root/usr/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu %s "$@"\n' \
+    printf '#!/bin/sh\nVK_LAYER_PATH="%s" exec /tmp/trixie-root/usr/lib64/ld-linux-x86-64.so.2 --library-path /tmp/trixie-root/usr/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu "%s" "$@"\n' \
       "$trixie_layers" "$PWD/$build/vkflash" > build-gpu/vkflash
     chmod +x build-gpu/vkflash
   else
