@@ -25,10 +25,11 @@ if ls .gpu/trixie/vulkan-validationlayers_*.deb >/dev/null 2>&1; then
   trixie_layers=/tmp/trixie-root/usr/share/vulkan/explicit_layer.d
   sed -i 's#"library_path": "libVkLayer#"library_path": "/tmp/trixie-root/usr/lib/x86_64-linux-gnu/libVkLayer#' \
     "$trixie_layers/VkLayer_khronos_validation.json"
-  trixie_run() {
-    VK_LAYER_PATH=$trixie_layers /tmp/trixie-root/usr/lib64/ld-linux-x86-64.so.2 \
-      --library-path /tmp/trixie-root/usr/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu "$@"
-  }
-  export trixie_layers
+  # trixie's dynamic loader and library path, which run a program under trixie's Vulkan loader
+  # (trixie_run here; run_env.sh's link_cli writes them into the CLI's wrapper).
+  trixie_ld=/tmp/trixie-root/usr/lib64/ld-linux-x86-64.so.2
+  trixie_library_path=/tmp/trixie-root/usr/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu
+  trixie_run() { VK_LAYER_PATH=$trixie_layers "$trixie_ld" --library-path "$trixie_library_path" "$@"; }
+  export trixie_layers trixie_ld trixie_library_path
   export -f trixie_run  # for `timeout N bash -c 'trixie_run ...'`
 fi

@@ -61,8 +61,8 @@ statistics() {
 
 # link_cli: the CLI of $build where the [cli] cases run it, the build tree's build-gpu/vkflash
 # (under the root that gpu_env.sh links), which the carried tree lacks. Where trixie's loader is
-# unpacked, a script that runs the CLI under it, as trixie_run runs the test binary (its loader
-# and library path, which must change together with trixie_run's in tools/lab/gpu_env.sh): under
+# unpacked, a script that runs the CLI under it, as trixie_run (tools/lab/gpu_env.sh) runs the test
+# binary (a script: trixie_run itself does not reach the CLI through system()'s /bin/sh): under
 # bookworm's loader with trixie's layer (VK_LAYER_PATH, inherited from the test) the layer warns
 # about a call vkflash never makes, which fails the cases that check stderr (docs/tuning-log.md,
 # 2026-11-28, "the test suite on the H200 with each family forced").
@@ -70,8 +70,8 @@ link_cli() {
   mkdir -p build-gpu
   rm -f build-gpu/vkflash
   if [ -n "${trixie_layers:-}" ]; then
-    printf '#!/bin/sh\nVK_LAYER_PATH="%s" exec /tmp/trixie-root/usr/lib64/ld-linux-x86-64.so.2 --library-path /tmp/trixie-root/usr/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu "%s" "$@"\n' \
-      "$trixie_layers" "$PWD/$build/vkflash" > build-gpu/vkflash
+    printf '#!/bin/sh\nVK_LAYER_PATH="%s" exec "%s" --library-path "%s" "%s" "$@"\n' \
+      "$trixie_layers" "$trixie_ld" "$trixie_library_path" "$PWD/$build/vkflash" > build-gpu/vkflash
     chmod +x build-gpu/vkflash
   else
     ln -sfn "../$build/vkflash" build-gpu/vkflash
