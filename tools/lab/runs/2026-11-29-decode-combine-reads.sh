@@ -29,4 +29,8 @@ case "$part" in
     TEST_TIMEOUT=${TEST_TIMEOUT:-400} catch_tests combine-decode '"[decode]"'
     report combine-decode
     ;;
+  *)
+    echo "unknown part '$part'" >&2
+    exit 2
+    ;;
 esac

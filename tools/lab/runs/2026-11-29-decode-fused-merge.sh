@@ -2,8 +2,11 @@
 # 2026-11-29 (twelfth session), issue 21: the register decode kernel's split-K parts merged by the
 # last workgroup of each (KV head, batch) to finish (arrival counters in the workspace), against
 # the merge pass behind a barrier. docs/tuning-log.md, "the decode merge fused into the split
-# kernel" (not kept: reverted). Builds, each a CLI in build-lab/NAME (the whole change applied to
-# the tree, then tools/lab/build_variant.py for nomerge and pass2):
+# kernel" (not kept: reverted). Builds, each a CLI in build-lab/NAME: new, new2, vmm and pass2vmm
+# the tree with the change as each line says, built with cmake (build-gpu) and copied; nomerge and
+# pass2 by tools/lab/build_variant.py from new2's tree (nomerge: `if (!merging_workgroup) return;`
+# made `if (true) return;`; pass2: the shader and part_arrivals.glsl of new2, with pass2vmm's batch
+# merge):
 #   cur      the committed code (0f27b45);
 #   new      the fused merge counted by compare-and-swap alone, parts read back `coherent`, with
 #            its test binary in build-lab/new/tests (first run);
@@ -86,6 +89,10 @@ for part in "${@:-bench}"; do
     tests)
       TEST_TIMEOUT=${TEST_TIMEOUT:-300} catch_tests fused-decode '"[decode]"'
       report fused-decode
+      ;;
+    *)
+      echo "unknown part '$part'" >&2
+      exit 2
       ;;
   esac
 done

@@ -16,12 +16,13 @@
 #          --causal, D = 128 and 64, cur and softcapfold, two rounds;
 #   confirm  the bench's rows with cur and new, two rounds; then the [softcap] tests of
 #          build-lab/new under trixie's validation layer (the kernels `auto` picks: coopmat2),
-#          stopped after 300 s (the logged run stopped inside the last case);
+#          with the CLI linked for its [cli] cases, stopped after $TEST_TIMEOUT s (600; the logged
+#          run, without link_cli and at 300 s, stopped in the 7th of the tag's 13 cases);
 #   check  `vkflash check` of softcapfold against the CPU's float64, coopmat2 forced, float16:
 #          softcap 20 and 50, causal and not, D = 128 and 64, N = 1024; and with ALiBi and sinks
 #          (the callback path).
 # Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-29-softcap-fold.sh bench check`,
-# then `... confirm`.
+# then `... confirm` (one part at least: no part given runs nothing).
 RUNS=${RUNS:-20}
 source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, sweep
 
@@ -35,7 +36,8 @@ for part in "$@"; do
     bench) sweep 2 "128 64" "cur softcapfold" softcap_rows ;;
     confirm)
       sweep 2 "128 64" "cur new" softcap_rows
-      TEST_TIMEOUT=${TEST_TIMEOUT:-300} catch_tests softcap-tests '"[softcap]"'
+      link_cli
+      TEST_TIMEOUT=${TEST_TIMEOUT:-600} catch_tests softcap-tests '"[softcap]"'
       report softcap-tests
       ;;
     check)
@@ -51,6 +53,10 @@ for part in "$@"; do
         VKFLASH_KERNELS=coopmat2 build-lab/softcapfold/vkflash check --b 2 --hq 4 --nq 1024 --nk 1024 --d $d --dtype f16 \
           --softcap 50 --alibi --sinks 2>&1 | grep -E "error|PASS|FAIL"
       done
+      ;;
+    *)
+      echo "unknown part '$part'" >&2
+      exit 2
       ;;
   esac
 done
