@@ -5,7 +5,7 @@
 # kernel" (not kept: reverted). Builds, each a CLI in build-lab/NAME: new, new2, vmm and pass2vmm
 # the tree with the change as each line says, built with cmake (build-gpu) and copied; nomerge and
 # pass2 by tools/lab/build_variant.py from new2's tree (nomerge: `if (!merging_workgroup) return;`
-# made `if (true) return;`; pass2: the shader and part_arrivals.glsl of new2, with pass2vmm's batch
+# made `if (true) return;`; pass2: the decode shader and the arrival counters' include of new2, with pass2vmm's batch
 # merge):
 #   cur      the committed code (0f27b45);
 #   new      the fused merge counted by compare-and-swap alone, parts read back `coherent`, with
