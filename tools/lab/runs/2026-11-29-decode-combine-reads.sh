@@ -18,10 +18,7 @@ source tools/lab/runs/run_env.sh  # the GPU environment (build-lab/new), $out, r
 
 combine_rows() {
   issue21_goal_rows
-  run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 64 --mode fwd --read-ceiling
-  run --b 1 --h 32 --hkv 8 --nq 1 --nk 131072 --d 64 --mode fwd --read-ceiling
-  run --b 4 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd --read-ceiling
-  run --b 1 --h 32 --hkv 8 --nq 2 --nk 16384 --d 128 --mode fwd --read-ceiling
+  decode_neighbour_rows
 }
 case "$part" in
   bench) sweep 2 "128" "cur reads8 reads16" combine_rows ;;

@@ -38,30 +38,21 @@ source tools/lab/runs/run_env.sh  # the GPU environment (build-lab/new), $out, r
 
 fused_rows() {
   issue21_goal_rows
-  run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 64 --mode fwd --read-ceiling
-  run --b 1 --h 32 --hkv 8 --nq 1 --nk 131072 --d 64 --mode fwd --read-ceiling
-  run --b 4 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd --read-ceiling
-  run --b 1 --h 32 --hkv 8 --nq 2 --nk 16384 --d 128 --mode fwd --read-ceiling
+  decode_neighbour_rows
   run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd --mask
   run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd --softcap 50 --alibi --sinks
   run --b 4 --h 32 --hkv 8 --nq 16 --nk 8192 --d 128 --mode fwd --read-ceiling
 }
 fused_rows3() {
   issue21_goal_rows
-  run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 64 --mode fwd --read-ceiling
-  run --b 1 --h 32 --hkv 8 --nq 1 --nk 131072 --d 64 --mode fwd --read-ceiling
-  run --b 4 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd --read-ceiling
-  run --b 1 --h 32 --hkv 8 --nq 2 --nk 16384 --d 128 --mode fwd --read-ceiling
+  decode_neighbour_rows
   run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd --softcap 50 --alibi --sinks
 }
 for part in "${@:-bench}"; do
   case "$part" in
     bench)
       sweep 2 "128" "cur new" fused_rows
-      for v in cur new; do
-        echo "== $v"
-        statistics "$v" decode 128 fwd --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 | grep decode
-      done
+      decode_goal_statistics cur new
       ;;
     bench2)
       fused_rows2() {
@@ -71,17 +62,11 @@ for part in "${@:-bench}"; do
         run --b 1 --h 32 --hkv 8 --nq 2 --nk 16384 --d 128 --mode fwd --read-ceiling
       }
       sweep 2 "128" "cur new2 nomerge" fused_rows2
-      for v in cur new2 nomerge; do
-        echo "== $v"
-        statistics "$v" decode 128 fwd --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 | grep decode
-      done
+      decode_goal_statistics cur new2 nomerge
       ;;
     bench3)
       sweep 2 "128" "cur vmm" fused_rows3
-      for v in cur vmm; do
-        echo "== $v"
-        statistics "$v" decode 128 fwd --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 | grep decode
-      done
+      decode_goal_statistics cur vmm
       ;;
     bench4)
       sweep 2 "128" "cur pass2 pass2vmm" fused_rows3

@@ -54,10 +54,7 @@ case "$part" in
   seen)
     seen_rows() {
       issue21_goal_rows
-      run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 64 --mode fwd --read-ceiling
-      run --b 1 --h 32 --hkv 8 --nq 1 --nk 131072 --d 64 --mode fwd --read-ceiling
-      run --b 4 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd --read-ceiling
-      run --b 1 --h 32 --hkv 8 --nq 2 --nk 16384 --d 128 --mode fwd --read-ceiling
+      decode_neighbour_rows
       run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd --mask
       run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd --softcap 50 --alibi --sinks
     }
@@ -69,10 +66,7 @@ case "$part" in
         VKFLASH_DECODE_SPLITS=$splits issue21_goal_rows
       done
     done
-    for v in cur new new_keys4; do
-      echo "== $v"
-      statistics "$v" decode 128 fwd --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 | grep decode
-    done
+    decode_goal_statistics cur new new_keys4
     ;;
   splits64)
     cli=build-lab/cur/vkflash

@@ -40,6 +40,21 @@ issue21_goal_rows() {
     run --b 1 --h 32 --hkv 8 --nq 1 --nk $nk --d 128 --mode fwd --read-ceiling
   done
 }
+# Beside the goal: D = 64 at 16k and 128k keys, B = 4 at 16k, and 8 packed rows (Nq = 2) at 16k.
+decode_neighbour_rows() {
+  run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 64 --mode fwd --read-ceiling
+  run --b 1 --h 32 --hkv 8 --nq 1 --nk 131072 --d 64 --mode fwd --read-ceiling
+  run --b 4 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd --read-ceiling
+  run --b 1 --h 32 --hkv 8 --nq 2 --nk 16384 --d 128 --mode fwd --read-ceiling
+}
+# decode_goal_statistics BUILD...: statistics of each build's decode kernels at the goal shape (16k keys).
+decode_goal_statistics() {
+  local v
+  for v in "$@"; do
+    echo "== $v"
+    statistics "$v" decode 128 fwd --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 | grep decode
+  done
+}
 decode_rows() {
   run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd
   run --b 1 --h 32 --hkv 8 --nq 1 --nk 131072 --d 128 --mode fwd
