@@ -296,3 +296,49 @@ TEST_CASE("decode: recorded without a workspace, a split call runs as one part",
   CHECK(tools::RelativeError(o, std::vector<double>(reference.o.begin(), reference.o.end())) <= 1e-3);
   RequireNoValidationMessages();
 }
+
+TEST_CASE("decode: a merge of more parts than its invocations read in one round", "[decode]") {
+  // The merge pass (attention_decode_combine.comp) gives each column quad 128 / (D / 4) invocations
+  // (4 at D = 128, 8 at D = 64), each reading 8 of its parts at once: 47 parts of 64 keys at D = 128
+  // and 71 of 128 at D = 64 take two rounds, the second one short. Against the reference, one part,
+  // and the same bits again.
+  struct Case {
+    AttentionShape shape;
+    uint32_t parts;
+  };
+  uint32_t seed = 3100;
+  for (const Case& c : {Case{{1, 4, 1, 1, 3000, 128}, 47}, Case{{1, 4, 1, 1, 9000, 64}, 71}}) {
+    const AttentionParams params = DecodeParams(c.shape, false);
+    INFO(Describe(params) << ", parts " << c.parts);
+    std::vector<float> one_part;
+    for (uint32_t splits : {1u, c.parts}) {
+      ContextOptions options = ValidatedOptions();
+      options.tile_overrides.decode_splits = splits;
+      auto context = Context::Create(options);
+      REQUIRE(context.ok());
+      RequireDecodeWhereUsed(**context, params);
+      auto choice = (*context)->ChooseForwardKernel(params);
+      REQUIRE(choice.ok());
+      auto workspace = (*context)->ForwardWorkspaceBytes(params);
+      REQUIRE(workspace.ok());
+      if (choice->family == "decode" && splits > 1) {
+        // Every part asked for runs: one BLOCK_KV step each, O and LSE kept per part.
+        REQUIRE(c.parts == (c.shape.kv_len + choice->block_kv - 1) / choice->block_kv);
+        CHECK(*workspace >= uint64_t(c.shape.q_heads) * c.parts * (c.shape.head_dim + 1) * 4);
+      }
+      const ForwardRun first = RunForwardCase(**context, params, seed);
+      CHECK(first.o_error <= ForwardTolerance(params.dtype));
+      CHECK(first.lse_error <= ForwardTolerance(params.dtype));
+      const ForwardRun again = RunForwardCase(**context, params, seed);
+      REQUIRE(std::memcmp(first.o.data(), again.o.data(), first.o.size() * sizeof(float)) == 0);
+      REQUIRE(std::memcmp(first.lse.data(), again.lse.data(), first.lse.size() * sizeof(float)) == 0);
+      if (splits == 1) {
+        one_part = first.o;
+      } else {
+        CHECK(tools::RelativeError(first.o, std::vector<double>(one_part.begin(), one_part.end())) <= 1e-3);
+      }
+      RequireNoValidationMessages();
+    }
+    ++seed;
+  }
+}
