@@ -411,6 +411,44 @@ TEST_CASE("masks: tiles the mask closes are skipped, their K and V never read", 
   }
 }
 
+TEST_CASE("masks: with deterministic = false, the atomic dQ kernels skip the tiles the mask closes too",
+          "[backward][mask][atomic]") {
+  // With atomic dQ, each dK/dV workgroup starts its query loop at a tile of its own and wraps
+  // around; the tiles the mask closes are passed over in that order. Few query tiles, where atomic
+  // dQ runs on the devices that have it (elsewhere the deterministic kernels run: the same checks).
+  // The mask as in the test above: NaN in the K and V of keys it closes for every row, and query
+  // rows [0, 140) it closes for every key.
+  Context& context = SharedContext(Knobs::kDevice);
+  uint32_t seed = 27000;
+  for (const AttentionShape& shape : {AttentionShape{1, 4, 2, 600, 400, 64}, AttentionShape{1, 2, 1, 300, 700, 128}}) {
+    for (bool causal : {false, true}) {
+      AttentionParams p = MakeParams(shape, DataType::kFloat16, causal);
+      p.deterministic = false;
+      const bool atomic_without_mask = ExpectAtomicDq(context, p);
+      p.mask = Mask(MaskType::kFloat32, false, true, true, true);
+      const bool atomic = ExpectAtomicDq(context, p);
+      REQUIRE(atomic == atomic_without_mask);  // where the device runs atomic dQ, this test reaches it
+      INFO(Describe(p) << MaskName(p.mask) << (atomic ? ", atomic dQ" : ", the deterministic kernels"));
+      auto choice = context.ChooseBackwardKernels(p);
+      REQUIRE(choice.ok());
+      REQUIRE(choice->atomic_dq == atomic);
+      ScoreValues values;
+      values.mask = BlockSparseMask(p, seed);
+      std::vector<float> q = RandomValues(shape.q_elements(), p.dtype, seed + 1);
+      std::vector<float> k = RandomValues(shape.kv_elements(), p.dtype, seed + 2);
+      std::vector<float> v = RandomValues(shape.kv_elements(), p.dtype, seed + 3);
+      const std::vector<float> d_o = RandomValues(shape.q_elements(), p.dtype, seed + 4);
+      PoisonClosedKeys(shape, &k, &v);
+      const BackwardRun backward = RunBackwardWith(context, p, q, k, v, d_o, values);
+      CHECK(backward.dq_error <= BackwardTolerance(p.dtype));
+      CHECK(backward.dk_error <= BackwardTolerance(p.dtype));
+      CHECK(backward.dv_error <= BackwardTolerance(p.dtype));
+      RequireNoValidationMessages();
+      seed += 5;
+    }
+  }
+}
+
 TEST_CASE("masks: the decode kernels read the mask's terms for the packed rows that differ, and the summary where "
           "a scan would cost more",
           "[decode][mask]") {

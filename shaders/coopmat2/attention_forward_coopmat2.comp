@@ -98,6 +98,23 @@ float store_lse(const uint row, const uint col, const float lse, const uint lse_
   return lse;
 }
 
+// The first key tile from kv_begin on that the mask leaves open (kv_end if none). The closed
+// ones keep their place in the crossed runs: the fix-ups read the runs as without a mask. A loop
+// of its own, not a `continue` at the top of the step: there the driver copied the loop-carried
+// matrices on every closed tile (~180 instructions, mostly register moves), half the time of a
+// call whose tiles were all closed (docs/tuning-log.md,
+// "closed tiles passed over outside the step").
+uint next_open_tile(uint kv_begin, const uint kv_end, const uint mask_summary, const uint q_begin, const uint q_end,
+                    const uint q_len, const uint kv_len, inout CrossedRuns crossed) {
+  for (; kv_begin < kv_end && tile_closed(mask_summary, true, kv_begin, BLOCK_KV, kv_len, q_begin, q_end);
+       kv_begin += BLOCK_KV) {
+    if (tile_crosses_band(q_begin, q_end - q_begin, kv_begin, BLOCK_KV, q_len, kv_len)) {
+      note_crossed_tile(crossed, kv_begin, kv_begin + BLOCK_KV);
+    }
+  }
+  return kv_begin;
+}
+
 void main() {
   const uint head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;
   const uint kv_head = head / (pc.q_heads / pc.kv_heads);  // GQA / MQA
@@ -143,14 +160,9 @@ void main() {
   if (MASK != VKF_MASK_NONE) find_closed_tiles(mask_summary, true, kv_first, kv_end, BLOCK_KV, kv_len, q_begin, q_end);
   // Whether a step ran (its barriers made nonfinite_v's zero visible): a mask can close every tile.
   bool staged = false;
-  [[dont_unroll]] for (uint kv_begin = kv_first; kv_begin < kv_end; kv_begin += BLOCK_KV) {
-    if (tile_closed(mask_summary, true, kv_begin, BLOCK_KV, kv_len, q_begin, q_end)) {
-      // Skipped, its place in the crossed runs kept: the fix-ups read the runs as without a mask.
-      if (tile_crosses_band(q_begin, q_rows, kv_begin, BLOCK_KV, q_len, kv_len)) {
-        note_crossed_tile(crossed, kv_begin, kv_begin + BLOCK_KV);
-      }
-      continue;
-    }
+  [[dont_unroll]] for (uint kv_begin = next_open_tile(kv_first, kv_end, mask_summary, q_begin, q_end, q_len, kv_len, crossed);
+                       kv_begin < kv_end;
+                       kv_begin = next_open_tile(kv_begin + BLOCK_KV, kv_end, mask_summary, q_begin, q_end, q_len, kv_len, crossed)) {
     staged = true;
     // stage this step's K and V rows: read them while waiting for every matrix load of the
     // previous step, then store (zeroing V's infinities and NaNs where the band's edge crosses
