@@ -98,12 +98,12 @@ float store_lse(const uint row, const uint col, const float lse, const uint lse_
   return lse;
 }
 
-// The first key tile from kv_begin on that the mask leaves open (kv_end if none). The closed
-// ones keep their place in the crossed runs: the fix-ups read the runs as without a mask. A loop
-// of its own, not a `continue` at the top of the step: there the driver copied the loop-carried
-// matrices on every closed tile (~180 instructions, mostly register moves), half the time of a
-// call whose tiles were all closed (docs/tuning-log.md,
-// "closed tiles passed over outside the step").
+// The first key tile from kv_begin on that the mask leaves open (kv_end or past it if none). The
+// closed ones keep their place in the crossed runs: the fix-ups read the runs as without a mask.
+// A loop of its own, not a `continue` at the top of the step, where the driver copied the
+// loop-carried matrices on every closed tile (~180 instructions, mostly register moves: half the
+// time of a call whose tiles were all closed at D = 64 on an H200; docs/tuning-log.md, "closed
+// tiles passed over outside the step").
 uint next_open_tile(uint kv_begin, const uint kv_end, const uint mask_summary, const uint q_begin, const uint q_end,
                     const uint q_len, const uint kv_len, inout CrossedRuns crossed) {
   for (; kv_begin < kv_end && tile_closed(mask_summary, true, kv_begin, BLOCK_KV, kv_len, q_begin, q_end);

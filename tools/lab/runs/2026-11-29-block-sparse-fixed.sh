@@ -17,10 +17,12 @@
 # a `continue` at the top of the step) against HEAD, then its `[forward][mask]` tests (not decode).
 # `skip2`: build-lab/skip2 (the same, and in the coopmat2 dK/dV and dQ kernels) against HEAD,
 # forward and backward, then its `[backward][mask]` tests (not decode).
-# `final`: the tests of the kept build (build-lab/final: the forward's loop of `skip`, and the test
-# of atomic dQ with a block-sparse mask); `atomic`: that test alone, counting its cases that ran
+# `final`: tests of the kept build (build-lab/final, 8fd96bb: the forward's loop of `skip`, and the
+# test of atomic dQ with a block-sparse mask): that test, the `[forward][mask]` cases that are not
+# decode or backward, and the forward `[nonfinite]` ones (the `[forward][backward][mask]` cases ran
+# on `skip`, whose forward is the same); `atomic`: that test alone, counting its cases that ran
 # atomic dQ (its INFO lines, printed with -s).
-# Carry [".gpu", ".gl", "build-lab"] with build-lab/new (HEAD) and the builds named;
+# Carry [".gpu", ".gl", "build-lab"] with build-lab/new (HEAD, 3388233) and the builds named;
 # `bash tools/lab/runs/2026-11-29-block-sparse-fixed.sh sparsity|fixed|search|skip|skip2|final|atomic`.
 source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, sweep, catch_tests, report, the rows
 
