@@ -25,6 +25,24 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 
 AttentionParams DecodeParams(AttentionShape shape, bool causal) { return MakeParams(shape, DataType::kFloat16, causal); }
 
+// A split-K call's checks: O and LSE within the reference's tolerance, the same bits on a rerun and,
+// once the one-part call (splits == 1) has filled `one_part` with its O, within float16 rounding of
+// it (parts merged by their LSE give one part's O).
+void CheckSplitRun(Context& context, const AttentionParams& params, uint32_t seed, const ScoreValues& values,
+                   uint32_t splits, std::vector<float>* one_part) {
+  const ForwardRun first = RunForwardCase(context, params, seed, values);
+  CHECK(first.o_error <= ForwardTolerance(params.dtype));
+  CHECK(first.lse_error <= ForwardTolerance(params.dtype));
+  const ForwardRun again = RunForwardCase(context, params, seed, values);
+  REQUIRE(std::memcmp(first.o.data(), again.o.data(), first.o.size() * sizeof(float)) == 0);
+  REQUIRE(std::memcmp(first.lse.data(), again.lse.data(), first.lse.size() * sizeof(float)) == 0);
+  if (splits == 1) {
+    *one_part = first.o;
+  } else {
+    CHECK(tools::RelativeError(first.o, std::vector<double>(one_part->begin(), one_part->end())) <= 1e-3);
+  }
+}
+
 // Every (query heads per KV head, q_len) pair over 2 KV heads and a batch of 2, at each kv_len and
 // head dim, causal and not, against the reference, on the decode kernel where it applies.
 void CheckPackedRows(const std::vector<std::pair<uint32_t, uint32_t>>& groups_and_rows,
@@ -154,18 +172,7 @@ TEST_CASE("decode: split-K parts agree with one part, and give the same bits run
         if (splits == 1) CHECK(*workspace == 0);
         if (splits == 7) CHECK((*workspace >= part_bytes && *workspace < part_bytes + alignment));
       }
-      const ForwardRun first = RunForwardCase(**context, params, 77, values);
-      CHECK(first.o_error <= ForwardTolerance(params.dtype));
-      CHECK(first.lse_error <= ForwardTolerance(params.dtype));
-      const ForwardRun again = RunForwardCase(**context, params, 77, values);
-      REQUIRE(std::memcmp(first.o.data(), again.o.data(), first.o.size() * sizeof(float)) == 0);
-      REQUIRE(std::memcmp(first.lse.data(), again.lse.data(), first.lse.size() * sizeof(float)) == 0);
-      // Parts merged by their LSE give one part's O within float16 rounding.
-      if (splits == 1) {
-        one_part = first.o;
-      } else {
-        CHECK(tools::RelativeError(first.o, std::vector<double>(one_part.begin(), one_part.end())) <= 1e-3);
-      }
+      CheckSplitRun(**context, params, 77, values, splits, &one_part);
       RequireNoValidationMessages();
     }
   }
@@ -326,17 +333,7 @@ TEST_CASE("decode: a merge of more parts than its invocations read in one round"
         REQUIRE(c.parts == (c.shape.kv_len + choice->block_kv - 1) / choice->block_kv);
         CHECK(*workspace >= uint64_t(c.shape.q_heads) * c.parts * (c.shape.head_dim + 1) * 4);
       }
-      const ForwardRun first = RunForwardCase(**context, params, seed);
-      CHECK(first.o_error <= ForwardTolerance(params.dtype));
-      CHECK(first.lse_error <= ForwardTolerance(params.dtype));
-      const ForwardRun again = RunForwardCase(**context, params, seed);
-      REQUIRE(std::memcmp(first.o.data(), again.o.data(), first.o.size() * sizeof(float)) == 0);
-      REQUIRE(std::memcmp(first.lse.data(), again.lse.data(), first.lse.size() * sizeof(float)) == 0);
-      if (splits == 1) {
-        one_part = first.o;
-      } else {
-        CHECK(tools::RelativeError(first.o, std::vector<double>(one_part.begin(), one_part.end())) <= 1e-3);
-      }
+      CheckSplitRun(**context, params, seed, {}, splits, &one_part);
       RequireNoValidationMessages();
     }
     ++seed;

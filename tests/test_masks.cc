@@ -148,9 +148,8 @@ uint32_t CheckBlockedRows(const AttentionParams& p, const ScoreValues& values, c
   return blocked;
 }
 
-void CheckBackward(Context& context, const AttentionParams& p, const ScoreValues& values, uint32_t seed) {
-  INFO(Describe(p));
-  const BackwardRun run = RunBackwardCase(context, p, seed, values);
+// dQ, dK, dV, and dSinks and dBias where the call has them, within tolerance of the reference.
+void CheckGradients(const BackwardRun& run, const AttentionParams& p) {
   CHECK(run.dq_error <= BackwardTolerance(p.dtype));
   CHECK(run.dk_error <= BackwardTolerance(p.dtype));
   CHECK(run.dv_error <= BackwardTolerance(p.dtype));
@@ -159,6 +158,11 @@ void CheckBackward(Context& context, const AttentionParams& p, const ScoreValues
     REQUIRE(run.dbias.size() == MaskElements(p));
     CHECK(run.dbias_error <= BackwardTolerance(p.dtype));
   }
+}
+
+void CheckBackward(Context& context, const AttentionParams& p, const ScoreValues& values, uint32_t seed) {
+  INFO(Describe(p));
+  CheckGradients(RunBackwardCase(context, p, seed, values), p);
   RequireNoValidationMessages();
 }
 
@@ -353,6 +357,24 @@ void PoisonClosedKeys(const AttentionShape& shape, std::vector<float>* k, std::v
         }
 }
 
+// A call's inputs from `seed`: BlockSparseMask's mask, random Q, K, V and dO, and NaN in the K and
+// V of the keys the mask closes for every row (PoisonClosedKeys).
+struct BlockSparseInputs {
+  ScoreValues values;
+  std::vector<float> q, k, v, d_o;
+};
+BlockSparseInputs PoisonedBlockSparseInputs(const AttentionParams& p, uint32_t seed) {
+  const AttentionShape& s = p.shape;
+  BlockSparseInputs in;
+  in.values.mask = BlockSparseMask(p, seed);
+  in.q = RandomValues(s.q_elements(), p.dtype, seed + 1);
+  in.k = RandomValues(s.kv_elements(), p.dtype, seed + 2);
+  in.v = RandomValues(s.kv_elements(), p.dtype, seed + 3);
+  in.d_o = RandomValues(s.q_elements(), p.dtype, seed + 4);
+  PoisonClosedKeys(s, &in.k, &in.v);
+  return in;
+}
+
 TEST_CASE("masks: tiles the mask closes are skipped, their K and V never read", "[forward][backward][mask]") {
   // NaN in the K and V rows of keys [128, 256), which the mask closes for every row: a kernel
   // that visited their tiles would multiply them by P = 0 and return NaN; one that skips them
@@ -387,24 +409,12 @@ TEST_CASE("masks: tiles the mask closes are skipped, their K and V never read", 
       AttentionParams p = MakeParams(c.shape, DataType::kFloat16, causal);
       p.mask = c.mask;
       INFO(Describe(p) << MaskName(p.mask));
-      ScoreValues values;
-      values.mask = BlockSparseMask(p, seed);
-      std::vector<float> q = RandomValues(c.shape.q_elements(), p.dtype, seed + 1);
-      std::vector<float> k = RandomValues(c.shape.kv_elements(), p.dtype, seed + 2);
-      std::vector<float> v = RandomValues(c.shape.kv_elements(), p.dtype, seed + 3);
-      const std::vector<float> d_o = RandomValues(c.shape.q_elements(), p.dtype, seed + 4);
-      PoisonClosedKeys(c.shape, &k, &v);
-      const ForwardRun forward = RunForwardWith(context, p, q, k, v, values);
+      const BlockSparseInputs in = PoisonedBlockSparseInputs(p, seed);
+      const ForwardRun forward = RunForwardWith(context, p, in.q, in.k, in.v, in.values);
       CHECK(forward.o_error <= ForwardTolerance(p.dtype));
       CHECK(forward.lse_error <= ForwardTolerance(p.dtype));
       RequireDecodeWhereUsed(context, p);
-      if (c.shape.q_len > 1) {
-        const BackwardRun backward = RunBackwardWith(context, p, q, k, v, d_o, values);
-        CHECK(backward.dq_error <= BackwardTolerance(p.dtype));
-        CHECK(backward.dk_error <= BackwardTolerance(p.dtype));
-        CHECK(backward.dv_error <= BackwardTolerance(p.dtype));
-        if (p.mask.additive()) CHECK(backward.dbias_error <= BackwardTolerance(p.dtype));
-      }
+      if (c.shape.q_len > 1) CheckGradients(RunBackwardWith(context, p, in.q, in.k, in.v, in.d_o, in.values), p);
       RequireNoValidationMessages();
       seed += 5;
     }
@@ -432,18 +442,8 @@ TEST_CASE("masks: with deterministic = false, the atomic dQ kernels skip the til
       auto choice = context.ChooseBackwardKernels(p);
       REQUIRE(choice.ok());
       REQUIRE(choice->atomic_dq == atomic);
-      ScoreValues values;
-      values.mask = BlockSparseMask(p, seed);
-      std::vector<float> q = RandomValues(shape.q_elements(), p.dtype, seed + 1);
-      std::vector<float> k = RandomValues(shape.kv_elements(), p.dtype, seed + 2);
-      std::vector<float> v = RandomValues(shape.kv_elements(), p.dtype, seed + 3);
-      const std::vector<float> d_o = RandomValues(shape.q_elements(), p.dtype, seed + 4);
-      PoisonClosedKeys(shape, &k, &v);
-      const BackwardRun backward = RunBackwardWith(context, p, q, k, v, d_o, values);
-      CHECK(backward.dq_error <= BackwardTolerance(p.dtype));
-      CHECK(backward.dk_error <= BackwardTolerance(p.dtype));
-      CHECK(backward.dv_error <= BackwardTolerance(p.dtype));
-      CHECK(backward.dbias_error <= BackwardTolerance(p.dtype));
+      const BlockSparseInputs in = PoisonedBlockSparseInputs(p, seed);
+      CheckGradients(RunBackwardWith(context, p, in.q, in.k, in.v, in.d_o, in.values), p);
       RequireNoValidationMessages();
       seed += 5;
     }
