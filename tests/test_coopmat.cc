@@ -372,6 +372,12 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
     // 32 query rows per subgroup: 4 subgroups own 128
     CHECK((b->dq.block_q == 128 && b->dq.block_kv == 64 && b->dq.workgroup_size == 128));
     CHECK(b->dq.shared_memory_bytes == 2 * 64 * (64 + 8) * 2 + 64 * 4 + 2 * 128 * 4);
+    // With a softcap both gradient kernels take 64-key steps of 16-row subgroups (faster there on the H200)
+    params.softcap = 30.0f;
+    b = vkflash::attention::ChooseBackwardKernels(device, params, false);
+    REQUIRE(b.ok());
+    CHECK((b->dkdv.block_kv == 64 && b->dkdv.block_q == 64 && b->dkdv.workgroup_size == 128));
+    CHECK((b->dq.block_q == 64 && b->dq.block_kv == 64 && b->dq.workgroup_size == 128));
   }
   SECTION("the driver's reserved shared memory is not the kernel's") {
     params.shape.kv_len = 1024;  // 80-key steps: 2 x 80 rows of 272 bytes, 43656 bytes with the rest
@@ -418,7 +424,22 @@ TEST_CASE("cooperative matrix 2 tiles follow the device's workgroup sizes and gr
     f = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(f.ok());
     CHECK((f->block_q == 128 && f->block_kv == 64 && f->workgroup_size == 256));
-    // With a mask or bias the 64-row tiles run instead (as fast open, faster with closed blocks)
+    // With scores modified element by element (a mask or bias, a softcap, ALiBi) the 64-row tiles
+    // run instead (faster on the H100 and H200); sinks, which join at the rows' ends, do not count.
+    params.sinks = true;
+    f = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(f.ok());
+    CHECK((f->block_q == 128 && f->block_kv == 64 && f->workgroup_size == 256));
+    params.softcap = 50.0f;
+    f = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(f.ok());
+    CHECK((f->block_q == 64 && f->block_kv == 80 && f->workgroup_size == 128));
+    params.softcap = 0.0f;
+    params.alibi = vkflash::AlibiSlopes::kPerHead;
+    f = vkflash::attention::ChooseForwardKernel(device, params, false);
+    REQUIRE(f.ok());
+    CHECK((f->block_q == 64 && f->block_kv == 80 && f->workgroup_size == 128));
+    params.alibi = vkflash::AlibiSlopes::kNone;
     params.mask.type = vkflash::MaskType::kBool;
     f = vkflash::attention::ChooseForwardKernel(device, params, false);
     REQUIRE(f.ok());

@@ -3,10 +3,13 @@
 // Every matrix here belongs to the whole workgroup: the driver splits it over the subgroups.
 // Why it is built as it is (the measurements behind each choice: docs/tuning-log.md):
 // - Q comes straight from its buffer through a tensor layout, which also clamps: rows past q_len
-//   read as zero. O leaves through the K/V tiles' shared memory (a matrix store there, then 16-byte
-//   copies of the rows below q_len) where those tiles hold its rows: the tensor-layout store ran
-//   the whole forward 4% slower at D = 64 (up to 10% with 1024 keys) on an H200
-//   (docs/tuning-log.md, "outputs through shared memory").
+//   read as zero. At D = 128 a tile wholly below q_len loads unclamped, in vector loads: 2-3%
+//   faster there on an H200, where D = 64 ran up to 3% slower and D = 256 7-8% slower with a
+//   mask or causal (docs/tuning-log.md, "the coopmat2 forward's Q in vector loads at D = 128").
+// - O leaves through the K/V tiles' shared memory (a matrix store there, then 16-byte copies of the
+//   rows below q_len) where those tiles hold its rows: the tensor-layout store ran the whole
+//   forward 4% slower at D = 64 (up to 10% with 1024 keys) on an H200 (docs/tuning-log.md,
+//   "outputs through shared memory").
 // - K and V rows are staged in shared memory by the whole workgroup (16-byte copies, rows past
 //   kv_len zeroed) and the matrices loaded from there: loaded through tensor layouts, the driver
 //   staged them in far more shared memory of its own, at more registers, and fewer workgroups fit
@@ -72,6 +75,7 @@ shared uint nonfinite_v;  // 1 once a tile that the band's edge crosses had an i
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_KV, KV_WORDS)
 const bool O_THROUGH_TILES = BLOCK_Q <= 2 * BLOCK_KV;  // the K/V tiles hold O's rows
+const bool Q_IN_WORDS = HEAD_DIM == 128;  // whole Q tiles unclamped (the header says why)
 VKF_DEFINE_UNSTAGE_ROWS(store_o_rows, kv_tiles, o_u4, BLOCK_Q)
 
 #include "coopmat2/online_softmax.glsl"
@@ -139,7 +143,17 @@ void main() {
 
   // Q stays exactly as stored; the softmax scale is applied to S.
   coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_Q, HEAD_DIM, gl_MatrixUseA> q_tile;
-  coopMatLoadTensorNV(q_tile, q_h, q_base, sliceTensorLayoutNV(q_layout, q_begin, BLOCK_Q, 0, HEAD_DIM));
+  if (Q_IN_WORDS && q_begin + BLOCK_Q <= q_len) {
+    // A tile wholly below q_len needs no clamping: unclamped, with its base and stride masked to
+    // whole 16-byte words (which they are), the driver loads it in vector loads.
+    tensorLayoutNV<2, gl_CooperativeMatrixClampModeUndefinedNV> q_words =
+        createTensorLayoutNV(2, gl_CooperativeMatrixClampModeUndefinedNV);
+    q_words = setTensorLayoutDimensionNV(q_words, q_len, HEAD_DIM);
+    q_words = setTensorLayoutStrideNV(q_words, tensor_row_stride(VKF_TENSOR_Q) & ~7u, 1);
+    coopMatLoadTensorNV(q_tile, q_h, q_base & ~7u, sliceTensorLayoutNV(q_words, q_begin, BLOCK_Q, 0, HEAD_DIM));
+  } else {
+    coopMatLoadTensorNV(q_tile, q_h, q_base, sliceTensorLayoutNV(q_layout, q_begin, BLOCK_Q, 0, HEAD_DIM));
+  }
 
   ROWS_X_DIM(float) o_acc = ROWS_X_DIM(float)(0.0);
   // Every column holds the row's value, from the floor (coopmat2/online_softmax.glsl); the sink

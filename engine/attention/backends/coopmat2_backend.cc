@@ -24,11 +24,14 @@ namespace {
 struct WorkgroupTile {
   uint32_t owned, streamed, workgroup, max_head_dim;
   uint32_t min_mean_keys = 0;
-  bool without_mask_only = false;  // calls with a mask or bias take a later entry
+  bool plain_scores_only = false;  // calls that modify scores per element take a later entry
 };
-// 128x64x256 from 4096 keys is for calls without a mask or bias: with one, 64x64x128 (the next entry
-// that fits on the H100) was faster at D = 128 for every kind of mask (docs/tuning-log.md,
-// 2026-11-27 "the coopmat2 forward's tile with a mask"); untimed where 80-key steps fit, and at D = 96.
+// 128x64x256 from 4096 keys is for calls whose scores no mask, bias, softcap or ALiBi modifies
+// element by element: with one, 64x64x128 (the next entry that fits on the H100) was faster at
+// D = 128 for every kind of mask (docs/tuning-log.md, 2026-11-27 "the coopmat2 forward's tile with
+// a mask") and on an H200 for a softcap (9%) and ALiBi (7%), while sinks alone lose 1% with it
+// (2026-11-29, "the coopmat2 tiles with a softcap or ALiBi"); untimed where 80-key steps fit, and
+// at D = 96.
 constexpr WorkgroupTile kCoopmat2ForwardTiles[] = {
     {128, 64, 128, 64},  {128, 64, 256, 128, 4096, true}, {64, 96, 128, 96, 1024}, {64, 80, 128, 128, 1024},
     {64, 64, 128, 128},  {128, 64, 256, 128},             {64, 32, 128, 256},      {128, 32, 256, 256},
@@ -49,11 +52,16 @@ constexpr WorkgroupTile kCoopmat2DecodeTiles[] = {
 // rows in shared memory and stages its K rows there once (Coopmat2BackwardBytes).
 struct SubgroupTile {
   uint32_t subgroups, rows, streamed, max_head_dim;  // rows: owned rows per subgroup, 16 or 32
+  bool without_softcap_only = false;                 // calls with a softcap take a later entry
 };
-constexpr SubgroupTile kCoopmat2DkdvTiles[] = {{4, 16, 128, 64}, {4, 16, 64, 64},  {4, 16, 48, 128},
-                                               {4, 16, 32, 128}, {2, 16, 32, 128}, {1, 16, 16, 128}};
-constexpr SubgroupTile kCoopmat2DqTiles[] = {{4, 32, 64, 64},  {4, 32, 32, 64},  {4, 16, 64, 128},
-                                             {4, 16, 32, 128}, {2, 16, 32, 128}, {1, 16, 16, 128}};
+// With a softcap (its P recomputed through the cap, its derivative taken from P) the D = 64
+// gradients ran 6% faster on 64-key steps of 16-row subgroups for both kernels, 10% with ALiBi and
+// sinks too and 24% with causal besides, where the plain, ALiBi and masked calls ran 14% slower on
+// those tiles (H200, docs/tuning-log.md, 2026-11-29 "the coopmat2 tiles with a softcap or ALiBi").
+constexpr SubgroupTile kCoopmat2DkdvTiles[] = {{4, 16, 128, 64, true}, {4, 16, 64, 64},  {4, 16, 48, 128},
+                                               {4, 16, 32, 128},       {2, 16, 32, 128}, {1, 16, 16, 128}};
+constexpr SubgroupTile kCoopmat2DqTiles[] = {{4, 32, 64, 64, true}, {4, 32, 32, 64, true}, {4, 16, 64, 128},
+                                             {4, 16, 32, 128},      {2, 16, 32, 128},      {1, 16, 16, 128}};
 // dQ from stored dS (deterministic = false): 32 owned rows per subgroup (no Q and dO operands are
 // held), 64 streamed keys: the fastest of six tiles at D = 128 on the H100 (docs/tuning-log.md,
 // "stored dS in the coopmat2 backward").
@@ -181,8 +189,9 @@ Result<KernelChoice> ChooseCoopmat2BackwardTile(const DeviceInfo& device, const 
     return !stored_ds || (owned_rows(tile) <= VKF_STORED_DS_PAD && tile.streamed <= VKF_STORED_DS_PAD);
   };
   auto fits = [&](const SubgroupTile& tile) {
-    return g > 0 && within_slot_padding(tile) && (tile.rows == 16 || tile.rows == 32) && tile.rows % g == 0 &&
-           tile.streamed % g == 0 && head_dim % g == 0 && head_dim <= tile.max_head_dim && device.subgroup_size > 0 &&
+    return g > 0 && within_slot_padding(tile) && !(tile.without_softcap_only && params.softcap > 0.0f) &&
+           (tile.rows == 16 || tile.rows == 32) && tile.rows % g == 0 && tile.streamed % g == 0 && head_dim % g == 0 &&
+           head_dim <= tile.max_head_dim && device.subgroup_size > 0 &&
            device.min_subgroup_size == device.max_subgroup_size &&
            tile.subgroups * device.subgroup_size <= device.max_workgroup_invocations && dq_columns_fit(tile) &&
            shared_bytes(tile) <= device.usable_shared_memory_bytes;
@@ -230,6 +239,12 @@ bool ForwardTileRuns(const DeviceInfo& device, const WorkgroupTile& tile, uint32
                      });
 }
 
+// Whether the forward modifies the scores element by element (shaders/common/score_mod.glsl):
+// a mask or bias, a softcap or ALiBi. Sinks join at the rows' ends and do not count.
+bool ScoresModifiedPerElement(const AttentionParams& params) {
+  return params.mask.type != MaskType::kNone || params.softcap > 0.0f || params.alibi != AlibiSlopes::kNone;
+}
+
 }  // namespace
 
 std::span<const std::string_view> Coopmat2Backend::variants() const { return kVariants; }
@@ -258,7 +273,7 @@ Result<KernelChoice> Coopmat2Backend::ChooseForward(const DeviceInfo& device, co
                                                     const TileOverrides& overrides) const {
   const double mean_keys = MeanVisibleKeys(params.shape.q_len, params.shape.kv_len, KeyBandOf(params));
   auto fits = [&](const WorkgroupTile& tile) {
-    return mean_keys >= tile.min_mean_keys && !(tile.without_mask_only && params.mask.type != MaskType::kNone) &&
+    return mean_keys >= tile.min_mean_keys && !(tile.plain_scores_only && ScoresModifiedPerElement(params)) &&
            ForwardTileRuns(device, tile, params.shape.head_dim, Coopmat2ForwardBytes(params.shape.head_dim, tile));
   };
   const std::optional<WorkgroupTile> chosen = FirstTileThatFits(
