@@ -3,9 +3,10 @@
 // Every matrix here belongs to the whole workgroup: the driver splits it over the subgroups.
 // Why it is built as it is (the measurements behind each choice: docs/tuning-log.md):
 // - Q comes straight from its buffer through a tensor layout, which also clamps: rows past q_len
-//   read as zero. At D = 128 a tile wholly below q_len loads unclamped, in vector loads: 2-3%
-//   faster there on an H200, where D = 64 ran up to 3% slower and D = 256 7-8% slower with a
-//   mask or causal (docs/tuning-log.md, "the coopmat2 forward's Q in vector loads at D = 128").
+//   read as zero. At D = 128 a tile wholly below q_len loads unclamped, in vector loads: 1.2-2.8%
+//   less time there on an H200, where D = 64 took up to 3% more and D = 256 7-9% more with a mask
+//   or causal (docs/tuning-log.md, "the coopmat2 forward's Q in vector loads", thirteenth and
+//   fourteenth sessions).
 // - O leaves through the K/V tiles' shared memory (a matrix store there, then 16-byte copies of the
 //   rows below q_len) where those tiles hold its rows: the tensor-layout store ran the whole
 //   forward 4% slower at D = 64 (up to 10% with 1024 keys) on an H200 (docs/tuning-log.md,
@@ -75,7 +76,7 @@ shared uint nonfinite_v;  // 1 once a tile that the band's edge crosses had an i
 const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each invocation copies
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_KV, KV_WORDS)
 const bool O_THROUGH_TILES = BLOCK_Q <= 2 * BLOCK_KV;  // the K/V tiles hold O's rows
-const bool Q_IN_WORDS = HEAD_DIM == 128;  // whole Q tiles unclamped (the header says why)
+const bool Q_WHOLE_TILES_UNCLAMPED = HEAD_DIM == 128;  // whole Q tiles unclamped (the header says why)
 VKF_DEFINE_UNSTAGE_ROWS(store_o_rows, kv_tiles, o_u4, BLOCK_Q)
 
 #include "coopmat2/online_softmax.glsl"
@@ -143,9 +144,10 @@ void main() {
 
   // Q stays exactly as stored; the softmax scale is applied to S.
   coopmat<float16_t, gl_ScopeWorkgroup, BLOCK_Q, HEAD_DIM, gl_MatrixUseA> q_tile;
-  if (Q_IN_WORDS && q_begin + BLOCK_Q <= q_len) {
+  if (Q_WHOLE_TILES_UNCLAMPED && q_begin + BLOCK_Q <= q_len) {
     // A tile wholly below q_len needs no clamping: unclamped, with its base and stride masked to
-    // whole 16-byte words (which they are), the driver loads it in vector loads.
+    // whole 16-byte words (which they are: the engine runs this kernel only on vector-aligned views
+    // and strides, forward_op.cc), the driver loads it in vector loads.
     tensorLayoutNV<2, gl_CooperativeMatrixClampModeUndefinedNV> q_words =
         createTensorLayoutNV(2, gl_CooperativeMatrixClampModeUndefinedNV);
     q_words = setTensorLayoutDimensionNV(q_words, q_len, HEAD_DIM);

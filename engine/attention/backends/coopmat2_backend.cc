@@ -29,9 +29,9 @@ struct WorkgroupTile {
 // 128x64x256 from 4096 keys is for calls whose scores no mask, bias, softcap or ALiBi modifies
 // element by element: with one, 64x64x128 (the next entry that fits on the H100) was faster at
 // D = 128 for every kind of mask (docs/tuning-log.md, 2026-11-27 "the coopmat2 forward's tile with
-// a mask") and on an H200 for a softcap (9%) and ALiBi (7%), while sinks alone lose 1% with it
-// (2026-11-29, "the coopmat2 tiles with a softcap or ALiBi"); untimed where 80-key steps fit, and
-// at D = 96.
+// a mask") and on an H200 for a softcap (8-9% less time) and ALiBi (6-7%), where sinks alone
+// took 1% longer on it (2026-11-29, "the coopmat2 tiles with a softcap or ALiBi"); untimed where
+// 80-key steps fit, and at D = 96.
 constexpr WorkgroupTile kCoopmat2ForwardTiles[] = {
     {128, 64, 128, 64},  {128, 64, 256, 128, 4096, true}, {64, 96, 128, 96, 1024}, {64, 80, 128, 128, 1024},
     {64, 64, 128, 128},  {128, 64, 256, 128},             {64, 32, 128, 256},      {128, 32, 256, 256},
@@ -52,12 +52,13 @@ constexpr WorkgroupTile kCoopmat2DecodeTiles[] = {
 // rows in shared memory and stages its K rows there once (Coopmat2BackwardBytes).
 struct SubgroupTile {
   uint32_t subgroups, rows, streamed, max_head_dim;  // rows: owned rows per subgroup, 16 or 32
-  bool without_softcap_only = false;                 // calls with a softcap take a later entry
+  bool without_softcap_only = false;                 // deterministic calls with a softcap take a later entry
 };
-// With a softcap (its P recomputed through the cap, its derivative taken from P) the D = 64
-// gradients ran 6% faster on 64-key steps of 16-row subgroups for both kernels, 10% with ALiBi and
-// sinks too and 24% with causal besides, where the plain, ALiBi and masked calls ran 14% slower on
-// those tiles (H200, docs/tuning-log.md, 2026-11-29 "the coopmat2 tiles with a softcap or ALiBi").
+// With a softcap (its P recomputed through the cap, its derivative taken from P) the deterministic
+// D = 64 gradients took 6% less time with dQ on 16-row subgroups and dK/dV on 64-query steps, 10%
+// with ALiBi and sinks too and 23-24% with causal besides, where the plain, ALiBi and masked calls
+// took 14-15% more on those tiles (H200, docs/tuning-log.md, 2026-11-29 "the coopmat2 tiles with a
+// softcap or ALiBi"). Atomic dQ's choice (AtomicDqPays) counts the dQ grid of the tile chosen.
 constexpr SubgroupTile kCoopmat2DkdvTiles[] = {{4, 16, 128, 64, true}, {4, 16, 64, 64},  {4, 16, 48, 128},
                                                {4, 16, 32, 128},       {2, 16, 32, 128}, {1, 16, 16, 128}};
 constexpr SubgroupTile kCoopmat2DqTiles[] = {{4, 32, 64, 64, true}, {4, 32, 32, 64, true}, {4, 16, 64, 128},
@@ -188,8 +189,11 @@ Result<KernelChoice> ChooseCoopmat2BackwardTile(const DeviceInfo& device, const 
   auto within_slot_padding = [&](const SubgroupTile& tile) {
     return !stored_ds || (owned_rows(tile) <= VKF_STORED_DS_PAD && tile.streamed <= VKF_STORED_DS_PAD);
   };
+  // The softcap's tiles were measured on the deterministic kernels only.
+  const bool softcap_deterministic =
+      params.softcap > 0.0f && (kernel == BackwardKernel::kDkdv || kernel == BackwardKernel::kDq);
   auto fits = [&](const SubgroupTile& tile) {
-    return g > 0 && within_slot_padding(tile) && !(tile.without_softcap_only && params.softcap > 0.0f) &&
+    return g > 0 && within_slot_padding(tile) && !(tile.without_softcap_only && softcap_deterministic) &&
            (tile.rows == 16 || tile.rows == 32) && tile.rows % g == 0 && tile.streamed % g == 0 && head_dim % g == 0 &&
            head_dim <= tile.max_head_dim && device.subgroup_size > 0 &&
            device.min_subgroup_size == device.max_subgroup_size &&

@@ -2,19 +2,19 @@
 # 2026-11-29 (fourteenth session): docs/tuning-log.md, "the coopmat2 forward's Q in vector loads at
 # D = 128, and where its bias's time goes" and "the coopmat2 tiles with a softcap or ALiBi". Builds
 # in build-lab/:
-#   final      HEAD's kernels (8682d67);
-#   q128       Q tiles wholly below q_len loaded unclamped (Q_IN_WORDS) from D = 128 on (the kept
-#              code takes it at D = 128 only);
+#   final      HEAD's kernels (8682d67) (a build; also the name of a part below);
+#   q128       Q tiles wholly below q_len loaded unclamped (Q_IN_WORDS, now Q_WHOLE_TILES_UNCLAMPED)
+#              from D = 128 on (the kept code takes it at D = 128 only);
 #   biasl1     timing only (tools/lab/build_variant.py on q128): each step's float32 bias tile read
 #              from keys [0, BLOCK_KV) of its rows, so that its reads hit the L1 after the first;
 #   biasnone   timing only: a constant added instead of the bias tile;
 #   biasstaged timing only: the float32 bias tile read in 16-byte words along its rows and staged
 #              through shared memory (K's region after S at D >= 128, a region of its own below,
 #              where the 64x64x128 tile is forced);
-#   new        q128 with calls that modify scores per element (softcap, ALiBi) off the 128x64x256
-#              forward tile;
-#   new2       new, and calls with a softcap at D = 64 on 64-key gradient tiles of 16-row subgroups
-#              (the kept code).
+#   new        the kept shader (q128 at D = 128 only), and calls that modify scores per element
+#              (softcap, ALiBi) off the 128x64x256 forward tile;
+#   new2       new, and with a softcap at D = 64 dQ on 16-row subgroups and dK/dV on 64-query steps
+#              (the code of 2fb7753).
 # Parts (each its own device run, in this order): `bench tiles bias tests` (q128 against final, the
 # forward's tiles with a softcap, the bias diagnostics, q128's GPU tests); `staged modtiles`
 # (biasstaged, and 128x64x256 against 64x64x128 at D = 128 with each score modifier); `table
