@@ -239,6 +239,15 @@ float softcapped(float t) {
   return c2 - 2.0 * c2 / (1.0 + exp2(t * (2.0 / SOFTCAP)));
 }
 
+// Where the softcap is a score's only per-element modifier (no ALiBi, no mask), a kernel can cap
+// the raw products element by element, with the softmax scale folded into the power:
+// softcapped(raw * scale_log2) with softcap_power = scale_log2 * 2 / SOFTCAP, a multiply less.
+bool softcap_alone() { return SOFTCAP > 0.0 && ALIBI == VKF_ALIBI_NONE && MASK == VKF_MASK_NONE; }
+float softcapped_raw(float raw, float softcap_power) {
+  const float c2 = SOFTCAP * LOG2E;
+  return c2 - 2.0 * c2 / (1.0 + exp2(raw * softcap_power));
+}
+
 // score_mod's softcap and ALiBi, in their order, without the mask's term.
 float score_mod_unmasked(float t, ScoreHead h, uint q_row, uint key, uint q_len, uint kv_len) {
   if (SOFTCAP > 0.0) t = softcapped(t);

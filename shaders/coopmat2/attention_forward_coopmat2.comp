@@ -77,6 +77,10 @@ const uint KV_WORDS = VKF_STAGE_WORDS(BLOCK_KV);  // uvec4 words per tensor each
 VKF_DEFINE_STAGE_ROW_PAIR_SPLIT(load_kv, store_kv, kv_tiles, k_u4, v_u4, BLOCK_KV, KV_WORDS)
 const bool O_THROUGH_TILES = BLOCK_Q <= 2 * BLOCK_KV;  // the K/V tiles hold O's rows
 const bool Q_WHOLE_TILES_UNCLAMPED = HEAD_DIM == 128;  // whole Q tiles unclamped (the header says why)
+// A softcap alone capped element by element with the scale folded in (common/score_mod.glsl's
+// softcap_alone): 1.1-1.6% less time at D = 64 on an H200; at D = 128 none, and 2% more with causal
+// (docs/tuning-log.md, "the coopmat2 forward's softcap folded again").
+const bool SOFTCAP_FOLDED = HEAD_DIM == 64;
 VKF_DEFINE_UNSTAGE_ROWS(store_o_rows, kv_tiles, o_u4, BLOCK_Q)
 
 #include "coopmat2/online_softmax.glsl"
@@ -167,6 +171,7 @@ void main() {
   const uint mask_summary = mask_summary_base(batch, head);  // for the tiles the mask closes
 
   const ONES_COLUMNS ones = ONES_COLUMNS(1.0);
+  const float softcap_power = pc.scale_log2 * (2.0 / SOFTCAP);  // SOFTCAP_FOLDED's
   if (gl_LocalInvocationIndex == 0) nonfinite_v = 0;  // before the first step's barriers
   // Tiles wholly outside the rows' band are never visited.
   const uint q_rows = q_end - q_begin;
@@ -206,8 +211,12 @@ void main() {
     coopmat<float16_t, gl_ScopeWorkgroup, HEAD_DIM, BLOCK_KV, gl_MatrixUseB> k_t;
     coopMatLoad(k_t, kv_tiles, 0, TILE_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
     ROWS_X_KEYS(float) s = coopMatMulAdd(q_tile, k_t, ROWS_X_KEYS(float)(0.0));
-    s *= pc.scale_log2;
-    if (scores_modified()) coopMatPerElementNV(s, s, modify_score, q_begin, kv_begin, q_len, kv_len, modifiers);
+    if (SOFTCAP_FOLDED && softcap_alone()) {
+      [[unroll]] for (uint i = 0; i < s.length(); ++i) s[i] = softcapped_raw(s[i], softcap_power);
+    } else {
+      s *= pc.scale_log2;
+      if (scores_modified()) coopMatPerElementNV(s, s, modify_score, q_begin, kv_begin, q_len, kv_len, modifiers);
+    }
     if (bias_first) {
       s += first_bias;
     } else if (bias_tiles()) {
