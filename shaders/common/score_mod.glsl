@@ -234,19 +234,19 @@ float alibi_bias_log2(float slope_log2, uint q_row, uint key, uint q_len, uint k
 // them; a tanh without exp2 or division, but with more arithmetic, was slower (docs/tuning-log.md).
 // Finite for every finite t; past |2t / C| of ~128 the power is inf or 0, and dividing by inf
 // gives 0, so the score is +-C2 there and at +-inf (tests/test_score_mods.cc checks); NaN for NaN.
-float softcapped(float t) {
-  const float c2 = SOFTCAP * LOG2E;
-  return c2 - 2.0 * c2 / (1.0 + exp2(t * (2.0 / SOFTCAP)));
-}
-
-// Where the softcap is a score's only per-element modifier (no ALiBi, no mask), a kernel can cap
-// the raw products element by element, with the softmax scale folded into the power:
-// softcapped(raw * scale_log2) with softcap_power = scale_log2 * 2 / SOFTCAP, a multiply less.
-bool softcap_alone() { return SOFTCAP > 0.0 && ALIBI == VKF_ALIBI_NONE && MASK == VKF_MASK_NONE; }
+// softcapped_raw(x, power) is the same curve with the power's factor given: softcapped(t) is
+// softcapped_raw(t, 2 / C).
 float softcapped_raw(float raw, float softcap_power) {
   const float c2 = SOFTCAP * LOG2E;
   return c2 - 2.0 * c2 / (1.0 + exp2(raw * softcap_power));
 }
+float softcapped(float t) { return softcapped_raw(t, 2.0 / SOFTCAP); }
+
+// Where the softcap is a score's only per-element modifier (no ALiBi, no mask), a kernel can cap
+// the raw products element by element, with the softmax scale folded into the power:
+// softcapped_raw(raw, softcap_power) with softcap_power = scale_log2 * 2 / SOFTCAP is
+// softcapped(raw * scale_log2) with a multiply less.
+bool softcap_alone() { return SOFTCAP > 0.0 && ALIBI == VKF_ALIBI_NONE && MASK == VKF_MASK_NONE; }
 
 // score_mod's softcap and ALiBi, in their order, without the mask's term.
 float score_mod_unmasked(float t, ScoreHead h, uint q_row, uint key, uint q_len, uint kv_len) {
