@@ -516,6 +516,21 @@ TEST_CASE("score variant parameters and buffers: checked, and refused before any
   p.alibi = AlibiSlopes::kPerBatchHead;
   p.sinks = true;
   CHECK(ValidateAttentionParams(p).ok());
+  // ALiBi's distances are exact floats up to 2^22 queries and keys; past that, refused.
+  for (uint32_t AttentionShape::*length : {&AttentionShape::q_len, &AttentionShape::kv_len}) {
+    const uint32_t before = p.shape.*length;
+    p.shape.*length = kMaxAlibiSequence;
+    CHECK(ValidateAttentionParams(p).ok());
+    p.shape.*length = kMaxAlibiSequence + 1;
+    const Status status = ValidateAttentionParams(p);
+    INFO(status.ToString());
+    CHECK(status.code() == ErrorCode::kUnsupported);
+    CHECK(status.message().find("ALiBi") != std::string::npos);
+    p.alibi = AlibiSlopes::kNone;
+    CHECK(ValidateAttentionParams(p).ok());
+    p.alibi = AlibiSlopes::kPerBatchHead;
+    p.shape.*length = before;
+  }
   p.alibi = AlibiSlopes::kNone;
   p.sinks = false;
 

@@ -42,6 +42,7 @@ static_assert(VKF_COOPERATIVE_MATRIX_API_NONE == int(CooperativeMatrixApi::kNone
               VKF_COOPERATIVE_MATRIX_API_KHR == int(CooperativeMatrixApi::kKhr) &&
               VKF_COOPERATIVE_MATRIX_API_NV2 == int(CooperativeMatrixApi::kNv2));
 static_assert(VKF_MAX_HEAD_DIM == kMaxHeadDim);
+static_assert(VKF_MAX_ALIBI_SEQUENCE == kMaxAlibiSequence);
 
 Status BadEnum(const char* field, uint32_t value, const char* allowed) {
   return Status::Error(ErrorCode::kInvalidArgument,

@@ -135,7 +135,9 @@ typedef struct VkfAttentionWindow {
   int32_t right;
 } VkfAttentionWindow;
 
-/* ALiBi slopes' shape (vkflash::AlibiSlopes); the float32 slopes are in the buffers' alibi_slopes. */
+/* ALiBi slopes' shape (vkflash::AlibiSlopes); the float32 slopes are in the buffers' alibi_slopes.
+ * Calls with ALiBi take at most VKF_MAX_ALIBI_SEQUENCE queries and keys (Nq, Nk). */
+#define VKF_MAX_ALIBI_SEQUENCE 4194304u
 typedef enum VkfAlibiSlopes {
   VKF_ALIBI_SLOPES_NONE = 0,
   VKF_ALIBI_SLOPES_PER_HEAD = 1,       /* [Hq] */
