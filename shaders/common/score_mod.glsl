@@ -285,13 +285,17 @@ float score_mod_derivative(float t) {
 
 // The same derivative from the pair's P instead of its raw score, for kernels that do not keep the
 // raw scores: log2(P) + LSE is the modified score, which with ALiBi's and the bias's terms taken
-// back is C2 * tanh(t / C2). Where P is 0 dS is 0 whatever the derivative, and it returns 0: rows
-// that see no key (and padding rows) have an LSE of +inf there, and log2(0) + inf would be NaN.
+// back is C2 * tanh(t / C2). Where P is 0 it returns 0 (dS is 0 whatever the derivative), without a
+// test of P: log2(0) is -inf, and so is the capped score, whose 1 - th^2 the max takes to 0. Rows
+// that see no key (and padding rows) have an LSE of +inf, which counts as the largest float here
+// (-inf + inf would be NaN); a float mask's blocked pairs (a -inf term taken back) keep the test.
+// The test cost the backward with a softcap, ALiBi and sinks 3-4% (docs/tuning-log.md, "the
+// softcap's derivative without a test of P").
 float score_mod_derivative_from_p(float p, float lse_log2, ScoreHead h, uint q_row, uint key, uint q_len,
                                   uint kv_len) {
   if (!(SOFTCAP > 0.0)) return 1.0;
-  if (p == 0.0) return 0.0;
-  float capped = log2(p) + lse_log2;
+  if ((MASK == VKF_MASK_FLOAT32 || MASK == VKF_MASK_FLOAT16) && p == 0.0) return 0.0;
+  float capped = log2(p) + min(lse_log2, FLT_MAX);
   if (ALIBI != VKF_ALIBI_NONE) capped += alibi_bias_log2(h.slope_log2, q_row, key, q_len, kv_len);
   if (MASK == VKF_MASK_FLOAT32 || MASK == VKF_MASK_FLOAT16) capped -= mask_bias_log2(h, q_row, key);
   const float th = capped / (SOFTCAP * LOG2E);

@@ -14,8 +14,17 @@
 # The families' CLI cases of `tests2` ran at once and share their case folders, and failed so; third
 # run: `tests3`, the CLI's [alibi] cases with each family one after another, and `vkflash check` with
 # ALiBi over 70,000 keys (distances past 2^16) with each family.
+# Fourth run: `table`, issue 23's score variants against plain at HEAD (f0d405e, build-lab/new: the
+# change, committed), two rounds; `dsmin`: build-lab/dsmin, the coopmat2 backward's softcap
+# derivative from P without its p == 0 test (score_mod_derivative_from_p; the rows whose LSE is
+# +inf take the largest float instead, and the max takes log2(0)'s -inf to 0), against new.
 # Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-29-alibi-distance.sh bench sass tests`,
-# then `... tests2 tiles sass2`, then `... tests3`.
+# Fifth run, dsmin kept (build-lab/new2: the working tree with it, and its tests binary): `tests4`,
+# its softcap, combined-variant and mask backward cases on the H200 (auto kernels), and `vkflash
+# backward` of new and new2 on the same inputs (build-lab/inputs: float16, B = 1, Hq = 4, Hkv = 2,
+# Nq = 700, Nk = 500, D = 64 and 128, Normal random values written as .npy by a few lines of plain
+# Python), whose outputs must be the same bytes.
+# then `... tests2 tiles sass2`, then `... tests3`, then `... table dsmin`, then `... tests4`.
 source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, sweep, catch_tests, report
 
 alibi_rows() {
@@ -94,6 +103,55 @@ for part in "$@"; do
             --alibi --repeats 1 $extra 2>&1 | grep -E "kernel|error|PASS|FAIL"
         done
       done
+      ;;
+    table)
+      cli=build-lab/new/vkflash
+      for round in 1 2; do
+        for d in 128 64; do
+          echo "== new D=$d round $round"
+          for mode in fwd bwd; do
+            for extra in "" "--softcap 50" "--alibi" "--sinks" "--softcap 50 --alibi --sinks" "--causal" \
+                         "--causal --softcap 50 --alibi --sinks" "--mask"; do
+              run --kernel coopmat2 --b 4 --h $((2048 / d)) --n 4096 --d $d --mode $mode $extra
+            done
+          done
+        done
+      done > "$out/table.log" 2>&1
+      awk '/_f16/{print $6, $8, $9, $10, $(NF-4), $(NF-3); next}{print}' "$out/table.log"
+      ;;
+    dsmin)
+      dsmin_rows() {
+        run --kernel coopmat2 --b 4 --h "$2" --n 4096 --d "$1" --mode bwd --softcap 50
+        run --kernel coopmat2 --b 4 --h "$2" --n 4096 --d "$1" --mode bwd --softcap 50 --alibi --sinks
+        run --kernel coopmat2 --b 4 --h "$2" --n 4096 --d "$1" --mode bwd --softcap 50 --alibi --sinks --causal
+      }
+      sweep 2 "64 128" "new dsmin" dsmin_rows > "$out/dsmin.log" 2>&1
+      awk '/_f16/{print $6, $8, $9, $(NF-4); next}{print}' "$out/dsmin.log"
+      ;;
+    tests4)
+      build=build-lab/new2
+      catch_tests ds-softcap '"softcap: backward matches*","softcap: scores far past*"' &
+      catch_tests ds-all '"*sinks together with causal masks and windows: backward","score variants: rows that see no key*","score variants over a KV cache*"' &
+      catch_tests ds-mask '"masks: backward and the bias*","masks: rows the mask blocks entirely*"' &
+      in=build-lab/inputs
+      for d in 64 128; do
+        for extra in "--softcap 30" "--softcap 30 --causal --alibi $in/slopes.npy --sinks $in/sinks.npy" \
+                     "--softcap 10 --window 50,0"; do
+          for v in new new2; do
+            mkdir -p "$out/bwd_$v"
+            build-lab/$v/vkflash backward --q $in/q$d.npy --k $in/k$d.npy --v $in/v$d.npy --do $in/do$d.npy \
+              --dq "$out/bwd_$v/dq.npy" --dk "$out/bwd_$v/dk.npy" --dv "$out/bwd_$v/dv.npy" $extra > /dev/null 2>&1 ||
+              echo "backward failed: $v D=$d $extra"
+          done
+          for f in dq dk dv; do
+            cmp -s "$out/bwd_new/$f.npy" "$out/bwd_new2/$f.npy" && echo "D=$d $extra $f: same bytes" ||
+              echo "D=$d $extra $f: DIFFERENT"
+          done
+        done
+      done
+      rm -rf "$out"/bwd_new "$out"/bwd_new2
+      wait
+      report ds-softcap ds-all ds-mask
       ;;
     *) echo "unknown part $part"; exit 2 ;;
   esac
