@@ -125,11 +125,16 @@ Status ValidateAttentionParams(const AttentionParams& params) {
     return Status::Error(ErrorCode::kInvalidArgument, "unknown ALiBi slopes shape");
   }
   // The kernels turn ALiBi's distances into floats exactly up to 2^22 (score_mod.glsl's
-  // small_int_to_float).
-  if (params.alibi != AlibiSlopes::kNone && std::max(s.q_len, s.kv_len) > kMaxAlibiSequence) {
-    return Status::Error(ErrorCode::kUnsupported, "ALiBi takes at most " + std::to_string(kMaxAlibiSequence) +
-                                                      " queries and keys; this call has Nq = " + std::to_string(s.q_len) +
-                                                      ", Nk = " + std::to_string(s.kv_len));
+  // small_int_to_float). A distance lies within one sequence: with cu_seqlens, the longest one's
+  // lengths count (MaskShapeOf's), not the packed rows'.
+  if (params.alibi != AlibiSlopes::kNone) {
+    const attention::MaskShape lengths = attention::MaskShapeOf(params);
+    if (std::max(lengths.q_len, lengths.kv_len) > kMaxAlibiSequence) {
+      return Status::Error(ErrorCode::kUnsupported,
+                           "ALiBi takes sequences of at most " + std::to_string(kMaxAlibiSequence) +
+                               " queries and keys; this call's longest has Nq = " + std::to_string(lengths.q_len) +
+                               ", Nk = " + std::to_string(lengths.kv_len));
+    }
   }
   if (uint32_t(params.mask.type) > uint32_t(MaskType::kBool)) {
     return Status::Error(ErrorCode::kInvalidArgument, "unknown mask type");

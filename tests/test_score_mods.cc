@@ -174,6 +174,25 @@ TEST_CASE("ALiBi: backward matches the float64 reference gradients", "[backward]
   CheckBackwardSweep(Sweep(kBackwardShapes, kAlibis), 13500);
 }
 
+TEST_CASE("ALiBi: distances down to -(2^22 - 1) and up to 2^21 - 65", "[forward][alibi]") {
+  // The kernels make a distance a float by adding it to the bits of 1.5 * 2^23
+  // (common/score_mod.glsl's small_int_to_float), exact for |distance| < 2^22 and off by about 2^22
+  // or more past it. One row over 2^22 keys (distances 0 down to -(2^22 - 1)), and 2^21 - 64 rows
+  // over 2 keys (distances up to 2^21 - 65, which the LSE carries; more rows would pass the query
+  // tiles that 65535 workgroups hold); D = 1 keeps the tensors small. A slope of 2^-20 weighs the
+  // farthest keys e^-4 of the nearest, so a far distance gone wrong moves O or the LSE.
+  Context& context = SharedContext(Knobs::kDevice);
+  ScoreValues values;
+  values.alibi_slopes = {std::ldexp(1.0f, -20)};
+  uint32_t seed = 13600;
+  for (const AttentionShape& shape : {AttentionShape{1, 1, 1, 1, kMaxAlibiSequence, 1},
+                                      AttentionShape{1, 1, 1, (1u << 21) - 64, 2, 1}}) {
+    AttentionParams p = MakeParams(shape, DataType::kFloat32, false);
+    p.alibi = AlibiSlopes::kPerHead;
+    CheckForwardAgainstReference(context, p, seed++, values);
+  }
+}
+
 TEST_CASE("sinks: forward matches the float64 reference", "[forward][sinks]") {
   CheckForwardSweep(Sweep(kForwardShapes, kSinks), 14000);
 }
@@ -531,6 +550,15 @@ TEST_CASE("score variant parameters and buffers: checked, and refused before any
     p.alibi = AlibiSlopes::kPerBatchHead;
     p.shape.*length = before;
   }
+  // With cu_seqlens a distance lies within one sequence: the longest sequence counts, not the
+  // packed rows.
+  p.shape.q_len = kMaxAlibiSequence + 10;
+  p.cu_seqlens_q = {0, int32_t(kMaxAlibiSequence / 2), int32_t(kMaxAlibiSequence + 10)};
+  CHECK(ValidateAttentionParams(p).ok());
+  p.cu_seqlens_q = {0, 5, int32_t(kMaxAlibiSequence + 10)};
+  CHECK(ValidateAttentionParams(p).code() == ErrorCode::kUnsupported);
+  p.cu_seqlens_q.clear();
+  p.shape.q_len = 10;
   p.alibi = AlibiSlopes::kNone;
   p.sinks = false;
 

@@ -136,7 +136,8 @@ typedef struct VkfAttentionWindow {
 } VkfAttentionWindow;
 
 /* ALiBi slopes' shape (vkflash::AlibiSlopes); the float32 slopes are in the buffers' alibi_slopes.
- * Calls with ALiBi take at most VKF_MAX_ALIBI_SEQUENCE queries and keys (Nq, Nk). */
+ * Calls with ALiBi take sequences of at most VKF_MAX_ALIBI_SEQUENCE queries and keys (Nq and Nk;
+ * with cu_seqlens, each sequence's). */
 #define VKF_MAX_ALIBI_SEQUENCE 4194304u
 typedef enum VkfAlibiSlopes {
   VKF_ALIBI_SLOPES_NONE = 0,

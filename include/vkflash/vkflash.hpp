@@ -116,8 +116,9 @@ struct AttentionWindow {
 // ALiBi (Press et al.): every score gets -slope * |i + Nk - Nq - j|, its distance from the
 // bottom-right aligned diagonal, with float32 slopes in Forward/BackwardBuffers::alibi_slopes:
 // kPerHead one per query head ([Hq]), kPerBatchHead one per batch entry and query head ([B, Hq];
-// with cu_seqlens, B is the number of sequences). Calls with ALiBi take at most
-// kMaxAlibiSequence queries and keys (Nq, Nk); longer ones are refused (kUnsupported).
+// with cu_seqlens, B is the number of sequences). Calls with ALiBi take sequences of at most
+// kMaxAlibiSequence queries and keys (Nq and Nk; with cu_seqlens, each sequence's); longer ones are
+// refused (kUnsupported).
 enum class AlibiSlopes : uint32_t { kNone = 0, kPerHead = 1, kPerBatchHead = 2 };
 inline constexpr uint32_t kMaxAlibiSequence = 1u << 22;
 

@@ -224,8 +224,8 @@ bool mask_closes_heads_keys(inout MaskWalk walk, uint batch, uint head0, uint he
 
 // float(i) for -2^22 <= i < 2^22, exactly, without an integer-to-float conversion: i added to the
 // bits of 1.5 * 2^23 (whose float steps by 1 there), then 1.5 * 2^23 taken off. An integer add and a
-// float subtraction: the coopmat2 forward with ALiBi took 4-5% less time at D = 64 on an H200 than
-// with the conversion (docs/tuning-log.md, "ALiBi's distance without a conversion").
+// float subtraction in place of the conversion save the coopmat2 forward with ALiBi 4-5% of its
+// time at D = 64 on an H200 (docs/tuning-log.md, "ALiBi's distance without a conversion").
 float small_int_to_float(int i) { return intBitsToFloat(i + 0x4B400000) - 12582912.0; }
 
 // ALiBi's term of query row q_row and key `key` (base 2): slope times the distance from the
@@ -289,8 +289,10 @@ float score_mod_derivative(float t) {
 // test of P: log2(0) is -inf, and so is the capped score, whose 1 - th^2 the max takes to 0. Rows
 // that see no key (and padding rows) have an LSE of +inf, which counts as the largest float here
 // (-inf + inf would be NaN); a float mask's blocked pairs (a -inf term taken back) keep the test.
-// The test cost the backward with a softcap, ALiBi and sinks 3-4% (docs/tuning-log.md, "the
-// softcap's derivative without a test of P").
+// This leans on log2(0) = -inf and on infinities kept through min and max (GLSL leaves both
+// undefined; the NVIDIA driver, the only one with these kernels, does so, and the tests' rows that
+// see no key cover it), and on a finite ALiBi term. The test cost the backward with a softcap,
+// ALiBi and sinks 3-4.5% (docs/tuning-log.md, "the softcap's derivative without a test of P").
 float score_mod_derivative_from_p(float p, float lse_log2, ScoreHead h, uint q_row, uint key, uint q_len,
                                   uint kv_len) {
   if (!(SOFTCAP > 0.0)) return 1.0;

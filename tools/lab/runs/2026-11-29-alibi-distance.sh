@@ -14,17 +14,28 @@
 # The families' CLI cases of `tests2` ran at once and share their case folders, and failed so; third
 # run: `tests3`, the CLI's [alibi] cases with each family one after another, and `vkflash check` with
 # ALiBi over 70,000 keys (distances past 2^16) with each family.
-# Fourth run: `table`, issue 23's score variants against plain at HEAD (f0d405e, build-lab/new: the
-# change, committed), two rounds; `dsmin`: build-lab/dsmin, the coopmat2 backward's softcap
-# derivative from P without its p == 0 test (score_mod_derivative_from_p; the rows whose LSE is
-# +inf take the largest float instead, and the max takes log2(0)'s -inf to 0), against new.
-# Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-29-alibi-distance.sh bench sass tests`,
+# Fourth run: `dsmin`: build-lab/dsmin, the coopmat2 backward's softcap derivative from P without
+# its p == 0 test (score_mod_derivative_from_p; the rows whose LSE is +inf take the largest float
+# instead, and the max takes log2(0)'s -inf to 0), against new; `table`, issue 23's score variants
+# against plain at f0d405e (build-lab/new: the ALiBi change, committed), two rounds.
 # Fifth run, dsmin kept (build-lab/new2: the working tree with it, and its tests binary): `tests4`,
 # its softcap, combined-variant and mask backward cases on the H200 (auto kernels), and `vkflash
 # backward` of new and new2 on the same inputs (build-lab/inputs: float16, B = 1, Hq = 4, Hkv = 2,
 # Nq = 700, Nk = 500, D = 64 and 128, Normal random values written as .npy by a few lines of plain
 # Python), whose outputs must be the same bytes.
-# then `... tests2 tiles sass2`, then `... tests3`, then `... table dsmin`, then `... tests4`.
+# The variants, built from the working tree of their day:
+#   python3 tools/lab/build_variant.py alibiconv shaders/common/score_mod.glsl \
+#     "  return slope_log2 * abs(small_int_to_float(int(key) - int(q_row) - diagonal_shift(q_len, kv_len)));" \
+#     "  return slope_log2 * float(abs(int(key) - int(q_row) - diagonal_shift(q_len, kv_len)));"
+#   python3 tools/lab/build_variant.py dsmin shaders/common/score_mod.glsl \
+#     "  if (p == 0.0) return 0.0;
+#   float capped = log2(p) + lse_log2;" \
+#     "  if ((MASK == VKF_MASK_FLOAT32 || MASK == VKF_MASK_FLOAT16) && p == 0.0) return 0.0;
+#   float capped = log2(p) + min(lse_log2, uintBitsToFloat(0x7f7fffffu));"
+# (dsmin's NEW also had a two-line comment above its first line; build-gpu/var/NAME/vkflash,
+# copied to build-lab/base and build-lab/dsmin.)
+# Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-29-alibi-distance.sh bench sass tests`,
+# then `... tests2 tiles sass2`, then `... tests3`, then `... dsmin table`, then `... tests4`.
 source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, sweep, catch_tests, report
 
 alibi_rows() {
@@ -138,7 +149,7 @@ for part in "$@"; do
         for extra in "--softcap 30" "--softcap 30 --causal --alibi $in/slopes.npy --sinks $in/sinks.npy" \
                      "--softcap 10 --window 50,0"; do
           for v in new new2; do
-            mkdir -p "$out/bwd_$v"
+            rm -rf "$out/bwd_$v" && mkdir -p "$out/bwd_$v"  # no file of the last configuration left to compare
             build-lab/$v/vkflash backward --q $in/q$d.npy --k $in/k$d.npy --v $in/v$d.npy --do $in/do$d.npy \
               --dq "$out/bwd_$v/dq.npy" --dk "$out/bwd_$v/dk.npy" --dv "$out/bwd_$v/dv.npy" $extra > /dev/null 2>&1 ||
               echo "backward failed: $v D=$d $extra"
