@@ -157,3 +157,12 @@ sass() {
     --no-naive --runs 2 --warmup 1 --warmup-ms 0 --min-time-ms 0 "$@" > /dev/null 2>&1
   python3 tools/lab/dump_sass.py /tmp/glcache "$out/sass_$build_name" --all --zstd /tmp/zstdw
 }
+
+# pack_sass BUILD...: each $out/sass_BUILD folder that sass wrote as one $out/sass_BUILD.tgz, the
+# folder removed: a device run returns at most 8 files, and a forward and backward dump hold more.
+pack_sass() {
+  local name
+  for name in "$@"; do
+    tar -C "$out" -czf "$out/sass_$name.tgz" "sass_$name" && rm -rf "${out:?}/sass_$name"
+  done
+}
