@@ -36,6 +36,9 @@ layout(std430, set = 0, binding = VKF_SCORE_MOD_BINDING_MASK_TILES) readonly buf
 layout(std430, set = 0, binding = VKF_SCORE_MOD_BINDING_SINKS) readonly buffer sinks_block { float sink_logits[]; };
 #endif
 
+// Whether the mask is a float32 or float16 bias (added to the scores), not a boolean one.
+bool float_mask() { return MASK == VKF_MASK_FLOAT32 || MASK == VKF_MASK_FLOAT16; }
+
 // Whether the kernel adds a float bias to its scores as whole matrices (coopmat2/bias_tiles.glsl),
 // so that score_mod leaves the mask's term out: in kernels that define VKF_SCORE_MOD_BIAS_TILES,
 // for a float mask alone or with sinks. Not with a softcap, whose curve applies before the bias,
@@ -44,7 +47,7 @@ layout(std430, set = 0, binding = VKF_SCORE_MOD_BINDING_SINKS) readonly buffer s
 // constant.
 bool bias_tiles() {
 #ifdef VKF_SCORE_MOD_BIAS_TILES
-  return (MASK == VKF_MASK_FLOAT32 || MASK == VKF_MASK_FLOAT16) && !(SOFTCAP > 0.0) && ALIBI == VKF_ALIBI_NONE;
+  return float_mask() && !(SOFTCAP > 0.0) && ALIBI == VKF_ALIBI_NONE;
 #else
   return false;
 #endif
@@ -296,10 +299,10 @@ float score_mod_derivative(float t) {
 float score_mod_derivative_from_p(float p, float lse_log2, ScoreHead h, uint q_row, uint key, uint q_len,
                                   uint kv_len) {
   if (!(SOFTCAP > 0.0)) return 1.0;
-  if ((MASK == VKF_MASK_FLOAT32 || MASK == VKF_MASK_FLOAT16) && p == 0.0) return 0.0;
+  if (float_mask() && p == 0.0) return 0.0;
   float capped = log2(p) + min(lse_log2, FLT_MAX);
   if (ALIBI != VKF_ALIBI_NONE) capped += alibi_bias_log2(h.slope_log2, q_row, key, q_len, kv_len);
-  if (MASK == VKF_MASK_FLOAT32 || MASK == VKF_MASK_FLOAT16) capped -= mask_bias_log2(h, q_row, key);
+  if (float_mask()) capped -= mask_bias_log2(h, q_row, key);
   const float th = capped / (SOFTCAP * LOG2E);
   return max(1.0 - th * th, 0.0);
 }
