@@ -116,18 +116,7 @@ for part in "$@"; do
       done
       ;;
     table)
-      cli=build-lab/new/vkflash
-      for round in 1 2; do
-        for d in 128 64; do
-          echo "== new D=$d round $round"
-          for mode in fwd bwd; do
-            for extra in "" "--softcap 50" "--alibi" "--sinks" "--softcap 50 --alibi --sinks" "--causal" \
-                         "--causal --softcap 50 --alibi --sinks" "--mask"; do
-              run --kernel coopmat2 --b 4 --h $((2048 / d)) --n 4096 --d $d --mode $mode $extra
-            done
-          done
-        done
-      done > "$out/table.log" 2>&1
+      sweep 2 "128 64" new score_variant_rows > "$out/table.log" 2>&1
       awk '/_f16/{print $6, $8, $9, $10, $(NF-4), $(NF-3); next}{print}' "$out/table.log"
       ;;
     dsmin)

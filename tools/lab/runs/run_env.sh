@@ -33,6 +33,17 @@ tensor_core_forward_rows() {
     run --kernel $k --b 4 --h "$2" --n 4096 --d "$1" --mode fwd
   done
 }
+# Rows for sweep: issue 23's score variants and plain, coopmat2, B = 4, N = 4096, forward and
+# backward: plain, softcap 50, ALiBi, sinks, all three, causal, causal + all three, a float32 bias.
+score_variant_rows() {
+  local mode extra
+  for mode in fwd bwd; do
+    for extra in "" "--softcap 50" "--alibi" "--sinks" "--softcap 50 --alibi --sinks" "--causal" \
+                 "--causal --softcap 50 --alibi --sinks" "--mask"; do
+      run --kernel coopmat2 --b 4 --h "$2" --n 4096 --d "$1" --mode $mode $extra
+    done
+  done
+}
 # Issue 21's goal: B = 1, Hq = 32, Hkv = 8, Nq = 1, D = 128 at 16k, 32k and 128k keys, with the read probe.
 issue21_goal_rows() {
   local nk
