@@ -702,6 +702,34 @@ TEST_CASE("masks: the gradient of a bias without the keys dimension is 0, as the
   }
 }
 
+TEST_CASE("masks: with sinks, a bias without the keys dimension gets the sinks' share of the gradient",
+          "[backward][mask][sinks]") {
+  // With sinks the row's keys share 1 - P_sink, so dBias = sum_j dS_j = P_sink * delta: a gradient
+  // of its own, here large enough to check against its own norm (sinks near the rows' LSE for unit
+  // scores, P_sink about a half). The fuzz's DbiasError measures such elements against their
+  // terms' magnitudes, which a kernel that left the sink's share out (0, as without sinks) could
+  // pass where P_sink is small; this case cannot.
+  Context& context = SharedContext(Knobs::kDevice);
+  uint32_t seed = 25200;
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
+    for (const AttentionMask& mask : {Mask(MaskType::kFloat32, true, true, true, false), Mask(MaskType::kFloat16, false, true, false, false)}) {
+      AttentionParams p = MakeParams({2, 4, 2, 45, 70, 64}, dtype, false);
+      p.mask = mask;
+      p.sinks = true;
+      INFO(Describe(p) << MaskName(p.mask));
+      ScoreValues values;
+      values.sinks.assign(p.shape.q_heads, std::log(70.0f) + 0.5f);
+      values.mask = RandomValues(MaskElements(p), mask.type == MaskType::kFloat16 ? DataType::kFloat16 : DataType::kFloat32,
+                                 seed, 0.5f);
+      const BackwardRun run = RunBackwardCase(context, p, seed++, values);
+      REQUIRE(run.dbias.size() == MaskElements(p));
+      CHECK(tools::RelativeError(run.dbias, run.ref_dbias) <= BackwardTolerance(dtype));
+      CHECK(run.dsinks_error <= BackwardTolerance(dtype));
+      RequireNoValidationMessages();
+    }
+  }
+}
+
 TEST_CASE("mask parameters and buffers: checked, and refused before anything runs", "[api][mask]") {
   AttentionParams p = MakeParams({2, 4, 2, 10, 12, 16}, DataType::kFloat32, false);
   p.mask.type = MaskType(9);

@@ -130,8 +130,9 @@ enum class MaskType : uint32_t { kNone = 0, kFloat32 = 1, kFloat16 = 2, kBool = 
 // A mask or bias over the scores, broadcastable to [B, Hq, Nq, Nk] (as NumPy broadcasts): each of
 // its four dimensions is either the call's (true) or 1 (false), contiguous in C order over the
 // ones it has, in Forward/BackwardBuffers::mask. Nq and Nk are shape.q_len and shape.kv_len (a KV
-// cache's capacity with kv_lengths); with cu_seqlens, the longest sequence's query and key counts,
-// and sequence b's query row i and key j (its own) are element [b, h, i, j]. A pair it blocks
+// cache's capacity with kv_lengths); with cu_seqlens_q / cu_seqlens_k, the longest sequence's rows
+// in Q / in K and V (the offsets' largest difference, whatever kv_lengths fills of them), and
+// sequence b's query row i and key j (its own) are element [b, h, i, j]. A pair it blocks
 // weighs nothing, like a pair outside the window, but as in PyTorch's masked attention its Q, K and
 // V rows are still multiplied (by P = 0, dS = 0): they must be finite (docs/design.md).
 struct AttentionMask {

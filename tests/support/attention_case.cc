@@ -296,19 +296,34 @@ BackwardRun RunBackwardWith(Context& context, const AttentionParams& params, std
   run.dv_error = tools::RelativeError(run.dv, run.ref_dv);
   run.dsinks_error = DsinksError(dtype, run.dsinks, reference);
   run.ref_dbias = reference.dbias;
-  run.dbias_error = tools::RelativeError(run.dbias, run.ref_dbias);
+  run.dbias_error = DbiasError(params, run.dbias, reference);
   return run;
 }
 
-double DsinksError(DataType dtype, const std::vector<float>& got, const tools::ReferenceBackward& ref) {
-  const double error = tools::RelativeError(got, ref.dsinks);  // also: NaN, inf or a wrong size give inf
-  if (dtype == DataType::kFloat32 || !std::isfinite(error)) return error;
-  double diff = 0.0, terms = 0.0;
-  for (size_t h = 0; h < ref.dsinks.size(); ++h) {
-    diff += (got[h] - ref.dsinks[h]) * (got[h] - ref.dsinks[h]);
-    terms += ref.dsinks_terms[h] * ref.dsinks_terms[h];
+namespace {
+
+// ||got - ref|| / ||terms||, for sums whose terms cancel (||got - ref|| where every term is 0); NaN,
+// inf or a wrong size give inf.
+double ErrorOverTerms(const std::vector<float>& got, const std::vector<double>& ref, const std::vector<double>& terms) {
+  if (!std::isfinite(tools::RelativeError(got, ref))) return std::numeric_limits<double>::infinity();
+  double diff = 0.0, terms_norm = 0.0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    diff += (got[i] - ref[i]) * (got[i] - ref[i]);
+    terms_norm += terms[i] * terms[i];
   }
-  return terms > 0.0 ? std::sqrt(diff / terms) : std::sqrt(diff);
+  return terms_norm > 0.0 ? std::sqrt(diff / terms_norm) : std::sqrt(diff);
+}
+
+}  // namespace
+
+double DsinksError(DataType dtype, const std::vector<float>& got, const tools::ReferenceBackward& ref) {
+  if (dtype == DataType::kFloat32) return tools::RelativeError(got, ref.dsinks);
+  return ErrorOverTerms(got, ref.dsinks, ref.dsinks_terms);
+}
+
+double DbiasError(const AttentionParams& params, const std::vector<float>& got, const tools::ReferenceBackward& ref) {
+  if (params.mask.keys) return tools::RelativeError(got, ref.dbias);
+  return ErrorOverTerms(got, ref.dbias, ref.dbias_terms);
 }
 
 bool ExpectAtomicDq(const Context& context, AttentionParams params) {

@@ -45,10 +45,10 @@ struct BackwardRun {
   std::vector<float> dbias;          // with an additive params.mask
   std::vector<double> ref_dq, ref_dk, ref_dv, ref_dsinks, ref_dbias;
   double dq_error = 0, dk_error = 0, dv_error = 0;
-  // ||dsinks - ref|| over ||ref|| (float32), over the norm of its terms' sums (float16:
+  // ||dsinks - ref|| over ||ref|| (float32), over the norm of its terms' magnitudes (float16:
   // DsinksError).
   double dsinks_error = 0;
-  double dbias_error = 0;  // ||dbias - ref|| / ||ref||
+  double dbias_error = 0;  // DbiasError
   uint64_t peak_extra_bytes = 0;     // most device memory vkflash allocated during Backward()
 };
 
@@ -57,6 +57,14 @@ struct BackwardRun {
 // difference of large terms; O rounded to float16 (2^-11 of each element) moves each term by about
 // that much of its size, which can be more than 1e-2 of the sum. float32's rounding cannot.
 double DsinksError(DataType dtype, const std::vector<float>& got, const tools::ReferenceBackward& ref);
+
+// dbias' error: ||got - ref|| / ||ref||; for a mask without the keys dimension over the norm of its
+// terms' magnitudes (ReferenceBackward::dbias_terms) instead. Such an element sums the dS of a
+// row's keys, which cancel: to exactly 0 without sinks (a bias the same for every key of a row does
+// not change its softmax), where the kernels return their rounding of the terms; to P_sink *
+// rowsum(dO * O) with sinks, which this measure sees only where it is not small beside the terms
+// (tests/test_masks.cc checks that share against its own norm). docs/design.md, "Accuracy".
+double DbiasError(const AttentionParams& params, const std::vector<float>& got, const tools::ReferenceBackward& ref);
 
 // The score variants' values (ALiBi slopes, sinks) go to the device and to the reference alike;
 // they must match params.alibi and params.sinks.

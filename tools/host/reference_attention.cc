@@ -159,7 +159,7 @@ ReferenceBackward ReferenceAttentionBackward(const AttentionParams& params, cons
   out.dv.assign(s.kv_elements(), 0.0);
   if (params.sinks) out.dsinks.assign(s.q_heads, 0.0), out.dsinks_terms.assign(s.q_heads, 0.0);
   const bool additive_mask = params.mask.additive();
-  if (additive_mask) out.dbias.assign(MaskElements(params), 0.0);
+  if (additive_mask) out.dbias.assign(MaskElements(params), 0.0), out.dbias_terms.assign(MaskElements(params), 0.0);
   std::vector<double> dp(s.kv_len);
   RowSoftmax softmax;
 
@@ -186,7 +186,11 @@ ReferenceBackward ReferenceAttentionBackward(const AttentionParams& params, cons
         }
         for (size_t n = 0; n < softmax.keys.size(); ++n) {
           double ds = softmax.p[n] * (dp[n] - p_dot_dp);
-          if (additive_mask) out.dbias[MaskIndex(params, b, h, i, softmax.keys[n])] += ds;  // the bias adds to the final score
+          if (additive_mask) {  // the bias adds to the final score
+            const uint64_t at = MaskIndex(params, b, h, i, softmax.keys[n]);
+            out.dbias[at] += ds;
+            out.dbias_terms[at] += std::fabs(ds);
+          }
           if (params.softcap > 0.0f) ds *= 1.0 - softmax.tanh[n] * softmax.tanh[n];  // d(C tanh(x / C)) / dx
           const uint64_t key_at = kv_offset + softmax.keys[n] * D;
           for (uint64_t d = 0; d < D; ++d) {

@@ -56,6 +56,10 @@ struct ReferenceBackward {
   // With an additive params.mask: the bias's gradient, the mask's shape (dS summed over the
   // dimensions it broadcasts), else empty.
   std::vector<double> dbias;
+  // Like dbias: the sum of |dS| that each element sums with signs. A mask without the keys
+  // dimension sums a row's dS, which cancel (to exactly 0 without sinks), so rounding errors scale
+  // with this, not with dbias.
+  std::vector<double> dbias_terms;
 };
 
 // Gradients of sum(O * dO) with respect to Q, K, V (and the sinks), written out by hand in
