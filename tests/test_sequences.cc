@@ -1,8 +1,8 @@
 // Tensors as engines hold them: strides ([B, N, H, D], slices of a larger buffer), KV caches
 // filled to different lengths per sequence, and ragged (varlen) batches, forward and backward,
-// against the float64 reference of each sequence on its own. Buffers are filled with NaN wherever
-// no sequence has a row (gaps between strided rows, unused cache rows, past the last offset): a
-// kernel that reads there gives NaN, one that writes there changes the poison.
+// against the float64 reference of each sequence on its own (support/sequence_case.h, which also
+// fills every buffer with NaN wherever no sequence has a row and checks that no output outside
+// the sequences' rows changes); the API's checks of strides and sequences.
 #include <catch2/catch.hpp>
 #include <vkflash/device_info.hpp>
 
@@ -15,6 +15,7 @@
 #include "reference_attention.h"
 #include "storage_bytes.h"
 #include "support/attention_case.h"
+#include "support/sequence_case.h"
 #include "support/validated_context.h"
 
 using namespace vkflash;
@@ -22,223 +23,11 @@ using namespace vkflash::testing;
 
 namespace {
 
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kPoison = 1000.0f;  // what outputs hold before the call (exact in float16)
 
-// Where one tensor's rows are in its host array (the same rules the API documents).
-struct Placement {
-  TensorStrides strides;
-  bool ragged = false;
-  uint64_t offset = 0;  // elements before the tensor (the view's offset)
-  uint64_t elements = 0;  // the host array's size
-
-  uint64_t At(uint32_t b, uint32_t h, uint32_t memory_row) const {
-    return offset + (ragged ? 0 : b * strides.batch) + h * strides.head + uint64_t(memory_row) * strides.row;
-  }
-};
-
-Placement Place(const AttentionParams& p, const std::optional<TensorStrides>& given, bool key_tensor, uint64_t offset) {
-  const uint32_t heads = key_tensor ? p.shape.kv_heads : p.shape.q_heads;
-  const uint32_t rows = key_tensor ? p.shape.kv_len : p.shape.q_len;
-  Placement t;
-  t.strides = given.value_or(PackedStrides(p.layout, heads, rows, p.shape.head_dim));
-  t.ragged = key_tensor ? !p.cu_seqlens_k.empty() : !p.cu_seqlens_q.empty();
-  t.offset = offset;
-  const uint32_t batches = t.ragged ? 1 : p.shape.batch;
-  t.elements = offset + p.shape.head_dim + 64;  // the furthest row, and some slack after it
-  if (batches > 0 && heads > 0 && rows > 0) {
-    t.elements += (t.ragged ? 0 : (batches - 1) * t.strides.batch) + (heads - 1) * t.strides.head +
-                  uint64_t(rows - 1) * t.strides.row;
-  }
-  return t;
-}
-
-// A host tensor filled with `fill`, sequence rows from `values` (per sequence, packed
-// [H, len, D]); `rows_of` gives each sequence's first memory row and row count.
-template <typename RowsOf>
-void Scatter(const AttentionParams& p, const Placement& t, uint32_t heads, const std::vector<std::vector<float>>& values,
-             RowsOf rows_of, std::vector<float>* host) {
-  const uint32_t d = p.shape.head_dim;
-  for (uint32_t b = 0; b < p.shape.batch; ++b) {
-    const auto [row0, rows] = rows_of(b);
-    for (uint32_t h = 0; h < heads; ++h)
-      for (uint32_t n = 0; n < rows; ++n)
-        for (uint32_t c = 0; c < d; ++c) (*host)[t.At(b, h, row0 + n) + c] = values[b][(uint64_t(h) * rows + n) * d + c];
-  }
-}
-
-template <typename RowsOf>
-std::vector<std::vector<float>> Gather(const AttentionParams& p, const Placement& t, uint32_t heads,
-                                       const std::vector<float>& host, RowsOf rows_of) {
-  const uint32_t d = p.shape.head_dim;
-  std::vector<std::vector<float>> out(p.shape.batch);
-  for (uint32_t b = 0; b < p.shape.batch; ++b) {
-    const auto [row0, rows] = rows_of(b);
-    out[b].resize(uint64_t(heads) * rows * d);
-    for (uint32_t h = 0; h < heads; ++h)
-      for (uint32_t n = 0; n < rows; ++n)
-        for (uint32_t c = 0; c < d; ++c) out[b][(uint64_t(h) * rows + n) * d + c] = host[t.At(b, h, row0 + n) + c];
-  }
-  return out;
-}
-
-// Elements of `host` outside every row `rows_of` names must still hold `fill`.
-template <typename RowsOf>
-void RequireUntouchedOutside(const AttentionParams& p, const Placement& t, uint32_t heads, const std::vector<float>& host,
-                             RowsOf rows_of, float fill, const char* name) {
-  std::vector<char> inside(host.size(), 0);
-  for (uint32_t b = 0; b < p.shape.batch; ++b) {
-    const auto [row0, rows] = rows_of(b);
-    for (uint32_t h = 0; h < heads; ++h)
-      for (uint32_t n = 0; n < rows; ++n) std::fill_n(inside.begin() + t.At(b, h, row0 + n), p.shape.head_dim, 1);
-  }
-  uint64_t changed = 0;
-  for (uint64_t i = 0; i < host.size(); ++i)
-    if (!inside[i] && !(host[i] == fill || (std::isnan(fill) && std::isnan(host[i])))) ++changed;
-  INFO(name << ": elements outside the sequences' rows that changed");
-  REQUIRE(changed == 0);
-}
-
-uint32_t ViewAlignment(Context& context) {
-  return std::max<uint32_t>(16, uint32_t(context.device_info().min_storage_buffer_offset_alignment));
-}
-
-// A device buffer holding `host` (packed in the call's dtype), and a view from `offset_elements`.
-struct DeviceTensor {
-  Buffer buffer;
-  BufferView view;
-};
-DeviceTensor Upload(Context& context, const std::vector<float>& host, DataType dtype, uint64_t offset_elements) {
-  DeviceTensor t;
-  t.buffer = UploadedBuffer(context, tools::PackTensor(host, dtype));
-  const VkDeviceSize offset = offset_elements * DataTypeSize(dtype);
-  t.view = {t.buffer.handle(), offset, t.buffer.size() - offset};
-  return t;
-}
-std::vector<float> Download(Context& context, const DeviceTensor& t, DataType dtype) {
-  std::vector<uint8_t> bytes(t.buffer.size());
-  REQUIRE(context.Download(t.buffer.view(), bytes.data(), bytes.size()).ok());
-  return tools::UnpackTensor(bytes, dtype);
-}
-
-// The params of sequence b alone, packed [B=1, H, N, D].
-AttentionParams SequenceParams(const AttentionParams& p, const Sequence& s) {
-  AttentionParams one;
-  one.shape = {1, p.shape.q_heads, p.shape.kv_heads, s.q_len, s.kv_len, p.shape.head_dim};
-  one.dtype = p.dtype;
-  one.causal = p.causal;
-  one.window = p.window;
-  one.scale = p.scale;
-  return one;
-}
-
-// The whole case: random sequences, the strided/ragged call forward (and backward), each sequence
-// against the float64 reference, every element outside the sequences' rows untouched.
-// `view_offset`: elements before every tensor in its buffer (a slice), a multiple of the alignment.
+// The call checked sequence by sequence (support/sequence_case.h), without score variants.
 void CheckSequencesCall(Context& context, const AttentionParams& p, uint32_t seed, bool backward) {
-  INFO(Describe(p) << (p.layout == TensorLayout::kBshd ? " bshd" : "") << (p.kv_lengths.empty() ? "" : " kv_lengths")
-                   << (p.cu_seqlens_q.empty() ? "" : " cu_q") << (p.cu_seqlens_k.empty() ? "" : " cu_k"));
-  const uint32_t d = p.shape.head_dim, hq = p.shape.q_heads, hkv = p.shape.kv_heads;
-  const std::vector<Sequence> seqs = SequencesOf(p);
-  const uint64_t offset = ViewAlignment(context) / DataTypeSize(p.dtype) * 3;  // a slice past the buffer's start
-  const Placement q = Place(p, p.q_strides, false, offset), k = Place(p, p.k_strides, true, offset),
-                  v = Place(p, p.v_strides, true, offset), o = Place(p, p.o_strides, false, offset),
-                  d_o = Place(p, p.d_o_strides, false, offset);
-  const auto q_rows = [&](uint32_t b) { return std::pair<uint32_t, uint32_t>{seqs[b].q_row0, seqs[b].q_len}; };
-  const auto kv_used = [&](uint32_t b) { return std::pair<uint32_t, uint32_t>{seqs[b].kv_row0, seqs[b].kv_len}; };
-  const auto kv_owned = [&](uint32_t b) { return std::pair<uint32_t, uint32_t>{seqs[b].kv_row0, seqs[b].kv_rows}; };
-
-  // Inputs: per sequence, random; everywhere else NaN.
-  std::vector<std::vector<float>> q_seq, k_seq, v_seq, do_seq;
-  for (uint32_t b = 0; b < p.shape.batch; ++b) {
-    q_seq.push_back(RandomValues(uint64_t(hq) * seqs[b].q_len * d, p.dtype, seed + 10 * b));
-    k_seq.push_back(RandomValues(uint64_t(hkv) * seqs[b].kv_len * d, p.dtype, seed + 10 * b + 1));
-    v_seq.push_back(RandomValues(uint64_t(hkv) * seqs[b].kv_len * d, p.dtype, seed + 10 * b + 2));
-    do_seq.push_back(RandomValues(uint64_t(hq) * seqs[b].q_len * d, p.dtype, seed + 10 * b + 3));
-  }
-  std::vector<float> q_host(q.elements, kNaN), k_host(k.elements, kNaN), v_host(v.elements, kNaN),
-      do_host(d_o.elements, kNaN);
-  Scatter(p, q, hq, q_seq, q_rows, &q_host);
-  Scatter(p, k, hkv, k_seq, kv_used, &k_host);
-  Scatter(p, v, hkv, v_seq, kv_used, &v_host);
-  Scatter(p, d_o, hq, do_seq, q_rows, &do_host);
-
-  DeviceTensor q_dev = Upload(context, q_host, p.dtype, offset), k_dev = Upload(context, k_host, p.dtype, offset),
-               v_dev = Upload(context, v_host, p.dtype, offset),
-               o_dev = Upload(context, std::vector<float>(o.elements, kPoison), p.dtype, offset);
-  const bool ragged_q = !p.cu_seqlens_q.empty();
-  const uint64_t lse_elements = uint64_t(ragged_q ? 1 : p.shape.batch) * hq * p.shape.q_len + 64;
-  DeviceTensor lse_dev = Upload(context, std::vector<float>(lse_elements, kPoison), DataType::kFloat32, 0);
-  ForwardBuffers fwd{q_dev.view, k_dev.view, v_dev.view, o_dev.view, lse_dev.view, {}};
-  const Status forward = context.Forward(p, fwd);
-  INFO("forward: " << forward.ToString());
-  REQUIRE(forward.ok());
-  RequireNoValidationMessages();
-
-  const std::vector<float> o_host = Download(context, o_dev, p.dtype);
-  const std::vector<float> lse_host = Download(context, lse_dev, DataType::kFloat32);
-  const auto o_seq = Gather(p, o, hq, o_host, q_rows);
-  RequireUntouchedOutside(p, o, hq, o_host, q_rows, kPoison, "O");
-  for (uint32_t b = 0; b < p.shape.batch; ++b) {
-    INFO("sequence " << b << ": Nq " << seqs[b].q_len << ", keys " << seqs[b].kv_len << " of " << seqs[b].kv_rows);
-    const AttentionParams one = SequenceParams(p, seqs[b]);
-    const tools::ReferenceForward ref = tools::ReferenceAttentionForward(one, q_seq[b], k_seq[b], v_seq[b]);
-    std::vector<float> lse_b;
-    for (uint32_t h = 0; h < hq; ++h)
-      for (uint32_t n = 0; n < seqs[b].q_len; ++n)
-        lse_b.push_back(lse_host[ragged_q ? uint64_t(h) * p.shape.q_len + seqs[b].q_row0 + n
-                                          : (uint64_t(b) * hq + h) * p.shape.q_len + n]);
-    REQUIRE(tools::RelativeError(o_seq[b], ref.o) <= ForwardTolerance(p.dtype));
-    REQUIRE(tools::RelativeError(lse_b, ref.lse) <= ForwardTolerance(p.dtype));
-    if (seqs[b].kv_len == 0) {  // no key: zeros and -inf, exactly
-      REQUIRE(std::all_of(o_seq[b].begin(), o_seq[b].end(), [](float x) { return x == 0.0f; }));
-      REQUIRE(std::all_of(lse_b.begin(), lse_b.end(), [](float x) { return std::isinf(x) && x < 0; }));
-    }
-  }
-  if (!backward) return;
-
-  DeviceTensor do_dev = Upload(context, do_host, p.dtype, offset),
-               dq_dev = Upload(context, std::vector<float>(q.elements, kPoison), p.dtype, offset),
-               dk_dev = Upload(context, std::vector<float>(k.elements, kPoison), p.dtype, offset),
-               dv_dev = Upload(context, std::vector<float>(v.elements, kPoison), p.dtype, offset);
-  BackwardBuffers bwd{q_dev.view, k_dev.view, v_dev.view, o_dev.view, lse_dev.view, do_dev.view,
-                      dq_dev.view, dk_dev.view, dv_dev.view, {}};
-  const Status backward_status = context.Backward(p, bwd);
-  INFO("backward: " << backward_status.ToString());
-  REQUIRE(backward_status.ok());
-  RequireNoValidationMessages();
-  const std::vector<float> dq_host = Download(context, dq_dev, p.dtype), dk_host = Download(context, dk_dev, p.dtype),
-                           dv_host = Download(context, dv_dev, p.dtype);
-  // dQ has Q's strides, dK and dV K's and V's; dK, dV rows a sequence owns but does not attend to are 0.
-  RequireUntouchedOutside(p, q, hq, dq_host, q_rows, kPoison, "dQ");
-  RequireUntouchedOutside(p, k, hkv, dk_host, kv_owned, kPoison, "dK");
-  RequireUntouchedOutside(p, v, hkv, dv_host, kv_owned, kPoison, "dV");
-  const auto dq_seq = Gather(p, q, hq, dq_host, q_rows);
-  const auto dk_owned = Gather(p, k, hkv, dk_host, kv_owned), dv_owned = Gather(p, v, hkv, dv_host, kv_owned);
-  for (uint32_t b = 0; b < p.shape.batch; ++b) {
-    INFO("sequence " << b << ": Nq " << seqs[b].q_len << ", keys " << seqs[b].kv_len << " of " << seqs[b].kv_rows);
-    const AttentionParams one = SequenceParams(p, seqs[b]);
-    const tools::ReferenceBackward ref = tools::ReferenceAttentionBackward(one, q_seq[b], k_seq[b], v_seq[b], do_seq[b]);
-    std::vector<float> dk_used, dv_used;
-    uint64_t unused_nonzero = 0;
-    for (uint32_t h = 0; h < hkv; ++h) {
-      for (uint32_t n = 0; n < seqs[b].kv_rows; ++n) {
-        for (uint32_t c = 0; c < d; ++c) {
-          const uint64_t at = (uint64_t(h) * seqs[b].kv_rows + n) * d + c;
-          if (n < seqs[b].kv_len) {
-            dk_used.push_back(dk_owned[b][at]);
-            dv_used.push_back(dv_owned[b][at]);
-          } else {
-            unused_nonzero += dk_owned[b][at] != 0.0f || dv_owned[b][at] != 0.0f;
-          }
-        }
-      }
-    }
-    REQUIRE(unused_nonzero == 0);
-    REQUIRE(tools::RelativeError(dq_seq[b], ref.dq) <= BackwardTolerance(p.dtype));
-    REQUIRE(tools::RelativeError(dk_used, ref.dk) <= BackwardTolerance(p.dtype));
-    REQUIRE(tools::RelativeError(dv_used, ref.dv) <= BackwardTolerance(p.dtype));
-  }
+  CheckSequencesAgainstReference(context, p, {}, seed, backward);
 }
 
 }  // namespace
@@ -366,17 +155,16 @@ TEST_CASE("varlen forward equals separate calls per sequence, and reruns are bit
   p.cu_seqlens_k = {0, 150, 151, 300};
   const std::vector<Sequence> seqs = SequencesOf(p);
   const Placement q = Place(p, {}, false, 0), k = Place(p, {}, true, 0);
-  const auto q_rows = [&](uint32_t b) { return std::pair<uint32_t, uint32_t>{seqs[b].q_row0, seqs[b].q_len}; };
-  const auto kv_rows = [&](uint32_t b) { return std::pair<uint32_t, uint32_t>{seqs[b].kv_row0, seqs[b].kv_len}; };
+  const SequenceRows q_rows = QueryRows(seqs), kv_rows = UsedKeyRows(seqs);
   std::vector<float> q_host = RandomValues(q.elements, p.dtype, 7300), k_host = RandomValues(k.elements, p.dtype, 7301),
                      v_host = RandomValues(k.elements, p.dtype, 7302);
-  DeviceTensor q_dev = Upload(context, q_host, p.dtype, 0), k_dev = Upload(context, k_host, p.dtype, 0),
-               v_dev = Upload(context, v_host, p.dtype, 0);
+  DeviceTensor q_dev = UploadTensor(context, q_host, p.dtype, 0), k_dev = UploadTensor(context, k_host, p.dtype, 0),
+               v_dev = UploadTensor(context, v_host, p.dtype, 0);
   std::vector<std::vector<float>> runs;
   for (int run = 0; run < 2; ++run) {
-    DeviceTensor o_dev = Upload(context, std::vector<float>(q.elements, kPoison), p.dtype, 0);
+    DeviceTensor o_dev = UploadTensor(context, std::vector<float>(q.elements, kPoison), p.dtype, 0);
     REQUIRE(context.Forward(p, {q_dev.view, k_dev.view, v_dev.view, o_dev.view, {}, {}}).ok());
-    runs.push_back(Download(context, o_dev, p.dtype));
+    runs.push_back(DownloadTensor(context, o_dev, p.dtype));
   }
   REQUIRE(std::memcmp(runs[0].data(), runs[1].data(), runs[0].size() * sizeof(float)) == 0);
   const auto o_seq = Gather(p, q, p.shape.q_heads, runs[0], q_rows);

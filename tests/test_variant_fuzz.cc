@@ -2,9 +2,10 @@
 // reference: shapes with tails and Nq != Nk, GQA and MQA group sizes, decode-like rows over long
 // KV, both dtypes, a scale of its own, causal or a window, softcap, ALiBi, sinks, a mask or bias of
 // any element type and broadcast (about a fifth of its pairs and some of its 16 x 16 blocks
-// blocked), the bias's gradient, deterministic = false, sequences that differ (a KV cache's
-// lengths, ragged queries and keys: support/sequence_case.h checks those sequence by sequence) and
-// mobile limits. The other files' fixed sweeps cover each variant on chosen shapes; this case draws
+// blocked), the bias's gradient, deterministic = false, tensors in [B, N, H, D] or at padded
+// strides of their own, sequences that differ (a KV cache's lengths, ragged queries and keys:
+// support/sequence_case.h checks those, and the strided ones, sequence by sequence) and mobile
+// limits. The other files' fixed sweeps cover each variant on chosen shapes; this case draws
 // the combinations they do not name, where tile edges, closed tiles and kernel choices meet.
 //
 // CI runs the default draw (a fixed seed, a few dozen cases on lavapipe). To draw more on a GPU:
@@ -21,6 +22,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -117,6 +119,31 @@ FuzzCase DrawCase(std::mt19937& rng, bool large, bool mobile_runs) {
           }
       }
     }
+    if (chance(0.3f)) p.layout = TensorLayout::kBshd;
+    if (chance(0.2f)) {  // tensors placed by strides of their own: padded rows, heads and batch entries
+      auto padded = [&](uint32_t heads, uint32_t rows) {
+        // Pads of whole 16-byte words mostly (the tensor-core kernels take those), else of single
+        // elements (the scalar kernels run).
+        const uint64_t unit = chance(0.75f) ? 8 : 1, d = s.head_dim;
+        const uint64_t inner_pad = unit * below(4), outer_pad = unit * below(4), batch_pad = unit * below(4);
+        TensorStrides t;
+        if (chance(0.5f)) {  // [B, H, N, D] order
+          t.row = d + inner_pad;
+          t.head = rows * t.row + outer_pad;
+          t.batch = heads * t.head + batch_pad;
+        } else {  // [B, N, H, D] order
+          t.head = d + inner_pad;
+          t.row = heads * t.head + outer_pad;
+          t.batch = rows * t.row + batch_pad;
+        }
+        return t;
+      };
+      if (chance(0.5f)) p.q_strides = padded(s.q_heads, s.q_len);
+      if (chance(0.5f)) p.k_strides = padded(s.kv_heads, s.kv_len);
+      if (chance(0.5f)) p.v_strides = padded(s.kv_heads, s.kv_len);
+      if (chance(0.5f)) p.o_strides = padded(s.q_heads, s.q_len);
+      if (chance(0.5f)) p.d_o_strides = padded(s.q_heads, s.q_len);
+    }
     // Drawn whether or not the mobile limits run here, so that a seed draws the same case under
     // every VKFLASH_KERNELS.
     if (chance(0.2f) && mobile_runs) c.knobs = Knobs::kMobile;
@@ -138,9 +165,19 @@ FuzzCase DrawCase(std::mt19937& rng, bool large, bool mobile_runs) {
   }
 }
 
-// " kv_lengths=[...] cu_seqlens_q=[...] cu_seqlens_k=[...]" (those the call has).
-std::string Sequences(const AttentionParams& p) {
-  std::string text;
+// What Describe leaves out: " bshd", each tensor's own strides, " kv_lengths=[...]
+// cu_seqlens_q=[...] cu_seqlens_k=[...]" (those the call has).
+std::string PlacementText(const AttentionParams& p) {
+  std::string text = p.layout == TensorLayout::kBshd ? " bshd" : "";
+  auto strides = [&](const char* name, const std::optional<TensorStrides>& t) {
+    if (t) text += std::string(" ") + name + "_strides=" + std::to_string(t->batch) + "," + std::to_string(t->head) + "," +
+                   std::to_string(t->row);
+  };
+  strides("q", p.q_strides);
+  strides("k", p.k_strides);
+  strides("v", p.v_strides);
+  strides("o", p.o_strides);
+  strides("do", p.d_o_strides);
   auto add = [&](const char* name, const std::vector<int32_t>& values) {
     if (values.empty()) return;
     text += std::string(" ") + name + "=[";
@@ -151,6 +188,13 @@ std::string Sequences(const AttentionParams& p) {
   add("cu_seqlens_q", p.cu_seqlens_q);
   add("cu_seqlens_k", p.cu_seqlens_k);
   return text;
+}
+
+// Whether the call's tensors are other than packed [B, H, N, D] with every sequence whole: those
+// go through support/sequence_case.h's check.
+bool PlacedOrSequenced(const AttentionParams& p) {
+  return p.has_sequences() || p.layout != TensorLayout::kBhsd || p.q_strides || p.k_strides || p.v_strides ||
+         p.o_strides || p.d_o_strides;
 }
 
 }  // namespace
@@ -167,7 +211,7 @@ TEST_CASE("variant fuzz: random combinations of every option match the float64 r
     const AttentionParams& p = c.params;
     Context& context = SharedContext(c.knobs);
     const std::string description = "VKFLASH_FUZZ_SEED=" + std::to_string(seed) + " (" + KnobsName(c.knobs) + "): " +
-                                    Describe(p) + (p.deterministic ? "" : " nondeterministic") + Sequences(p) +
+                                    Describe(p) + (p.deterministic ? "" : " nondeterministic") + PlacementText(p) +
                                     "; kernels " + KernelsDescription(context, p);
     INFO(description);
     std::cout << description << std::endl;  // where a run stopped, if it is stopped
@@ -175,7 +219,7 @@ TEST_CASE("variant fuzz: random combinations of every option match the float64 r
     // The backward's reference is the dearest part on the CPU: every other case of the large draw.
     const bool with_backward = !large || i % 2 == 0;
     backward_cases += with_backward;
-    if (p.has_sequences()) {
+    if (PlacedOrSequenced(p)) {
       CheckSequencesAgainstReference(context, p, c.values, seed, with_backward);
       continue;
     }
