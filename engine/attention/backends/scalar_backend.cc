@@ -47,6 +47,12 @@ constexpr TiledTile kTiledForwardTiles[] = {
     {16, 16, 4, 2},
     {8, 8, 4, 2},
     {8, 8, 2, 1},
+    // Head dims whose row words only one invocation divides (float16 D = 40, 56, 72, 88, ...):
+    // lavapipe only so far (2026-11-29), D = 40 forward 211 ms against 825 for 4x4x1x1 (64x32x1x1
+    // 213, the per-row kernel 447); D = 72 88 against 296 (32x16x1x1 92). Fewer keys past D = 64,
+    // for the registers of S beside D floats of O.
+    {32, 32, 1, 1, 64},
+    {32, 16, 1, 1},
     {4, 4, 1, 1},        // anything with 16-byte loads
 };
 
@@ -69,6 +75,11 @@ constexpr TiledTile kTiledDkdvTiles[] = {
     {16, 8, 8, 2},       // (measured just below 16x8x4x2)
     {8, 8, 4, 2},        // smaller limits
     {8, 8, 2, 1},        // row words that 4 does not divide (float16 D = 80)
+    // Row words only one invocation divides (float16 D = 40, 56, 72, ...), lavapipe only so far
+    // (2026-11-29, whole backward): D = 40 114 ms against 252 for 4x4x1x1 (64x32x1x1 125, per-row
+    // 406); D = 72 186 with 32x16x1x1 against 415 (32x32x1x1 208).
+    {32, 32, 1, 1, 64},
+    {32, 16, 1, 1},
     {4, 4, 1, 1},        // anything with 16-byte loads
 };
 constexpr TiledTile kTiledDqTiles[] = {
@@ -86,6 +97,8 @@ constexpr TiledTile kTiledDqTiles[] = {
     {16, 8, 8, 2},       // (measured just below 16x8x4x2)
     {8, 8, 4, 2},        // smaller limits
     {8, 8, 2, 1},        // row words that 4 does not divide (float16 D = 80)
+    {32, 32, 1, 1, 64},  // row words only one invocation divides: as dK/dV's
+    {32, 16, 1, 1},
     {4, 4, 1, 1},        // anything with 16-byte loads
 };
 
