@@ -122,8 +122,8 @@ FuzzCase DrawCase(std::mt19937& rng, bool large, bool mobile_runs) {
     if (chance(0.3f)) p.layout = TensorLayout::kBshd;
     if (chance(0.2f)) {  // tensors placed by strides of their own: padded rows, heads and batch entries
       auto padded = [&](uint32_t heads, uint32_t rows) {
-        // Pads of whole 16-byte words mostly (the tensor-core kernels take those), else of single
-        // elements (the scalar kernels run).
+        // Pads of multiples of 8 elements mostly (the tensor-core kernels take those strides),
+        // else of single elements (the scalar kernels run).
         const uint64_t unit = chance(0.75f) ? 8 : 1, d = s.head_dim;
         const uint64_t inner_pad = unit * below(4), outer_pad = unit * below(4), batch_pad = unit * below(4);
         TensorStrides t;

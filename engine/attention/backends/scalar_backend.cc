@@ -34,6 +34,10 @@ struct TileShape {
 struct TiledTile {
   // Rows the workgroup owns (forward, dQ: query rows; dK/dV: keys) and streams per step.
   uint32_t owned, streamed, threads_per_row, rows_per_thread, max_head_dim = 256, min_head_dim = 0;
+  // Only for head dims whose row words no even count of invocations divides: an entry for those
+  // that must not displace a later one elsewhere (the forward tries the whole table with subgroup
+  // reductions before any tile without).
+  bool odd_row_words_only = false;
   uint32_t workgroup_size() const { return owned / rows_per_thread * threads_per_row; }
 };
 constexpr TiledTile kTiledForwardTiles[] = {
@@ -49,10 +53,10 @@ constexpr TiledTile kTiledForwardTiles[] = {
     {8, 8, 2, 1},
     // Head dims whose row words only one invocation divides (float16 D = 40, 56, 72, 88, ...):
     // lavapipe only so far (2026-11-29), D = 40 forward 211 ms against 825 for 4x4x1x1 (64x32x1x1
-    // 213, the per-row kernel 447); D = 72 88 against 296 (32x16x1x1 92). Fewer keys past D = 64,
+    // 213, the per-row kernel 447); D = 72 92 against 296 (32x32x1x1 88). Fewer keys past D = 64,
     // for the registers of S beside D floats of O.
-    {32, 32, 1, 1, 64},
-    {32, 16, 1, 1},
+    {32, 32, 1, 1, 64, 0, true},
+    {32, 16, 1, 1, 256, 0, true},
     {4, 4, 1, 1},        // anything with 16-byte loads
 };
 
@@ -78,8 +82,8 @@ constexpr TiledTile kTiledDkdvTiles[] = {
     // Row words only one invocation divides (float16 D = 40, 56, 72, ...), lavapipe only so far
     // (2026-11-29, whole backward): D = 40 114 ms against 252 for 4x4x1x1 (64x32x1x1 125, per-row
     // 406); D = 72 186 with 32x16x1x1 against 415 (32x32x1x1 208).
-    {32, 32, 1, 1, 64},
-    {32, 16, 1, 1},
+    {32, 32, 1, 1, 64, 0, true},
+    {32, 16, 1, 1, 256, 0, true},
     {4, 4, 1, 1},        // anything with 16-byte loads
 };
 constexpr TiledTile kTiledDqTiles[] = {
@@ -97,8 +101,8 @@ constexpr TiledTile kTiledDqTiles[] = {
     {16, 8, 8, 2},       // (measured just below 16x8x4x2)
     {8, 8, 4, 2},        // smaller limits
     {8, 8, 2, 1},        // row words that 4 does not divide (float16 D = 80)
-    {32, 32, 1, 1, 64},  // row words only one invocation divides: as dK/dV's
-    {32, 16, 1, 1},
+    {32, 32, 1, 1, 64, 0, true},  // row words only one invocation divides: as dK/dV's
+    {32, 16, 1, 1, 256, 0, true},
     {4, 4, 1, 1},        // anything with 16-byte loads
 };
 
@@ -177,6 +181,7 @@ ForcedScalarTile ParseScalarTile(const std::string& text) {
 bool TiledShapeFits(const DeviceInfo& device, TiledTile tile, uint32_t head_dim, uint32_t word_cols) {
   const uint32_t row_words = head_dim / word_cols;
   return head_dim % 8 == 0 && head_dim <= tile.max_head_dim && head_dim >= tile.min_head_dim &&
+         (!tile.odd_row_words_only || row_words % 2 == 1) &&
          tile.owned % tile.rows_per_thread == 0 &&
          row_words % tile.threads_per_row == 0 && tile.streamed % tile.threads_per_row == 0 &&
          tile.workgroup_size() <= device.max_workgroup_invocations;
