@@ -115,9 +115,7 @@ DeviceTensor UploadTensor(Context& context, const std::vector<float>& host, Data
 }
 
 std::vector<float> DownloadTensor(Context& context, const DeviceTensor& t, DataType dtype) {
-  std::vector<uint8_t> bytes(t.buffer.size());
-  REQUIRE(context.Download(t.buffer.view(), bytes.data(), bytes.size()).ok());
-  return tools::UnpackTensor(bytes, dtype);
+  return Downloaded(context, t.buffer, dtype, t.buffer.size() / DataTypeSize(dtype));
 }
 
 AttentionParams SequenceParams(const AttentionParams& p, const Sequence& seq) {
