@@ -20,6 +20,8 @@ import tempfile
 
 import numpy as np
 
+from cli_numpy_crosscheck import stored_error
+
 QSHAPE, KSHAPE = (1, 2, 16, 32), (1, 2, 24, 32)
 TOKENS = ["'<f8'", "'>f4'", "'<f2'", "'=f4'", "'f4'", "True", "False", "None", "(2, 2)", "(1, 2, 16, 32)",
           "(1, 1, 32, 32)", "(2, 1, 16, 32)", "(1,)", "()", "[]", "{}", "}", "{", "'", '"', "#", "\\", "L", "_",
@@ -110,7 +112,8 @@ def float32_overflow_rows(q, k):
 def close(got, expected, tolerance, may_overflow):
     """Per query row: NaN where the reference is NaN (a row whose scores hold NaN); finite and within
     tolerance (over all such rows together) where it is finite, except that rows with float32
-    overflow may be non-finite."""
+    overflow may be non-finite. Float16 outputs as cli_numpy_crosscheck's stored_error."""
+    stored_float16 = got.dtype == np.float16
     got = got.astype(np.float64)
     rows_of = (lambda x: np.isfinite(x).all(axis=-1)) if expected.ndim == 4 else np.isfinite
     nan_rows = (lambda x: np.isnan(x).all(axis=-1)) if expected.ndim == 4 else np.isnan
@@ -122,9 +125,7 @@ def close(got, expected, tolerance, may_overflow):
     if (~finite_got & finite_ref & ~may_overflow).any():
         return False
     checked = finite_ref & finite_got
-    a, e = got[checked], expected[checked]
-    norm = np.linalg.norm(e)
-    return (np.linalg.norm(a - e) / norm if norm > 0 else np.linalg.norm(a - e)) <= tolerance
+    return stored_error(got[checked], expected[checked], stored_float16) <= tolerance
 
 
 def numpy_lenient(path):

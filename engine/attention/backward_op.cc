@@ -13,6 +13,7 @@
 #include "attention/kernel_choice.h"
 #include "attention/mask_tiles_op.h"
 #include "attention/workspace_layout.h"
+#include "util/ceil_div.h"
 #include "util/status_macros.h"
 #include "vulkan/barriers.h"
 #include "vulkan/shader_library.h"
@@ -20,21 +21,42 @@
 namespace vkflash::attention {
 namespace {
 
+// The dbias kernel's dispatch: workgroups over the mask's elements, and the steps of the walk each
+// invocation takes over the tiles of pairs that map to its element: one per dimension the mask
+// has, the whole extent of the others (shaders/scalar/attention_backward_dbias.comp).
+struct DbiasWalk {
+  uint32_t groups_x = 0, groups_y = 0;
+  uint64_t groups_z = 0, steps = 0, invocations = 0;
+};
+DbiasWalk DbiasWalkOf(const MaskShape& mask, const KernelChoice& kernel) {
+  DbiasWalk walk;
+  walk.groups_x = uint32_t(CeilDiv(mask.mask_keys(), kernel.block_kv));
+  walk.groups_y = uint32_t(CeilDiv(mask.mask_rows(), kernel.block_q));
+  walk.groups_z = uint64_t(mask.mask_batch()) * mask.mask_heads();
+  walk.steps = uint64_t(mask.batch / mask.mask_batch()) * (mask.heads / mask.mask_heads()) *
+               (mask.dims & VKF_MASK_HAS_ROWS ? 1 : CeilDiv(mask.q_len, kernel.block_q)) *
+               (mask.dims & VKF_MASK_HAS_KEYS ? 1 : CeilDiv(mask.kv_len, kernel.block_kv));
+  walk.invocations = uint64_t(walk.groups_x) * walk.groups_y * walk.groups_z * kernel.workgroup_size;
+  return walk;
+}
+
 // The backward's workspace: the sequence table (with sequences), the mask's block summary (with a
 // mask), delta per query row (laid out as
 // the LSE), and where a gradient kernel runs in chunks, the float32 sums it keeps between them
-// (VKF_BWD_BINDING_*_STATE; rows of the planning shape); with atomic dQ, dQ's float32 sums (as the
-// chunked dQ kernel's); with stored dS, a chunk's slots of dS^T (in the dQ sums' place).
+// (VKF_BWD_BINDING_*_STATE; rows of the planning shape; the dbias kernel's one per invocation);
+// with atomic dQ, dQ's float32 sums (as the chunked dQ kernel's); with stored dS, a chunk's slots
+// of dS^T (in the dQ sums' place).
 struct WorkspaceParts {
   VkDeviceSize table_offset = 0, table_bytes = 0;
   VkDeviceSize mask_tiles_offset = 0, mask_tiles_bytes = 0;
   VkDeviceSize delta_offset = 0, delta_bytes = 0;
   VkDeviceSize dq_offset = 0, dq_bytes = 0;
   VkDeviceSize dk_offset = 0, dv_offset = 0, dkdv_bytes = 0;
+  VkDeviceSize dbias_offset = 0, dbias_bytes = 0;
   VkDeviceSize total = 0;
 };
 WorkspaceParts BackwardWorkspaceParts(const DeviceInfo& device, const CallLayout& call, VkDeviceSize dq_bytes,
-                                      bool dkdv_chunked) {
+                                      bool dkdv_chunked, VkDeviceSize dbias_bytes) {
   const AttentionShape& shape = call.planning.shape;
   WorkspaceLayout layout(device);
   WorkspaceParts parts;
@@ -53,6 +75,10 @@ WorkspaceParts BackwardWorkspaceParts(const DeviceInfo& device, const CallLayout
     parts.dk_offset = layout.Add(parts.dkdv_bytes);
     parts.dv_offset = layout.Add(parts.dkdv_bytes);
   }
+  if (dbias_bytes > 0) {
+    parts.dbias_bytes = dbias_bytes;
+    parts.dbias_offset = layout.Add(parts.dbias_bytes);
+  }
   parts.total = layout.bytes();
   return parts;
 }
@@ -68,7 +94,9 @@ WorkspaceParts BackwardWorkspaceParts(const DeviceInfo& device, const CallLayout
   } else if (plans.dq.chunks > 1 || choice.atomic_dq) {
     dq_bytes = shape.q_elements() * sizeof(float);
   }
-  return BackwardWorkspaceParts(device, call, dq_bytes, plans.dkdv.chunks > 1);
+  const VkDeviceSize dbias_bytes =
+      plans.dbias.chunks > 1 ? DbiasWalkOf(call.mask, DbiasChoice(call.planning)).invocations * sizeof(float) : 0;
+  return BackwardWorkspaceParts(device, call, dq_bytes, plans.dkdv.chunks > 1, dbias_bytes);
 }
 
 }  // namespace
@@ -83,8 +111,8 @@ Result<std::unique_ptr<BackwardOperator>> BackwardOperator::Create(const vk::Dev
 }
 
 Result<BackwardOperator::Plans> BackwardOperator::ChunkPlans(const BackwardKernelChoice& choice,
-                                                             const AttentionParams& params) const {
-  const AttentionShape& shape = params.shape;
+                                                             const CallLayout& call) const {
+  const AttentionShape& shape = call.planning.shape;
   Plans plans;
   // Tensor cores: no budget there. A kernel that is not dispatched (no keys, no queries) is not split.
   if (choice.dkdv.cooperative_matrix == CooperativeMatrixApi::kNone && shape.kv_elements() > 0) {
@@ -97,6 +125,17 @@ Result<BackwardOperator::Plans> BackwardOperator::ChunkPlans(const BackwardKerne
     VKF_ASSIGN_OR_RETURN(plans.dq, PlanChunks(info_, ScalarDqLoopCost(choice.dq, shape.head_dim), tiles,
                                               choice.dq.block_kv));
   }
+  // Every family's dbias kernel is the scalar one: planned wherever the mask has a gradient, as the
+  // caller may ask for it.
+  if (call.planning.mask.additive() && call.mask.elements() > 0) {
+    const KernelChoice dbias = DbiasChoice(call.planning);
+    const DbiasWalk walk = DbiasWalkOf(call.mask, dbias);
+    if (walk.steps > UINT32_MAX) {
+      return Status::Error(ErrorCode::kUnsupported, "the bias's gradient would walk more than 2^32 tiles of pairs "
+                                                    "per element: a mask that broadcasts over fewer dimensions");
+    }
+    VKF_ASSIGN_OR_RETURN(plans.dbias, PlanChunks(info_, DbiasLoopCost(dbias, shape.head_dim), walk.steps, 1));
+  }
   return plans;
 }
 
@@ -107,7 +146,7 @@ Result<uint64_t> BackwardOperator::WorkspaceBytes(const AttentionParams& params)
   for (const bool scalar_only : {!call.vector_strides, true}) {
     VKF_ASSIGN_OR_RETURN(const BackwardKernelChoice choice,
                          ChooseBackwardKernels(info_, call.planning, scalar_only, overrides_));
-    VKF_ASSIGN_OR_RETURN(const Plans plans, ChunkPlans(choice, call.planning));
+    VKF_ASSIGN_OR_RETURN(const Plans plans, ChunkPlans(choice, call));
     bytes = std::max<uint64_t>(bytes, BackwardWorkspaceParts(info_, call, choice, plans, overrides_).total);
   }
   return bytes;
@@ -155,7 +194,7 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
                        call.vector_strides;
   VKF_ASSIGN_OR_RETURN(const BackwardKernelChoice choice,
                        ChooseBackwardKernels(info_, call.planning, /*scalar_only=*/!aligned, overrides_));
-  VKF_ASSIGN_OR_RETURN(const Plans plans, ChunkPlans(choice, call.planning));
+  VKF_ASSIGN_OR_RETURN(const Plans plans, ChunkPlans(choice, call));
   const WorkspaceParts parts = BackwardWorkspaceParts(info_, call, choice, plans, overrides_);
 
   const auto& bytes = call.required_bytes;  // dQ, dK, dV have the strides of Q, K, V
@@ -202,24 +241,11 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   }
   VKF_RETURN_IF_ERROR(CheckNoOverlap(outputs, inputs));
   const KernelChoice dbias_kernel = DbiasChoice(params);
-  const MaskShape& mask = call.mask;
-  const uint32_t dbias_groups_x = (mask.mask_keys() + dbias_kernel.block_kv - 1) / dbias_kernel.block_kv;
-  const uint32_t dbias_groups_y = (mask.mask_rows() + dbias_kernel.block_q - 1) / dbias_kernel.block_q;
-  const uint64_t dbias_groups_z = uint64_t(mask.mask_batch()) * mask.mask_heads();
-  if (write_dbias) {
-    if (dbias_groups_x > info_.max_workgroup_count[0] || dbias_groups_y > info_.max_workgroup_count[1] ||
-        dbias_groups_z > info_.max_workgroup_count[2]) {
-      return Status::Error(ErrorCode::kUnsupported, "the bias's gradient of this mask exceeds maxComputeWorkGroupCount");
-    }
-    // Each invocation walks every pair that maps to its element: a tile step per 32 head-dim columns.
-    const uint64_t steps = uint64_t(mask.batch / mask.mask_batch()) * (mask.heads / mask.mask_heads()) *
-                           ((mask.q_len / mask.mask_rows() + dbias_kernel.block_q - 1) / dbias_kernel.block_q) *
-                           ((mask.kv_len / mask.mask_keys() + dbias_kernel.block_kv - 1) / dbias_kernel.block_kv) *
-                           ((shape.head_dim + 31) / 32);
-    if (info_.shader_loop_budget != 0 && steps > info_.shader_loop_budget / 2) {
-      return Status::Error(ErrorCode::kUnsupported, "the bias's gradient summed over this many broadcast pairs would "
-                                                    "outrun this driver's shader loop budget");
-    }
+  const DbiasWalk dbias_walk = DbiasWalkOf(call.mask, dbias_kernel);  // its loop: plans.dbias
+  if (write_dbias && (dbias_walk.groups_x > info_.max_workgroup_count[0] ||
+                      dbias_walk.groups_y > info_.max_workgroup_count[1] ||
+                      dbias_walk.groups_z > info_.max_workgroup_count[2])) {
+    return Status::Error(ErrorCode::kUnsupported, "the bias's gradient of this mask exceeds maxComputeWorkGroupCount");
   }
   const KernelChoice dsinks_kernel = DsinksChoice(info_);
   if (write_dsinks && info_.shader_loop_budget != 0 &&
@@ -255,7 +281,7 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   }
   VkPipeline dbias_pipeline = VK_NULL_HANDLE;
   if (write_dbias) {
-    VKF_ASSIGN_OR_RETURN(dbias_pipeline, Pipeline(dbias_kernel, call.planning, /*chunked=*/false));
+    VKF_ASSIGN_OR_RETURN(dbias_pipeline, Pipeline(dbias_kernel, call.planning, plans.dbias.chunks > 1));
   }
 
   std::array<BufferView, VKF_BWD_BINDING_COUNT> bindings;
@@ -286,6 +312,9 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   bindings[VKF_BWD_BINDING_DSINKS] = write_dsinks ? buffers.dsinks : dq.view;
   bindings[VKF_BWD_BINDING_MASK] = params.mask.type != MaskType::kNone && MaskElements(params) > 0 ? buffers.mask : q.view;
   bindings[VKF_BWD_BINDING_DBIAS] = write_dbias ? buffers.dbias : dq.view;
+  bindings[VKF_BWD_BINDING_DBIAS_STATE] = write_dbias && plans.dbias.chunks > 1
+                                              ? WorkspacePart(workspace.view, parts.dbias_offset, parts.dbias_bytes)
+                                              : bindings[VKF_BWD_BINDING_DBIAS];
   const bool summarize_mask = parts.mask_tiles_bytes > 0 && has_queries && has_keys;
   bindings[VKF_BWD_BINDING_MASK_TILES] =
       summarize_mask ? WorkspacePart(workspace.view, parts.mask_tiles_offset, parts.mask_tiles_bytes) : q.view;
@@ -314,7 +343,8 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   }
   if (write_dbias) {  // reads delta and the LSE; runs beside the gradient kernels
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, dbias_pipeline);
-    vkCmdDispatch(cmd, dbias_groups_x, dbias_groups_y, uint32_t(dbias_groups_z));
+    DispatchChunks(cmd, push, plans.dbias, uint32_t(dbias_walk.steps), dbias_walk.groups_x, dbias_walk.groups_y,
+                   uint32_t(dbias_walk.groups_z));
   }
   if (choice.stored_ds) {  // the choice has queries and keys
     RecordStoredDs(cmd, push, shape, dkdv_pipeline, dq_pipeline, groups_dkdv, groups_dq);

@@ -9,6 +9,7 @@
 
 #include <memory>
 
+#include "attention/call_layout.h"
 #include "attention/coopmat_layout.h"
 #include "attention/chunk_plan.h"
 #include "attention/kernel_choice.h"
@@ -38,16 +39,16 @@ class BackwardOperator {
   Result<BackwardKernelChoice> Choose(const AttentionParams& params) const;
 
   // How each gradient kernel's loop is split into dispatches (one chunk unless the driver has a
-  // loop budget): dK/dV in steps (query tiles of a head), dQ in keys.
+  // loop budget): dK/dV in steps (query tiles of a head), dQ in keys, dbias in steps of its walk.
   struct Plans {
-    ChunkPlan dkdv, dq;
+    ChunkPlan dkdv, dq, dbias;
   };
 
  private:
   BackwardOperator(const DeviceInfo& info, const TileOverrides& overrides, const CoopmatLayout& layout,
                    vk::PipelineStore& pipelines)
       : info_(info), overrides_(overrides), coopmat_layout_(layout), pipelines_(pipelines) {}
-  Result<Plans> ChunkPlans(const BackwardKernelChoice& choice, const AttentionParams& params) const;
+  Result<Plans> ChunkPlans(const BackwardKernelChoice& choice, const CallLayout& call) const;
   // zero_dq_sums: the preprocess also zeroes the dQ sums (atomic dQ).
   Result<VkPipeline> Pipeline(const KernelChoice& choice, const AttentionParams& params, bool chunked,
                               bool zero_dq_sums = false);

@@ -5,6 +5,7 @@
 #include "attention/backends/kernel_backend.h"
 #include "attention/backends/scalar_backend.h"
 #include "common/shader_interface.h"
+#include "util/ceil_div.h"
 
 namespace vkflash::attention {
 namespace {
@@ -90,6 +91,19 @@ KernelChoice DbiasChoice(const AttentionParams& params) {
   choice.block_kv = 16;
   choice.workgroup_size = choice.block_q * choice.block_kv;
   return choice;
+}
+
+// Every loop of shaders/scalar/attention_backward_dbias.comp counted at its longest: per step of
+// its walk, the step itself and the mask's summary words, and per 32 head-dim columns the staging of
+// Q, dO, K and V and the 32 products; once, the sum of the invocations that map to one element.
+LoopCost DbiasLoopCost(const KernelChoice& dbias, uint32_t head_dim) {
+  const uint64_t columns = 32;
+  const uint64_t staging = CeilDiv(uint64_t(dbias.block_q) * columns, dbias.workgroup_size) +
+                           CeilDiv(uint64_t(dbias.block_kv) * columns, dbias.workgroup_size);
+  LoopCost cost;
+  cost.fixed = uint64_t(dbias.block_q) * dbias.block_kv + 8;
+  cost.per_step = 1 + 2 + CeilDiv(head_dim, columns) * (1 + staging + columns);
+  return cost;
 }
 
 KernelChoice DqFromSumsChoice(const DeviceInfo& device, const AttentionParams& params) {

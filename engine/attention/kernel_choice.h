@@ -5,6 +5,8 @@
 
 #include <vkflash/device_info.hpp>
 
+#include "attention/chunk_plan.h"
+
 namespace vkflash::attention {
 
 // scalar_only: instrumented calls and views the tensor-core kernels cannot vector-load; they then
@@ -28,6 +30,8 @@ KernelChoice DsinksChoice(const DeviceInfo& device);
 // The bias's gradient (BackwardBuffers::dbias), every family's: one workgroup per tile of
 // block_q x block_kv elements of dBias.
 KernelChoice DbiasChoice(const AttentionParams& params);
+// Its loops (chunk_plan.h), per tile step of the walk over the pairs that map to an element.
+LoopCost DbiasLoopCost(const KernelChoice& dbias, uint32_t head_dim);
 // The last kernel of a backward with atomic dQ (BackwardKernelChoice::atomic_dq): it scales the
 // float32 dQ sums and stores dQ, dispatched as the preprocess is.
 KernelChoice DqFromSumsChoice(const DeviceInfo& device, const AttentionParams& params);

@@ -165,7 +165,10 @@ using uint = std::uint32_t;
 #define VKF_BWD_BINDING_MASK 17       // the mask / bias (VKF_SPEC_MASK), read as uint words
 #define VKF_BWD_BINDING_DBIAS 18      // the bias's gradient, float32, the mask's shape (the dbias kernel)
 #define VKF_BWD_BINDING_MASK_TILES 19 // workspace: the mask's block summary (VKF_MASK_TILES_*)
-#define VKF_BWD_BINDING_COUNT 20
+// Workspace of the chunked dbias kernel: each invocation's float32 sum so far, one per invocation
+// of its dispatch (workgroups in dispatch order x the workgroup's invocations).
+#define VKF_BWD_BINDING_DBIAS_STATE 20
+#define VKF_BWD_BINDING_COUNT 21
 // Stored dS (the coopmat2 backward with deterministic = false): a slot of dS^T per query head has
 // rows of round_up(Nq, 8) + VKF_STORED_DS_PAD float16 values (one row per key, round_up(Nk, 8) +
 // VKF_STORED_DS_PAD rows), so that every tile of up to VKF_STORED_DS_PAD rows of either kernel

@@ -190,7 +190,7 @@ ForwardRun RunForwardWith(Context& context, const AttentionParams& params, std::
   const auto reference = tools::ReferenceAttentionForward(params, run.q, run.k, run.v, values);
   run.ref_o = reference.o;
   run.ref_lse = reference.lse;
-  run.o_error = tools::RelativeError(run.o, run.ref_o);
+  run.o_error = tools::StoredRelativeError(run.o, run.ref_o, params.dtype);
   run.lse_error = tools::RelativeError(run.lse, run.ref_lse);
   return run;
 }
@@ -291,9 +291,9 @@ BackwardRun RunBackwardWith(Context& context, const AttentionParams& params, std
   run.ref_dk = reference.dk;
   run.ref_dv = reference.dv;
   run.ref_dsinks = reference.dsinks;
-  run.dq_error = tools::RelativeError(run.dq, run.ref_dq);
-  run.dk_error = tools::RelativeError(run.dk, run.ref_dk);
-  run.dv_error = tools::RelativeError(run.dv, run.ref_dv);
+  run.dq_error = tools::StoredRelativeError(run.dq, run.ref_dq, dtype);
+  run.dk_error = tools::StoredRelativeError(run.dk, run.ref_dk, dtype);
+  run.dv_error = tools::StoredRelativeError(run.dv, run.ref_dv, dtype);
   run.dsinks_error = DsinksError(dtype, run.dsinks, reference);
   run.ref_dbias = reference.dbias;
   run.dbias_error = DbiasError(params, run.dbias, reference);
@@ -302,28 +302,34 @@ BackwardRun RunBackwardWith(Context& context, const AttentionParams& params, std
 
 namespace {
 
-// ||got - ref|| / ||terms||, for sums whose terms cancel (||got - ref|| where every term is 0); NaN,
-// inf or a wrong size give inf.
-double ErrorOverTerms(const std::vector<float>& got, const std::vector<double>& ref, const std::vector<double>& terms) {
+double Norm(const std::vector<double>& x) {
+  double sum = 0.0;
+  for (const double e : x) sum += e * e;
+  return std::sqrt(sum);
+}
+
+// (||got - ref|| - ||allowance||) / ||norm_of|| (0 if negative; the difference itself where
+// ||norm_of|| is 0), for float16 storage's allowance (ReferenceBackward); NaN, inf or a wrong size
+// give inf.
+double ErrorBeyondAllowance(const std::vector<float>& got, const std::vector<double>& ref,
+                            const std::vector<double>& allowance, const std::vector<double>& norm_of) {
   if (!std::isfinite(tools::RelativeError(got, ref))) return std::numeric_limits<double>::infinity();
-  double diff = 0.0, terms_norm = 0.0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    diff += (got[i] - ref[i]) * (got[i] - ref[i]);
-    terms_norm += terms[i] * terms[i];
-  }
-  return terms_norm > 0.0 ? std::sqrt(diff / terms_norm) : std::sqrt(diff);
+  double diff = 0.0;
+  for (size_t i = 0; i < ref.size(); ++i) diff += (got[i] - ref[i]) * (got[i] - ref[i]);
+  const double beyond = std::max(0.0, std::sqrt(diff) - Norm(allowance)), norm = Norm(norm_of);
+  return norm > 0.0 ? beyond / norm : beyond;
 }
 
 }  // namespace
 
 double DsinksError(DataType dtype, const std::vector<float>& got, const tools::ReferenceBackward& ref) {
   if (dtype == DataType::kFloat32) return tools::RelativeError(got, ref.dsinks);
-  return ErrorOverTerms(got, ref.dsinks, ref.dsinks_terms);
+  return ErrorBeyondAllowance(got, ref.dsinks, ref.dsinks_storage_allowance, ref.dsinks_terms);
 }
 
 double DbiasError(const AttentionParams& params, const std::vector<float>& got, const tools::ReferenceBackward& ref) {
-  if (params.mask.keys) return tools::RelativeError(got, ref.dbias);
-  return ErrorOverTerms(got, ref.dbias, ref.dbias_terms);
+  return ErrorBeyondAllowance(got, ref.dbias, ref.dbias_storage_allowance,
+                              params.mask.keys ? ref.dbias : ref.dbias_terms);
 }
 
 bool ExpectAtomicDq(const Context& context, AttentionParams params) {

@@ -52,7 +52,8 @@ struct BackwardRun {
   uint64_t peak_extra_bytes = 0;     // most device memory vkflash allocated during Backward()
 };
 
-// dsinks' error: float32 ||got - ref|| / ||ref||; float16 ||got - ref|| / ||ref.dsinks_terms||.
+// dsinks' error: float32 ||got - ref|| / ||ref||; float16 ||got - ref|| less the storage's allowance
+// (ReferenceBackward::dsinks_storage_allowance) over ||ref.dsinks_terms||.
 // dsinks sums P_sink * rowsum(dO * O) over rows whose signs differ, so a small dsinks is the
 // difference of large terms; O rounded to float16 (2^-11 of each element) moves each term by about
 // that much of its size, which can be more than 1e-2 of the sum. float32's rounding cannot.
@@ -63,7 +64,9 @@ double DsinksError(DataType dtype, const std::vector<float>& got, const tools::R
 // row's keys, which cancel: to exactly 0 without sinks (a bias the same for every key of a row does
 // not change its softmax), where the kernels return their rounding of the terms; to P_sink *
 // rowsum(dO * O) with sinks, which this measure sees only where it is not small beside the terms
-// (tests/test_masks.cc checks that share against its own norm). docs/design.md, "Accuracy".
+// (tests/test_masks.cc checks that share against its own norm). Float16 storage's allowance
+// (ReferenceBackward::dbias_storage_allowance) comes off ||got - ref|| first. docs/design.md,
+// "Accuracy".
 double DbiasError(const AttentionParams& params, const std::vector<float>& got, const tools::ReferenceBackward& ref);
 
 // The score variants' values (ALiBi slopes, sinks) go to the device and to the reference alike;

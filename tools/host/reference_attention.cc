@@ -160,7 +160,11 @@ ReferenceBackward ReferenceAttentionBackward(const AttentionParams& params, cons
   if (params.sinks) out.dsinks.assign(s.q_heads, 0.0), out.dsinks_terms.assign(s.q_heads, 0.0);
   const bool additive_mask = params.mask.additive();
   if (additive_mask) out.dbias.assign(MaskElements(params), 0.0), out.dbias_terms.assign(MaskElements(params), 0.0);
-  std::vector<double> dp(s.kv_len);
+  const bool float16 = params.dtype == DataType::kFloat16;
+  if (float16) out.dsinks_storage_allowance.assign(out.dsinks.size(), 0.0);
+  if (float16) out.dbias_storage_allowance.assign(out.dbias.size(), 0.0);
+  const double smallest_normal = std::ldexp(1.0, -14);
+  std::vector<double> dp(s.kv_len), o(D);
   RowSoftmax softmax;
 
   for (uint64_t b = 0; b < s.batch; ++b) {
@@ -180,9 +184,19 @@ ReferenceBackward ReferenceAttentionBackward(const AttentionParams& params, cons
           dp[n] = dot;
           p_dot_dp += softmax.p[n] * dp[n];
         }
+        // What float16 O's elements below its normal range may move rowsum(dO * O) by.
+        double delta_allowance = 0.0;
+        if (float16) {
+          std::fill(o.begin(), o.end(), 0.0);
+          for (size_t n = 0; n < softmax.keys.size(); ++n)
+            for (uint64_t d = 0; d < D; ++d) o[d] += softmax.p[n] * double(v[kv_offset + softmax.keys[n] * D + d]);
+          for (uint64_t d = 0; d < D; ++d)
+            if (std::fabs(o[d]) < smallest_normal) delta_allowance += smallest_normal * std::fabs(double(d_o[row + d]));
+        }
         if (params.sinks) {
           out.dsinks[h] -= softmax.p_sink * p_dot_dp;
           out.dsinks_terms[h] += std::fabs(softmax.p_sink * p_dot_dp);
+          if (float16) out.dsinks_storage_allowance[h] += softmax.p_sink * delta_allowance;
         }
         for (size_t n = 0; n < softmax.keys.size(); ++n) {
           double ds = softmax.p[n] * (dp[n] - p_dot_dp);
@@ -190,6 +204,7 @@ ReferenceBackward ReferenceAttentionBackward(const AttentionParams& params, cons
             const uint64_t at = MaskIndex(params, b, h, i, softmax.keys[n]);
             out.dbias[at] += ds;
             out.dbias_terms[at] += std::fabs(ds);
+            if (float16) out.dbias_storage_allowance[at] += softmax.p[n] * delta_allowance;
           }
           if (params.softcap > 0.0f) ds *= 1.0 - softmax.tanh[n] * softmax.tanh[n];  // d(C tanh(x / C)) / dx
           const uint64_t key_at = kv_offset + softmax.keys[n] * D;
@@ -219,6 +234,21 @@ double RelativeError(const std::vector<float>& actual, const std::vector<double>
     norm += e * e;
   }
   return norm > 0.0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
+
+double StoredRelativeError(const std::vector<float>& actual, const std::vector<double>& expected, DataType storage) {
+  const double error = RelativeError(actual, expected);
+  if (storage != DataType::kFloat16 || !std::isfinite(error)) return error;
+  const double smallest_normal = std::ldexp(1.0, -14);
+  double below_normal = 0.0, norm = 0.0;
+  for (const double e : expected) {
+    below_normal += std::abs(e) < smallest_normal;
+    norm += e * e;
+  }
+  const double allowance = smallest_normal * std::sqrt(below_normal);
+  const double diff = norm > 0.0 ? error * std::sqrt(norm) : error;
+  const double beyond = std::max(0.0, diff - allowance);
+  return norm > 0.0 ? beyond / std::sqrt(norm) : beyond;
 }
 
 }  // namespace vkflash::tools

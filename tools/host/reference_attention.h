@@ -60,6 +60,11 @@ struct ReferenceBackward {
   // dimension sums a row's dS, which cancel (to exactly 0 without sinks), so rounding errors scale
   // with this, not with dbias.
   std::vector<double> dbias_terms;
+  // Float16 storage only (else empty), like dsinks and dbias: how far O's float16 storage may move
+  // them. The backward sums rowsum(dO * O) over O as the forward stored it, and float16 holds an
+  // element of O below its normal range only to within 2^-14 (docs/design.md, "Accuracy"): per row
+  // 2^-14 * sum |dO| over those elements, times P_sink (dsinks) or each key's P (dbias).
+  std::vector<double> dsinks_storage_allowance, dbias_storage_allowance;
 };
 
 // Gradients of sum(O * dO) with respect to Q, K, V (and the sinks), written out by hand in
@@ -73,5 +78,11 @@ ReferenceBackward ReferenceAttentionBackward(const AttentionParams& params, cons
 // finite gives +inf; matching infinities (LSE = -inf rows) count as equal. An all-zero
 // reference compares the absolute norm instead.
 double RelativeError(const std::vector<float>& actual, const std::vector<double>& expected);
+
+// RelativeError of an output stored as `storage` (docs/design.md, "Accuracy"). Float16 cannot hold
+// what lies below its normal range (|x| < 2^-14): such an element may come back as 0 (a device may
+// flush float16 subnormals) or as a subnormal, so 2^-14 per such element (2^-14 * sqrt(count) in
+// norm) is taken off ||actual - expected|| before it is divided by ||expected||. Float32: RelativeError.
+double StoredRelativeError(const std::vector<float>& actual, const std::vector<double>& expected, DataType storage);
 
 }  // namespace vkflash::tools

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# 2026-11-29 (seventeenth session): the float16 storage allowance (docs/design.md, "Accuracy") on
+# the H200, with the fuzz's large draws per family, and the scalar tiles of 56d179c for head dims
+# whose row words only one invocation divides, timed for the first time on a GPU. Build:
+# build-lab/new (the working tree; its tests binary beside it).
+# `tiles`: scalar forward and backward at float16 D = 40 and 72 (B = 4, H = 32, N = 2048), the
+# default tiles against the old 4x4x1x1 forced, and D = 64 / 128 at the table's shape for reference;
+# `fuzz`: the [fuzz] case with VKFLASH_FUZZ_LARGE=1 per family, each in its own process, beside
+# the allowance's own case with each family forced; `pv`: build-lab/pvone (the scalar forward's P V
+# as one call whose per-row key limits apply where the tile needs them, instead of a masked and an
+# unmasked copy: the ~150 register moves where the copies join, 2026-11-29 "the scalar forward's
+# machine code") against new, D = 64 and 128, plain and causal, two rounds. The variant:
+#   python3 tools/lab/build_variant.py pvone shaders/scalar/attention_forward_tiled.comp \
+#     "<the if (masked_tile) { add_pv(.., true, ..) } else { add_pv(.., false, ..) } block>" \
+#     "    add_pv(acc, pv_in_float16, tile_scale, masked_tile, visible_first, visible_end);"
+# Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-29-float16-allowance.sh tiles pv fuzz`.
+source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, catch_tests, report
+
+# fuzz NAME FAMILY SEED CASES: the large draws of the [fuzz] case with VKFLASH_KERNELS=FAMILY.
+fuzz() {
+  build=build-lab/new catch_tests "$1" '"[fuzz]"' VKFLASH_KERNELS=$2 VKFLASH_FUZZ_SEED=$3 VKFLASH_FUZZ_CASES=$4 \
+    VKFLASH_FUZZ_LARGE=1
+}
+# fuzz_report NAME...: per log, the cases started, the verdict, what failed (seed and shape lines).
+fuzz_report() {
+  local name
+  for name in "$@"; do
+    echo "== $name: $(grep -ac "^VKFLASH_FUZZ_SEED=" "$out/$name.log") cases started"
+    grep -aE "^variant fuzz|passed|failed" "$out/$name.log" | head -3
+    grep -aE "FAILED" -A8 "$out/$name.log" | grep -aE "<=|SEED|signal" | head -8
+  done
+}
+
+# scalar_tile_rows D H: forward and backward, the default tiles and 4x4x1x1 forced.
+scalar_tile_rows() {
+  local mode
+  for mode in fwd bwd; do
+    echo "-- D=$1 $mode default"
+    run --kernel scalar --b 4 --h "$2" --n 2048 --d "$1" --mode $mode
+    echo "-- D=$1 $mode 4x4x1x1"
+    VKFLASH_SCALAR_FORWARD_TILE=4x4x1x1 VKFLASH_SCALAR_BACKWARD_TILE=4x4x1x1,4x4x1x1 \
+      run --kernel scalar --b 4 --h "$2" --n 2048 --d "$1" --mode $mode
+  done
+}
+
+scalar_forward_rows() {
+  run --kernel scalar --b 4 --h "$2" --n 4096 --d "$1" --mode fwd
+  run --kernel scalar --b 4 --h "$2" --n 4096 --d "$1" --mode fwd --causal
+}
+
+for part in "$@"; do
+  case $part in
+    tiles)
+      cli=build-lab/new/vkflash
+      RUNS=10
+      for d in 40 72; do scalar_tile_rows $d 32; done
+      RUNS=20
+      for d in 64 128; do
+        echo "-- D=$d table shape"
+        run --kernel scalar --b 4 --h $((2048 / d)) --n 4096 --d $d --mode fwd
+        run --kernel scalar --b 4 --h $((2048 / d)) --n 4096 --d $d --mode bwd
+      done
+      ;;
+    pv)
+      sweep 2 "64 128" "new pvone" scalar_forward_rows
+      ;;
+    fuzz)
+      export TEST_TIMEOUT=420
+      fuzz fuzz-auto-a auto 600000 120 &
+      fuzz fuzz-auto-b auto 610000 120 &
+      fuzz fuzz-scalar scalar 620000 200 &
+      fuzz fuzz-scalar-b scalar 630000 150 &
+      fuzz fuzz-khr coopmat_khr 640000 200 &
+      fuzz fuzz-nv coopmat_nv 650000 200 &
+      wait
+      TEST_TIMEOUT=120 family_tests "allowance-%s" '"sinks: outputs below*"' auto scalar coopmat_khr coopmat_nv
+      fuzz_report fuzz-auto-a fuzz-auto-b fuzz-scalar fuzz-scalar-b fuzz-khr fuzz-nv
+      tar -C "$out" -czf "$out/fuzz-logs.tgz" $(cd "$out" && ls fuzz-*.log allowance-*.log) && rm -f "$out"/fuzz-*.log "$out"/allowance-*.log
+      ;;
+    *) echo unknown part; exit 2 ;;
+  esac
+done
