@@ -196,23 +196,29 @@ TEST_CASE("chunked passes give the same bits as one pass", "[long][knobs]") {
   RequireNoValidationMessages();
 }
 
+namespace {
 
-TEST_CASE("the bias's gradient walks past the driver's loop budget in chunks, with one pass's bits", "[backward][long][mask]") {
+// `p` with a bias of `type` that has the rows and keys dimensions as asked (not batch or heads),
+// and its values: one pair in ten blocked, the others Normal(0, 1.5).
+std::pair<AttentionParams, ScoreValues> WithBias(AttentionParams p, MaskType type, bool rows, bool keys, std::mt19937& rng) {
+  p.mask = {type, false, false, rows, keys};
+  ScoreValues values;
+  values.mask = BlockSparseMaskValues(p, rng, 0.0f, 0.1f, 1.5f);
+  return {p, values};
+}
+
+}  // namespace
+
+TEST_CASE("the bias's gradient is right past the driver's loop budget", "[backward][long][mask]") {
   // Each element of the gradient of a bias that broadcasts sums the pairs of every dimension it
   // lacks, in one loop. Before that loop ran in chunks, lavapipe's budget cut it short: a bias [1, 1,
   // 1, Nk] over 30000 query rows (D = 256) came back with a relative error of 1.02, silently, and a
   // bias [1, 1, 1, 1] over larger shapes was refused.
   std::mt19937 rng(36);
-  const auto bias = [&](AttentionParams p, MaskType type, bool rows, bool keys) {
-    p.mask = {type, false, false, rows, keys};
-    ScoreValues values;
-    values.mask = BlockSparseMaskValues(p, rng, 0.0f, 0.1f, 1.5f);
-    return std::pair(p, values);
-  };
   Context& context = SharedContext(Knobs::kDevice);
   {
-    const auto [p, values] = bias(MakeParams({1, 1, 1, 30000, 16, 256}, DataType::kFloat32, false), MaskType::kFloat32,
-                                  false, true);
+    const auto [p, values] = WithBias(MakeParams({1, 1, 1, 30000, 16, 256}, DataType::kFloat32, false),
+                                      MaskType::kFloat32, false, true, rng);
     INFO(Describe(p) << ", loop budget " << context.device_info().shader_loop_budget);
     const BackwardRun run = RunBackwardCase(context, p, 37, values);
     CHECK(run.dbias_error <= BackwardTolerance(p.dtype));
@@ -221,19 +227,22 @@ TEST_CASE("the bias's gradient walks past the driver's loop budget in chunks, wi
   {
     AttentionParams shape = MakeParams({2, 4, 2, 267, 319, 128}, DataType::kFloat16, false);
     shape.sinks = true;  // a bias without the keys dimension has the sinks' share of the gradient, else 0
-    auto [p, values] = bias(shape, MaskType::kFloat32, false, false);
+    auto [p, values] = WithBias(shape, MaskType::kFloat32, false, false, rng);
     values.sinks = {0.5f, 1.0f, 1.5f, 2.0f};
     INFO(Describe(p) << ", loop budget " << context.device_info().shader_loop_budget);
     const BackwardRun run = RunBackwardCase(context, p, 38, values);
     CHECK(run.dbias_error <= BackwardTolerance(p.dtype));
   }
   RequireNoValidationMessages();
+}
 
+TEST_CASE("the bias's gradient in chunks gives one pass's bits", "[backward][long][mask][knobs]") {
   // A budget of 4000 splits the walk of a bias [1, 1, 1, Nk] over 2 x 4 heads x 12 row tiles into
   // chunks; the same kernel in one pass gives the same bits.
+  std::mt19937 rng(39);
   Context& chunked = SharedContext(Knobs::kSmallLoopBudget);
-  const auto [p, values] = bias(MakeParams({2, 4, 2, 90, 75, 64}, DataType::kFloat32, false), MaskType::kFloat16,
-                                false, true);
+  const auto [p, values] = WithBias(MakeParams({2, 4, 2, 90, 75, 64}, DataType::kFloat32, false), MaskType::kFloat16,
+                                    false, true, rng);
   INFO(Describe(p));
   const std::unique_ptr<Context> whole = SameTilesContext(chunked, p);
   const KernelChoice dbias = attention::DbiasChoice(p);

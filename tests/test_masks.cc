@@ -298,11 +298,36 @@ TEST_CASE("masks: the tensor-core decode kernel's packed rows each add their own
   }
 }
 
+// The keys the block-sparse cases close for every row and hold NaN in K and V: 128 or a little more
+// from key 128 on, rounded to whole key tiles of every kernel that runs the call (the forward's and
+// both gradient kernels') and to the mask summary's 16-key blocks. The contract wants a blocked
+// key's K and V finite (docs/design.md), broken on purpose: a kernel that visited those tiles would
+// return NaN, which only whole tiles make a fair test of (the NV subgroup-scope forward's key tile is
+// 48 at D <= 64).
+struct KeyRange {
+  uint32_t begin = 0, end = 0;
+};
+KeyRange PoisonedKeys(Context& context, const AttentionParams& p) {
+  uint32_t tile = 16;
+  const auto take = [&](uint32_t block_kv) { tile = block_kv > 0 ? std::lcm(tile, block_kv) : tile; };
+  auto forward = context.ChooseForwardKernel(p);
+  REQUIRE(forward.ok());
+  take(forward->block_kv);
+  auto backward = context.ChooseBackwardKernels(p);
+  REQUIRE(backward.ok());
+  take(backward->dkdv.block_kv);
+  take(backward->dq.block_kv);
+  const uint32_t begin = (128 + tile - 1) / tile * tile;
+  INFO("key tiles' least common multiple " << tile);
+  REQUIRE(begin < p.shape.kv_len);
+  return {begin, std::min(p.shape.kv_len, begin + (128 + tile - 1) / tile * tile)};
+}
+
 // A mask of 16 x 16 blocks (the summary's), each block open or closed at random per mask head,
-// keys [128, 256) closed for every row, and where the mask has rows and there are more than 140,
-// rows [0, 140) closed for every key (query tiles the mask closes whole); what is left open blocks
+// the keys `closed` for every row, and where the mask has rows and there are more than 140, rows
+// [0, 140) closed for every key (query tiles the mask closes whole); what is left open blocks
 // about a fifth of its pairs.
-std::vector<float> BlockSparseMask(const AttentionParams& p, uint32_t seed) {
+std::vector<float> BlockSparseMask(const AttentionParams& p, const KeyRange& closed, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
   const AttentionShape& s = p.shape;
@@ -313,11 +338,11 @@ std::vector<float> BlockSparseMask(const AttentionParams& p, uint32_t seed) {
   std::vector<float> values(MaskElements(p));
   for (uint32_t b = 0; b < (m.batch ? s.batch : 1); ++b)
     for (uint32_t h = 0; h < (m.heads ? s.q_heads : 1); ++h) {
-      std::vector<bool> closed(uint64_t(row_blocks) * key_blocks);
-      for (uint64_t i = 0; i < closed.size(); ++i) closed[i] = uniform(rng) < 0.5f;
+      std::vector<bool> closed_blocks(uint64_t(row_blocks) * key_blocks);
+      for (uint64_t i = 0; i < closed_blocks.size(); ++i) closed_blocks[i] = uniform(rng) < 0.5f;
       for (uint32_t i = 0; i < rows; ++i)
         for (uint32_t j = 0; j < keys; ++j) {
-          const bool blocked = closed[uint64_t(i / 16) * key_blocks + j / 16] || (j >= 128 && j < 256) ||
+          const bool blocked = closed_blocks[uint64_t(i / 16) * key_blocks + j / 16] || (j >= closed.begin && j < closed.end) ||
                                (rows > 140 && i < 140) || uniform(rng) < 0.2f;
           const float bias = blocked ? -kInf : tools::RoundToHalf(uniform(rng) * 2.0f - 1.0f);
           values[tools::MaskIndex(p, b, h, i, j)] = boolean ? (blocked ? 0.0f : 1.0f) : bias;
@@ -346,11 +371,11 @@ std::vector<float> OneRowPerTileMask(const AttentionParams& p, uint32_t seed) {
   return values;
 }
 
-// NaN in the K and V rows of keys [128, 256) of every batch entry and KV head.
-void PoisonClosedKeys(const AttentionShape& shape, std::vector<float>* k, std::vector<float>* v) {
+// NaN in the K and V rows of the keys `closed` of every batch entry and KV head.
+void PoisonClosedKeys(const AttentionShape& shape, const KeyRange& closed, std::vector<float>* k, std::vector<float>* v) {
   for (uint32_t b = 0; b < shape.batch; ++b)
     for (uint32_t h = 0; h < shape.kv_heads; ++h)
-      for (uint32_t j = 128; j < std::min(256u, shape.kv_len); ++j)
+      for (uint32_t j = closed.begin; j < closed.end; ++j)
         for (uint32_t d = 0; d < shape.head_dim; ++d) {
           const uint64_t at = ((uint64_t(b) * shape.kv_heads + h) * shape.kv_len + j) * shape.head_dim + d;
           (*k)[at] = (*v)[at] = std::numeric_limits<float>::quiet_NaN();
@@ -358,26 +383,27 @@ void PoisonClosedKeys(const AttentionShape& shape, std::vector<float>* k, std::v
 }
 
 // A call's inputs from `seed`: BlockSparseMask's mask, random Q, K, V and dO, and NaN in the K and
-// V of the keys the mask closes for every row (PoisonClosedKeys).
+// V of the keys the mask closes for every row (PoisonedKeys, PoisonClosedKeys).
 struct BlockSparseInputs {
   ScoreValues values;
   std::vector<float> q, k, v, d_o;
 };
-BlockSparseInputs PoisonedBlockSparseInputs(const AttentionParams& p, uint32_t seed) {
+BlockSparseInputs PoisonedBlockSparseInputs(Context& context, const AttentionParams& p, uint32_t seed) {
   const AttentionShape& s = p.shape;
+  const KeyRange closed = PoisonedKeys(context, p);
   BlockSparseInputs in;
-  in.values.mask = BlockSparseMask(p, seed);
+  in.values.mask = BlockSparseMask(p, closed, seed);
   in.q = RandomValues(s.q_elements(), p.dtype, seed + 1);
   in.k = RandomValues(s.kv_elements(), p.dtype, seed + 2);
   in.v = RandomValues(s.kv_elements(), p.dtype, seed + 3);
   in.d_o = RandomValues(s.q_elements(), p.dtype, seed + 4);
-  PoisonClosedKeys(s, &in.k, &in.v);
+  PoisonClosedKeys(s, closed, &in.k, &in.v);
   return in;
 }
 
 TEST_CASE("masks: tiles the mask closes are skipped, their K and V never read", "[forward][backward][mask]") {
-  // NaN in the K and V rows of keys [128, 256), which the mask closes for every row: a kernel
-  // that visited their tiles would multiply them by P = 0 and return NaN; one that skips them
+  // NaN in the K and V rows of the keys the mask closes for every row (about [128, 256),
+  // PoisonedKeys): a kernel that visited their tiles would multiply them by P = 0 and return NaN; one that skips them
   // matches the reference (which never reads blocked keys). Prefill shapes (every family's tiles,
   // row tiles that end inside a block, query tiles the mask closes whole) and decode shapes (the
   // tensor-core decode kernel's tiles; the register decode kernel selects instead of multiplying,
@@ -409,7 +435,7 @@ TEST_CASE("masks: tiles the mask closes are skipped, their K and V never read", 
       AttentionParams p = MakeParams(c.shape, DataType::kFloat16, causal);
       p.mask = c.mask;
       INFO(Describe(p) << MaskName(p.mask));
-      const BlockSparseInputs in = PoisonedBlockSparseInputs(p, seed);
+      const BlockSparseInputs in = PoisonedBlockSparseInputs(context, p, seed);
       const ForwardRun forward = RunForwardWith(context, p, in.q, in.k, in.v, in.values);
       CHECK(forward.o_error <= ForwardTolerance(p.dtype));
       CHECK(forward.lse_error <= ForwardTolerance(p.dtype));
@@ -442,7 +468,7 @@ TEST_CASE("masks: with deterministic = false, the atomic dQ kernels skip the til
       auto choice = context.ChooseBackwardKernels(p);
       REQUIRE(choice.ok());
       REQUIRE(choice->atomic_dq == atomic);
-      const BlockSparseInputs in = PoisonedBlockSparseInputs(p, seed);
+      const BlockSparseInputs in = PoisonedBlockSparseInputs(context, p, seed);
       CheckGradients(RunBackwardWith(context, p, in.q, in.k, in.v, in.d_o, in.values), p);
       RequireNoValidationMessages();
       seed += 5;
@@ -537,10 +563,11 @@ TEST_CASE("masks: the decode kernels' closed steps, from the summary (long parts
         INFO(Describe(p) << MaskName(p.mask) << ", decode_splits " << splits);
         RequireDecodeWhereUsed(**context, p);
         ScoreValues values = ValuesFor(p, seed);
-        values.mask = BlockSparseMask(p, seed);
+        const KeyRange closed = PoisonedKeys(**context, p);
+        values.mask = BlockSparseMask(p, closed, seed);
         std::vector<float> k = RandomValues(shape.kv_elements(), p.dtype, seed + 2);
         std::vector<float> v = RandomValues(shape.kv_elements(), p.dtype, seed + 3);
-        PoisonClosedKeys(shape, &k, &v);
+        PoisonClosedKeys(shape, closed, &k, &v);
         const ForwardRun forward =
             RunForwardWith(**context, p, RandomValues(shape.q_elements(), p.dtype, seed + 1), k, v, values);
         CHECK(forward.o_error <= ForwardTolerance(p.dtype));

@@ -13,7 +13,16 @@
 #   python3 tools/lab/build_variant.py pvone shaders/scalar/attention_forward_tiled.comp \
 #     "<the if (masked_tile) { add_pv(.., true, ..) } else { add_pv(.., false, ..) } block>" \
 #     "    add_pv(acc, pv_in_float16, tile_scale, masked_tile, visible_first, visible_end);"
-# Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-29-float16-allowance.sh tiles pv fuzz`.
+# Second run, `dbias`: 06c7823's build (the dbias kernel's walk as one loop of tile steps, chunked
+# where a driver has a loop budget): the mask tests with each family forced, the long-sequence
+# cases (the new dbias case's budget of 4000 chunks it on the GPU too), the fuzz's CI draw and
+# large draws.
+# Third run, `masks2`: the block-sparse mask cases whose NaN keys are now whole tiles of the
+# kernels that run (`dbias` found them failing with coopmat_nv forced: its 48-key forward tile at D
+# <= 64 straddled key 128), and the dbias cases split in two (the bit-for-bit one tagged [knobs]),
+# with each family forced; the CLI's mask case through link_cli.
+# Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-29-float16-allowance.sh tiles pv fuzz`,
+# then `... dbias`, then `... masks2`.
 source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, catch_tests, report
 
 # fuzz NAME FAMILY SEED CASES: the large draws of the [fuzz] case with VKFLASH_KERNELS=FAMILY.
@@ -76,6 +85,27 @@ for part in "$@"; do
       TEST_TIMEOUT=120 family_tests "allowance-%s" '"sinks: outputs below*"' auto scalar coopmat_khr coopmat_nv
       fuzz_report fuzz-auto-a fuzz-auto-b fuzz-scalar fuzz-scalar-b fuzz-khr fuzz-nv
       tar -C "$out" -czf "$out/fuzz-logs.tgz" $(cd "$out" && ls fuzz-*.log allowance-*.log) && rm -f "$out"/fuzz-*.log "$out"/allowance-*.log
+      ;;
+    dbias)
+      export TEST_TIMEOUT=400 build=build-lab/new
+      family_tests "mask-%s" '"[mask]"' auto scalar coopmat_khr coopmat_nv &
+      catch_tests long '"[long]"' &
+      catch_tests fuzz-ci '"[fuzz]"' &
+      fuzz fuzz-dbias-auto auto 700000 100 &
+      fuzz fuzz-dbias-scalar scalar 710000 150 &
+      wait
+      report long fuzz-ci
+      fuzz_report fuzz-dbias-auto fuzz-dbias-scalar
+      tar -C "$out" -czf "$out/dbias-logs.tgz" $(cd "$out" && ls mask-*.log long.log fuzz-*.log) &&
+        rm -f "$out"/mask-*.log "$out"/long.log "$out"/fuzz-*.log
+      ;;
+    masks2)
+      export TEST_TIMEOUT=400 build=build-lab/new
+      spec='"masks: tiles the mask closes*","masks: with deterministic = false*","masks: the decode kernels'"'"' closed*","the bias'"'"'s gradient is right*"'
+      family_tests "masks2-%s" "$spec" auto scalar coopmat_khr coopmat_nv
+      link_cli
+      catch_tests masks2-cli '"CLI --mask and --dbias*"'
+      report masks2-cli
       ;;
     *) echo unknown part; exit 2 ;;
   esac
