@@ -211,9 +211,9 @@ std::pair<AttentionParams, ScoreValues> WithBias(AttentionParams p, MaskType typ
 
 TEST_CASE("the bias's gradient is right past the driver's loop budget", "[backward][long][mask]") {
   // Each element of the gradient of a bias that broadcasts sums the pairs of every dimension it
-  // lacks, in one loop. Before that loop ran in chunks, lavapipe's budget cut it short: a bias [1, 1,
-  // 1, Nk] over 30000 query rows (D = 256) came back with a relative error of 1.02, silently, and a
-  // bias [1, 1, 1, 1] over larger shapes was refused.
+  // lacks, in one loop, which a driver's budget (lavapipe's) must see run in chunks: a bias [1, 1, 1,
+  // Nk] over 30000 query rows at D = 256 (3750 tile steps of 315 loop iterations), and a bias [1, 1,
+  // 1, 1] with sinks over 2 x 4 heads x 267 x 319 pairs (5440 steps).
   std::mt19937 rng(36);
   Context& context = SharedContext(Knobs::kDevice);
   {
@@ -254,6 +254,17 @@ TEST_CASE("the bias's gradient in chunks gives one pass's bits", "[backward][lon
   };
   CHECK(dbias_chunks(chunked) > 1);
   CHECK(dbias_chunks(*whole) == 1);
+  // ...as the contexts plan it: the chunked one keeps a float per invocation of the dbias kernel (5
+  // workgroups of 128 over the 75 keys) between chunks, a boolean mask (no gradient) nothing.
+  const auto extra_workspace = [&](Context& c) {
+    AttentionParams boolean = p;
+    boolean.mask.type = MaskType::kBool;
+    auto with = c.BackwardWorkspaceBytes(p), without = c.BackwardWorkspaceBytes(boolean);
+    REQUIRE((with.ok() && without.ok()));
+    return int64_t(*with) - int64_t(*without);
+  };
+  CHECK(extra_workspace(chunked) >= 5 * 128 * 4);
+  CHECK(extra_workspace(*whole) == 0);
   const BackwardRun a = RunBackwardCase(chunked, p, 39, values), b = RunBackwardCase(*whole, p, 39, values);
   REQUIRE(a.dbias.size() == MaskElements(p));
   CHECK(a.dbias == b.dbias);

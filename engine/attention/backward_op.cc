@@ -28,14 +28,16 @@ struct DbiasWalk {
   uint32_t groups_x = 0, groups_y = 0;
   uint64_t groups_z = 0, steps = 0, invocations = 0;
 };
-DbiasWalk DbiasWalkOf(const MaskShape& mask, const KernelChoice& kernel) {
+DbiasWalk DbiasWalkOf(const CallLayout& call, const KernelChoice& kernel) {
+  const MaskShape& mask = call.mask;
+  const AttentionShape& shape = call.planning.shape;  // the lengths the kernel's push constants hold
   DbiasWalk walk;
   walk.groups_x = uint32_t(CeilDiv(mask.mask_keys(), kernel.block_kv));
   walk.groups_y = uint32_t(CeilDiv(mask.mask_rows(), kernel.block_q));
   walk.groups_z = uint64_t(mask.mask_batch()) * mask.mask_heads();
   walk.steps = uint64_t(mask.batch / mask.mask_batch()) * (mask.heads / mask.mask_heads()) *
-               (mask.dims & VKF_MASK_HAS_ROWS ? 1 : CeilDiv(mask.q_len, kernel.block_q)) *
-               (mask.dims & VKF_MASK_HAS_KEYS ? 1 : CeilDiv(mask.kv_len, kernel.block_kv));
+               (mask.dims & VKF_MASK_HAS_ROWS ? 1 : CeilDiv(shape.q_len, kernel.block_q)) *
+               (mask.dims & VKF_MASK_HAS_KEYS ? 1 : CeilDiv(shape.kv_len, kernel.block_kv));
   walk.invocations = uint64_t(walk.groups_x) * walk.groups_y * walk.groups_z * kernel.workgroup_size;
   return walk;
 }
@@ -95,7 +97,7 @@ WorkspaceParts BackwardWorkspaceParts(const DeviceInfo& device, const CallLayout
     dq_bytes = shape.q_elements() * sizeof(float);
   }
   const VkDeviceSize dbias_bytes =
-      plans.dbias.chunks > 1 ? DbiasWalkOf(call.mask, DbiasChoice(call.planning)).invocations * sizeof(float) : 0;
+      plans.dbias.chunks > 1 ? DbiasWalkOf(call, DbiasChoice(call.planning)).invocations * sizeof(float) : 0;
   return BackwardWorkspaceParts(device, call, dq_bytes, plans.dkdv.chunks > 1, dbias_bytes);
 }
 
@@ -126,15 +128,19 @@ Result<BackwardOperator::Plans> BackwardOperator::ChunkPlans(const BackwardKerne
                                               choice.dq.block_kv));
   }
   // Every family's dbias kernel is the scalar one: planned wherever the mask has a gradient, as the
-  // caller may ask for it.
+  // caller may ask for it; where it cannot run, only a call that asks for it fails (Record).
   if (call.planning.mask.additive() && call.mask.elements() > 0) {
     const KernelChoice dbias = DbiasChoice(call.planning);
-    const DbiasWalk walk = DbiasWalkOf(call.mask, dbias);
+    const DbiasWalk walk = DbiasWalkOf(call, dbias);
     if (walk.steps > UINT32_MAX) {
-      return Status::Error(ErrorCode::kUnsupported, "the bias's gradient would walk more than 2^32 tiles of pairs "
-                                                    "per element: a mask that broadcasts over fewer dimensions");
+      plans.dbias_status = Status::Error(ErrorCode::kUnsupported, "the bias's gradient would walk more than 2^32 "
+                                                                  "tiles of pairs per element: a mask that "
+                                                                  "broadcasts over fewer dimensions");
+    } else if (auto plan = PlanChunks(info_, DbiasLoopCost(dbias, shape.head_dim), walk.steps, 1); plan.ok()) {
+      plans.dbias = *plan;
+    } else {
+      plans.dbias_status = plan.status();
     }
-    VKF_ASSIGN_OR_RETURN(plans.dbias, PlanChunks(info_, DbiasLoopCost(dbias, shape.head_dim), walk.steps, 1));
   }
   return plans;
 }
@@ -202,7 +208,8 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
       d_o{"d_o", buffers.d_o, bytes[VKF_TENSOR_DO]}, dq{"dq", buffers.dq, bytes[VKF_TENSOR_Q]},
       lse{"lse", buffers.lse, bytes[VKF_TENSOR_LSE]},
       workspace{"workspace", buffers.workspace, parts.total,
-                std::max({parts.table_bytes, parts.delta_bytes, parts.dq_bytes, parts.dkdv_bytes})};
+                std::max({parts.table_bytes, parts.mask_tiles_bytes, parts.delta_bytes, parts.dq_bytes,
+                          parts.dkdv_bytes, parts.dbias_bytes})};
   NamedView k{"k", buffers.k, bytes[VKF_TENSOR_K]}, v{"v", buffers.v, bytes[VKF_TENSOR_V]},
       dk{"dk", buffers.dk, bytes[VKF_TENSOR_K]}, dv{"dv", buffers.dv, bytes[VKF_TENSOR_V]};
   // Empty tensors cannot be bound: a non-empty one stands in (the kernels never touch it).
@@ -241,7 +248,8 @@ Status BackwardOperator::Record(VkCommandBuffer cmd, const AttentionParams& para
   }
   VKF_RETURN_IF_ERROR(CheckNoOverlap(outputs, inputs));
   const KernelChoice dbias_kernel = DbiasChoice(params);
-  const DbiasWalk dbias_walk = DbiasWalkOf(call.mask, dbias_kernel);  // its loop: plans.dbias
+  const DbiasWalk dbias_walk = DbiasWalkOf(call, dbias_kernel);  // its loop: plans.dbias
+  if (write_dbias) VKF_RETURN_IF_ERROR(plans.dbias_status);
   if (write_dbias && (dbias_walk.groups_x > info_.max_workgroup_count[0] ||
                       dbias_walk.groups_y > info_.max_workgroup_count[1] ||
                       dbias_walk.groups_z > info_.max_workgroup_count[2])) {

@@ -42,6 +42,7 @@ class BackwardOperator {
   // loop budget): dK/dV in steps (query tiles of a head), dQ in keys, dbias in steps of its walk.
   struct Plans {
     ChunkPlan dkdv, dq, dbias;
+    Status dbias_status;  // why the dbias kernel cannot run this call (its walk too long), if so
   };
 
  private:

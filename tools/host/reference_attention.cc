@@ -191,7 +191,7 @@ ReferenceBackward ReferenceAttentionBackward(const AttentionParams& params, cons
           for (size_t n = 0; n < softmax.keys.size(); ++n)
             for (uint64_t d = 0; d < D; ++d) o[d] += softmax.p[n] * double(v[kv_offset + softmax.keys[n] * D + d]);
           for (uint64_t d = 0; d < D; ++d)
-            if (std::fabs(o[d]) < smallest_normal) delta_allowance += smallest_normal * std::fabs(double(d_o[row + d]));
+            if (std::fabs(o[d]) < smallest_normal) delta_allowance += std::fabs(o[d] * double(d_o[row + d]));
         }
         if (params.sinks) {
           out.dsinks[h] -= softmax.p_sink * p_dot_dp;
@@ -240,12 +240,12 @@ double StoredRelativeError(const std::vector<float>& actual, const std::vector<d
   const double error = RelativeError(actual, expected);
   if (storage != DataType::kFloat16 || !std::isfinite(error)) return error;
   const double smallest_normal = std::ldexp(1.0, -14);
-  double below_normal = 0.0, norm = 0.0;
+  double below_normal = 0.0, norm = 0.0;  // squared norms of the elements below the normal range, of all
   for (const double e : expected) {
-    below_normal += std::abs(e) < smallest_normal;
+    if (std::abs(e) < smallest_normal) below_normal += e * e;
     norm += e * e;
   }
-  const double allowance = smallest_normal * std::sqrt(below_normal);
+  const double allowance = std::sqrt(below_normal);
   const double diff = norm > 0.0 ? error * std::sqrt(norm) : error;
   const double beyond = std::max(0.0, diff - allowance);
   return norm > 0.0 ? beyond / std::sqrt(norm) : beyond;

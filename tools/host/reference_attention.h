@@ -61,9 +61,9 @@ struct ReferenceBackward {
   // with this, not with dbias.
   std::vector<double> dbias_terms;
   // Float16 storage only (else empty), like dsinks and dbias: how far O's float16 storage may move
-  // them. The backward sums rowsum(dO * O) over O as the forward stored it, and float16 holds an
-  // element of O below its normal range only to within 2^-14 (docs/design.md, "Accuracy"): per row
-  // 2^-14 * sum |dO| over those elements, times P_sink (dsinks) or each key's P (dbias).
+  // them. The backward sums rowsum(dO * O) over O as the forward stored it, and float16 may hold an
+  // element of O below its normal range as 0 (docs/design.md, "Accuracy"): per row sum |dO * O|
+  // over those elements, times P_sink (dsinks) or each key's P (dbias).
   std::vector<double> dsinks_storage_allowance, dbias_storage_allowance;
 };
 
@@ -79,10 +79,10 @@ ReferenceBackward ReferenceAttentionBackward(const AttentionParams& params, cons
 // reference compares the absolute norm instead.
 double RelativeError(const std::vector<float>& actual, const std::vector<double>& expected);
 
-// RelativeError of an output stored as `storage` (docs/design.md, "Accuracy"). Float16 cannot hold
-// what lies below its normal range (|x| < 2^-14): such an element may come back as 0 (a device may
-// flush float16 subnormals) or as a subnormal, so 2^-14 per such element (2^-14 * sqrt(count) in
-// norm) is taken off ||actual - expected|| before it is divided by ||expected||. Float32: RelativeError.
+// RelativeError of an output stored as `storage` (docs/design.md, "Accuracy"). Float16 holds what
+// lies below its normal range (|x| < 2^-14) only as a subnormal, and a device may flush those to
+// 0: such an element may be off by its own size, so the norm of those elements of `expected` is
+// taken off ||actual - expected|| before it is divided by ||expected||. Float32: RelativeError.
 double StoredRelativeError(const std::vector<float>& actual, const std::vector<double>& expected, DataType storage);
 
 }  // namespace vkflash::tools

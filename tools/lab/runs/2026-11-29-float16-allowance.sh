@@ -22,7 +22,10 @@
 # <= 64 straddled key 128), and the dbias cases split in two (the bit-for-bit one tagged [knobs]),
 # with each family forced; the CLI's mask case through link_cli.
 # Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-29-float16-allowance.sh tiles pv fuzz`,
-# then `... dbias`, then `... masks2`.
+# then `... dbias`, then `... masks2`, then `... suite`: the whole Catch2 suite with the kernels auto
+# picks (coopmat2 here), from ten lists of test names (build-lab/lists/auto-NN.txt: `vkflash_tests
+# --list-test-names-only "~[cli]"` dealt round-robin) in parallel processes, and the [cli] cases
+# through link_cli.
 source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, catch_tests, report
 
 # fuzz NAME FAMILY SEED CASES: the large draws of the [fuzz] case with VKFLASH_KERNELS=FAMILY.
@@ -106,6 +109,23 @@ for part in "$@"; do
       link_cli
       catch_tests masks2-cli '"CLI --mask and --dbias*"'
       report masks2-cli
+      ;;
+    suite)
+      export TEST_TIMEOUT=500 build=build-lab/new
+      link_cli
+      names=()
+      for list in build-lab/lists/auto-*.txt; do
+        names+=("suite-$(basename "$list" .txt)")
+        catch_tests "${names[-1]}" "-f $list" &
+      done
+      catch_tests suite-cli '"[cli]"' &
+      wait
+      for name in "${names[@]}" suite-cli; do
+        echo "== $name: $(grep -caE '^[0-9.]+ s: ' "$out/$name.log") timed"
+        grep -aE "All tests passed|test cases:|assertions:" "$out/$name.log" | tail -2
+        grep -aE "FAILED" -B6 -A6 "$out/$name.log" | grep -aE "<=|==|FAILED|due to|SIG" | head -6
+      done
+      tar -C "$out" -czf "$out/suite-logs.tgz" $(cd "$out" && ls suite-*.log) && rm -f "$out"/suite-*.log
       ;;
     *) echo unknown part; exit 2 ;;
   esac
