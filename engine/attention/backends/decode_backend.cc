@@ -99,6 +99,11 @@ Result<KernelChoice> DecodeBackend::ChooseForward(const DeviceInfo& device, cons
       choice.shared_memory_bytes > device.usable_shared_memory_bytes) {
     return Status::Error(ErrorCode::kUnsupported, "the decode kernel does not fit '" + device.name + "'");
   }
+  // Its parts split the keys to keep within a loop budget, but its merge of the groups' rows comes
+  // on top of every part: where that and one step do not fit, the next family runs the call.
+  if (!OneStepFits(device, DecodeLoopCost(choice, head_dim))) {
+    return Status::Error(ErrorCode::kUnsupported, "the decode kernel's step does not fit this driver's loop budget");
+  }
   return choice;
 }
 
