@@ -271,3 +271,18 @@ TEST_CASE("the bias's gradient in chunks gives one pass's bits", "[backward][lon
   CHECK(a.dbias_error <= BackwardTolerance(p.dtype));
   RequireNoValidationMessages();
 }
+
+TEST_CASE("a bias whose gradient the dbias kernel cannot walk still plans a backward that does not ask for it",
+          "[backward][mask]") {
+  // A bias [1, 1, 1, 1] over 64 heads x 2^17 x 2^17 pairs: each of its one element's invocations
+  // would walk 64 x 2^14 x 2^13 = 2^33 tile steps, past the kernel's 32-bit walk. Only a call that
+  // asks for dbias is refused (when recorded); the workspace of the others is planned as usual.
+  Context& context = SharedContext(Knobs::kDevice);
+  AttentionParams p = MakeParams({1, 64, 64, 1u << 17, 1u << 17, 64}, DataType::kFloat16, false);
+  p.mask = {MaskType::kFloat32, false, false, false, false};
+  INFO(Describe(p));
+  auto workspace = context.BackwardWorkspaceBytes(p);
+  INFO(workspace.status().ToString());
+  CHECK(workspace.ok());
+  RequireNoValidationMessages();
+}

@@ -13,8 +13,8 @@
 // (LARGE: decode rows over up to 20k keys instead of 2k, sequences of hundreds of rows). A seed
 // draws the same case under every VKFLASH_KERNELS (with the same C++ standard library, whose
 // distributions' algorithms are its own); where a tensor-core family is forced, a case drawn for
-// the mobile limits (no subgroup operations, which those families need) or the loop budget (the
-// scalar kernels' only) runs on the device's own.
+// the mobile limits (no subgroup operations, which those families need) or a loop budget (the
+// scalar and decode kernels' only) runs on the device's own.
 // Each case prints its seed, description and kernels before it runs: rerun one alone with
 // VKFLASH_FUZZ_SEED and VKFLASH_FUZZ_CASES=1.
 #include <catch2/catch.hpp>
@@ -43,14 +43,19 @@ uint32_t EnvOr(const char* name, uint32_t fallback) {
   return value != nullptr && *value != '\0' ? uint32_t(std::strtoul(value, nullptr, 10)) : fallback;
 }
 
-// Whether the contexts of the mobile limits and of a loop budget can run here: the first has no
-// subgroup operations, the second keeps to the kernels that stay within a budget (the scalar
-// ones), so with a tensor-core family forced neither can be made.
-bool ScalarKnobsRun() {
+std::string ForcedKernels() {
   const char* kernels = std::getenv("VKFLASH_KERNELS");
-  const std::string forced = kernels != nullptr ? kernels : "";
+  return kernels != nullptr ? kernels : "";
+}
+// Whether the mobile limits' context can run here: it has no subgroup operations, which the
+// tensor-core and decode families need.
+bool MobileContextRuns() {
+  const std::string forced = ForcedKernels();
   return forced.empty() || forced == "auto" || forced == "scalar";
 }
+// Whether a loop budget's context can run here: it keeps to the families whose loops stay within
+// one (the scalar and decode kernels).
+bool LoopBudgetContextRuns() { return MobileContextRuns() || ForcedKernels() == "decode"; }
 
 struct FuzzCase {
   AttentionParams params;
@@ -60,7 +65,7 @@ struct FuzzCase {
 
 // One draw. `large`: sequences up to a few hundred rows and decode-like KV up to 20k keys (the
 // float64 reference on the CPU bounds them); else a few dozen rows and up to 2k keys.
-FuzzCase DrawCase(std::mt19937& rng, bool large, bool knobs_run) {
+FuzzCase DrawCase(std::mt19937& rng, bool large) {
   auto below = [&](uint32_t n) { return std::uniform_int_distribution<uint32_t>(0, n - 1)(rng); };
   auto chance = [&](float p) { return std::uniform_real_distribution<float>(0.0f, 1.0f)(rng) < p; };
   auto between = [&](uint32_t lo, uint32_t hi) { return std::uniform_int_distribution<uint32_t>(lo, hi)(rng); };
@@ -150,8 +155,8 @@ FuzzCase DrawCase(std::mt19937& rng, bool large, bool knobs_run) {
     // lavapipe but with chunk boundaries in far more places): drawn whether or not they run here,
     // so that a seed draws the same case under every VKFLASH_KERNELS.
     const float limits = std::uniform_real_distribution<float>(0.0f, 1.0f)(rng);
-    if (limits < 0.2f && knobs_run) c.knobs = Knobs::kMobile;
-    if (limits >= 0.2f && limits < 0.35f && knobs_run) c.knobs = Knobs::kSmallLoopBudget;
+    if (limits < 0.2f && MobileContextRuns()) c.knobs = Knobs::kMobile;
+    if (limits >= 0.2f && limits < 0.35f && LoopBudgetContextRuns()) c.knobs = Knobs::kSmallLoopBudget;
     if (!ValidateAttentionParams(p).ok()) continue;  // e.g. a window's right side beside causal
 
     // Slopes from 2^-8 to 1 (the geometric series' range), per entry or head; sinks around a row's
@@ -206,13 +211,13 @@ bool PlacedOrSequenced(const AttentionParams& p) {
 
 TEST_CASE("variant fuzz: random combinations of every option match the float64 reference", "[forward][backward][fuzz]") {
   const uint32_t cases = EnvOr("VKFLASH_FUZZ_CASES", 24), first_seed = EnvOr("VKFLASH_FUZZ_SEED", 20261129);
-  const bool large = EnvOr("VKFLASH_FUZZ_LARGE", 0) != 0, knobs_run = ScalarKnobsRun();
+  const bool large = EnvOr("VKFLASH_FUZZ_LARGE", 0) != 0;
   REQUIRE(cases > 0);
   uint32_t backward_cases = 0;
   for (uint32_t i = 0; i < cases; ++i) {
     const uint32_t seed = first_seed + i;
     std::mt19937 rng(seed);
-    const FuzzCase c = DrawCase(rng, large, knobs_run);
+    const FuzzCase c = DrawCase(rng, large);
     const AttentionParams& p = c.params;
     Context& context = SharedContext(c.knobs);
     const std::string description = "VKFLASH_FUZZ_SEED=" + std::to_string(seed) + " (" + KnobsName(c.knobs) + "): " +

@@ -81,6 +81,7 @@ void RequireDecodeWhereUsed(Context& context, const AttentionParams& params) {
   auto choice = context.ChooseForwardKernel(params);
   REQUIRE(choice.ok());
   INFO(Describe(params));
+  INFO("loop budget " << info.shader_loop_budget);
   REQUIRE(choice->family == "decode");
   REQUIRE(choice->kernel == (rows <= 8 ? "forward_f16_decode" : "forward_f16_decode_coopmat2"));
 }

@@ -99,7 +99,9 @@ void CheckForwardAgainstReference(Context& context, const AttentionParams& param
 // Where `context` has the decode kernels and they take this call, it runs them: the register
 // kernel up to 8 packed rows (query heads per KV head x query rows); the tensor-core one up to 64
 // where the context uses VK_NV_cooperative_matrix2 and one of its tiles fits (a head dim that is a
-// multiple of the granularity; 33-64 rows only up to D = 128). REQUIREs it.
+// multiple of the granularity; 33-64 rows only up to D = 128). REQUIREs it. Under a loop budget
+// the register kernel declines a call whose step and merge do not fit half of it (many packed rows
+// at a large odd D / 8): a case that needs the decode kernel there takes other shapes.
 void RequireDecodeWhereUsed(Context& context, const AttentionParams& params);
 
 // Whether a backward call with deterministic = false sums dQ with atomics in `context`: where the

@@ -100,10 +100,12 @@ Result<KernelChoice> DecodeBackend::ChooseForward(const DeviceInfo& device, cons
     return Status::Error(ErrorCode::kUnsupported, "the decode kernel does not fit '" + device.name + "'");
   }
   // Its parts split the keys to keep within a loop budget, but its merge of the groups' rows comes
-  // on top of every part: where that and one step do not fit, the next family runs the call.
+  // on top of every part, and the merge pass takes only so many parts: where either does not fit,
+  // the next family runs the call.
   if (!OneStepFits(device, DecodeLoopCost(choice, head_dim))) {
     return Status::Error(ErrorCode::kUnsupported, "the decode kernel's step does not fit this driver's loop budget");
   }
+  VKF_RETURN_IF_ERROR(PlanDecodeSplits(device, params, choice, overrides).status());
   return choice;
 }
 

@@ -32,7 +32,8 @@ class DecodeBackend final : public KernelBackend {
   void Use(DeviceInfo* device, std::string_view) const override { device->use_decode_kernels = true; }
   void Unuse(DeviceInfo* device) const override { device->use_decode_kernels = false; }
   bool Used(const DeviceInfo& device) const override { return device.use_decode_kernels; }
-  // Split-K keeps each workgroup's loop inside the driver's loop budget (PlanDecodeSplits).
+  // Split-K keeps each workgroup's loop inside the driver's loop budget (PlanDecodeSplits);
+  // ChooseForward declines a call whose step and merge of the groups' rows do not fit one.
   bool runs_within_loop_budget() const override { return true; }
   // float16, head dim a multiple of 8 up to 256, packed rows (q_heads / kv_heads) * q_len up to
   // kDecodeMaxRows, or kDecodeMaxTensorCoreRows where the tensor-core kernel runs.
