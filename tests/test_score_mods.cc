@@ -288,11 +288,7 @@ TEST_CASE("sinks: rows whose keys' P lie below float16's normal range keep O's p
   options.kernels = "scalar";
   auto scalar = Context::Create(options);
   REQUIRE(scalar.ok());
-  const BackwardRun back = RunBackwardWith(**scalar, p, q, k, v, RandomValues(s.q_elements(), p.dtype, 16092), sinks);
-  CHECK(back.dq_error <= BackwardTolerance(p.dtype));
-  CHECK(back.dk_error <= BackwardTolerance(p.dtype));
-  CHECK(back.dv_error <= BackwardTolerance(p.dtype));
-  CHECK(back.dsinks_error <= BackwardTolerance(p.dtype));
+  CheckGradientErrors(RunBackwardWith(**scalar, p, q, k, v, RandomValues(s.q_elements(), p.dtype, 16092), sinks), p);
   RequireNoValidationMessages();
 }
 
@@ -316,11 +312,7 @@ TEST_CASE("sinks: outputs below float16's smallest subnormal meet the float16 st
     REQUIRE(std::abs(largest) < std::ldexp(1.0, -25));  // below half of float16's smallest subnormal
     CHECK(run.o_error <= ForwardTolerance(dtype));
     CHECK(run.lse_error <= ForwardTolerance(dtype));
-    const BackwardRun back = RunBackwardWith(context, p, q, k, v, RandomValues(s.q_elements(), dtype, 16097), sinks);
-    CHECK(back.dq_error <= BackwardTolerance(dtype));
-    CHECK(back.dk_error <= BackwardTolerance(dtype));
-    CHECK(back.dv_error <= BackwardTolerance(dtype));
-    CHECK(back.dsinks_error <= BackwardTolerance(dtype));
+    CheckGradientErrors(RunBackwardWith(context, p, q, k, v, RandomValues(s.q_elements(), dtype, 16097), sinks), p);
     RequireNoValidationMessages();
   }
 
@@ -344,10 +336,7 @@ TEST_CASE("sinks: -inf is no sink, and a large sink takes the whole row", "[forw
     const ScoreValues values{{}, {-kInf, 0.0f, 40.0f, -3.0f}};
     CheckForwardAgainstReference(context, p, 16100, values);
     const BackwardRun run = RunBackwardCase(context, p, 16101, values);
-    CHECK(run.dq_error <= BackwardTolerance(dtype));
-    CHECK(run.dk_error <= BackwardTolerance(dtype));
-    CHECK(run.dv_error <= BackwardTolerance(dtype));
-    CHECK(run.dsinks_error <= BackwardTolerance(dtype));
+    CheckGradientErrors(run, p);
     CHECK(run.dsinks[0] == 0.0f);  // P_sink = 0 in every row
 
     // Sinks of -inf are no sinks: O and LSE as without them (within the tolerance).

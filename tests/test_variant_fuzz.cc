@@ -235,12 +235,7 @@ TEST_CASE("variant fuzz: random combinations of every option match the float64 r
     }
     CheckForwardAgainstReference(context, p, seed, c.values);
     if (!with_backward) continue;
-    const BackwardRun grads = RunBackwardCase(context, p, seed + 1, c.values);
-    CHECK(grads.dq_error <= BackwardTolerance(p.dtype));
-    CHECK(grads.dk_error <= BackwardTolerance(p.dtype));
-    CHECK(grads.dv_error <= BackwardTolerance(p.dtype));
-    if (p.sinks) CHECK(grads.dsinks_error <= BackwardTolerance(p.dtype));
-    if (p.mask.additive()) CHECK(grads.dbias_error <= BackwardTolerance(p.dtype));
+    CheckGradientErrors(RunBackwardCase(context, p, seed + 1, c.values), p);
     RequireNoValidationMessages();
   }
   std::cout << "variant fuzz: " << cases << " cases from VKFLASH_FUZZ_SEED=" << first_seed << ", " << backward_cases

@@ -333,6 +333,17 @@ double DbiasError(const AttentionParams& params, const std::vector<float>& got, 
                               params.mask.keys ? ref.dbias : ref.dbias_terms);
 }
 
+void CheckGradientErrors(const BackwardRun& run, const AttentionParams& params) {
+  CHECK(run.dq_error <= BackwardTolerance(params.dtype));
+  CHECK(run.dk_error <= BackwardTolerance(params.dtype));
+  CHECK(run.dv_error <= BackwardTolerance(params.dtype));
+  if (params.sinks) CHECK(run.dsinks_error <= BackwardTolerance(params.dtype));
+  if (params.mask.additive()) {
+    REQUIRE(run.dbias.size() == MaskElements(params));
+    CHECK(run.dbias_error <= BackwardTolerance(params.dtype));
+  }
+}
+
 bool ExpectAtomicDq(const Context& context, AttentionParams params) {
   params.deterministic = true;
   auto deterministic = context.ChooseBackwardKernels(params);

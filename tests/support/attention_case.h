@@ -69,6 +69,9 @@ double DsinksError(DataType dtype, const std::vector<float>& got, const tools::R
 // "Accuracy".
 double DbiasError(const AttentionParams& params, const std::vector<float>& got, const tools::ReferenceBackward& ref);
 
+// dQ, dK, dV, and dSinks and dBias where the call has them, within BackwardTolerance of the reference.
+void CheckGradientErrors(const BackwardRun& run, const AttentionParams& params);
+
 // The score variants' values (ALiBi slopes, sinks) go to the device and to the reference alike;
 // they must match params.alibi and params.sinks.
 using ScoreValues = tools::ReferenceVariants;
