@@ -220,35 +220,42 @@ ReferenceBackward ReferenceAttentionBackward(const AttentionParams& params, cons
   return out;
 }
 
-double RelativeError(const std::vector<float>& actual, const std::vector<double>& expected) {
-  if (actual.size() != expected.size()) return std::numeric_limits<double>::infinity();
-  double diff = 0.0, norm = 0.0;
-  for (size_t i = 0; i < actual.size(); ++i) {
+namespace {
+
+// Over the elements both hold finite: the squared norms of actual - expected, of expected, and of
+// expected's elements below float16's normal range (2^-14). Infinite where a size mismatch, a NaN
+// in `actual` or an infinity not matched by the same one on the other side makes the error so.
+struct ErrorSums {
+  double diff = 0.0, norm = 0.0, below_normal = 0.0;
+  bool infinite = false;
+};
+ErrorSums SumErrors(const std::vector<float>& actual, const std::vector<double>& expected) {
+  ErrorSums sums;
+  sums.infinite = actual.size() != expected.size();
+  const double smallest_normal = std::ldexp(1.0, -14);
+  for (size_t i = 0; i < actual.size() && !sums.infinite; ++i) {
     const double a = actual[i], e = expected[i];
-    if (std::isnan(a)) return std::numeric_limits<double>::infinity();
-    if (std::isinf(e) || std::isinf(a)) {
-      if (a != e) return std::numeric_limits<double>::infinity();
-      continue;
-    }
-    diff += (a - e) * (a - e);
-    norm += e * e;
+    if (std::isnan(a) || ((std::isinf(e) || std::isinf(a)) && a != e)) sums.infinite = true;
+    if (sums.infinite || std::isinf(e)) continue;
+    sums.diff += (a - e) * (a - e);
+    sums.norm += e * e;
+    if (std::abs(e) < smallest_normal) sums.below_normal += e * e;
   }
-  return norm > 0.0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+  return sums;
+}
+
+}  // namespace
+
+double RelativeError(const std::vector<float>& actual, const std::vector<double>& expected) {
+  return StoredRelativeError(actual, expected, DataType::kFloat32);
 }
 
 double StoredRelativeError(const std::vector<float>& actual, const std::vector<double>& expected, DataType storage) {
-  const double error = RelativeError(actual, expected);
-  if (storage != DataType::kFloat16 || !std::isfinite(error)) return error;
-  const double smallest_normal = std::ldexp(1.0, -14);
-  double below_normal = 0.0, norm = 0.0;  // squared norms of the elements below the normal range, of all
-  for (const double e : expected) {
-    if (std::abs(e) < smallest_normal) below_normal += e * e;
-    norm += e * e;
-  }
-  const double allowance = std::sqrt(below_normal);
-  const double diff = norm > 0.0 ? error * std::sqrt(norm) : error;
-  const double beyond = std::max(0.0, diff - allowance);
-  return norm > 0.0 ? beyond / std::sqrt(norm) : beyond;
+  const ErrorSums sums = SumErrors(actual, expected);
+  if (sums.infinite) return std::numeric_limits<double>::infinity();
+  double diff = std::sqrt(sums.diff);
+  if (storage == DataType::kFloat16) diff = std::max(0.0, diff - std::sqrt(sums.below_normal));
+  return sums.norm > 0.0 ? diff / std::sqrt(sums.norm) : diff;
 }
 
 }  // namespace vkflash::tools
