@@ -79,11 +79,17 @@ const uint MASKED_P = 0x80000000u;
 // `lane`, the invocation's place in its key group. Its partner at a level is the subgroup
 // invocation gl_SubgroupInvocationID ^ bit: the same place in the same group, as workgroups are laid
 // over subgroups in order and key groups lie inside one (T <= the subgroup size).
-// scatter level L: the lane keeps half of its keys (the upper half where its bit is set) and adds
-// its partner's partials of them;
+// With at most 4 keys per step (8 packed rows at D <= 128) a lane holds the step's keys in its own
+// order, slot u being key u ^ first_own (load_step): at every level the keys it keeps are then its
+// slots [0, half) and its partner's its slots [half, 2 half), and no select picks what to send.
+// With 8 keys per step (up to 4 rows) the loads in that order cost more than the selects they save
+// (docs/tuning-log.md, "the decode kernel's keys in each lane's order").
+const uint KEYS_IN_LANE_ORDER = 1u - (KEYS_PER_STEP >> 3);  // 1 where KEYS_PER_STEP <= 4 (<= 8 always)
+// scatter level L: the lane keeps half of its keys (in its own order its first half, else the
+// upper half where its bit is set) and adds its partner's partials of them;
 #define VKF_SCATTER(L)                                                             \
   [[unroll]] for (uint i = 0; i < VKF_SCATTER_KEYS(L); ++i) {                      \
-    const bool upper = (lane & (T >> ((L) + 1))) != 0;                             \
+    const bool upper = KEYS_IN_LANE_ORDER == 0 && (lane & (T >> ((L) + 1))) != 0;  \
     [[unroll]] for (uint r = 0; r < ROWS; ++r) {                                   \
       const float sent = upper ? s[i][r] : s[i + VKF_SCATTER_KEYS(L)][r];          \
       const float kept = upper ? s[i + VKF_SCATTER_KEYS(L)][r] : s[i][r];          \
@@ -98,7 +104,7 @@ const uint MASKED_P = 0x80000000u;
 // gather level L, the scatter's backwards: the lane's keys doubled with its partner's P.
 #define VKF_GATHER(L)                                                          \
   [[unroll]] for (uint i = 0; i < VKF_SCATTER_KEYS(L); ++i) {                  \
-    const bool upper = (lane & (T >> ((L) + 1))) != 0;                         \
+    const bool upper = KEYS_IN_LANE_ORDER == 0 && (lane & (T >> ((L) + 1))) != 0; \
     [[unroll]] for (uint r = 0; r < ROWS; ++r) {                               \
       const uint received = subgroupShuffleXor(p_bits[i][r], T >> ((L) + 1));  \
       p_bits[i + VKF_SCATTER_KEYS(L)][r] = upper ? p_bits[i][r] : received;    \
@@ -125,11 +131,13 @@ void unpack8(uvec4 w, out vec4 lo, out vec4 hi) {
 }
 
 // A group's K and V words of keys key0 .. key0 + KEYS_PER_STEP - 1 (bases and strides in uvec4
-// words); a key past the end reads the last key (key_end > 0) again, which the mask drops.
+// words), slot u holding key key0 + (u ^ key_order) (VKF_SCATTER); a key past the end reads the
+// last key (key_end > 0) again, which the mask drops.
 void load_step(uint key0, uint key_end, uint k_base, uint k_stride, uint v_base, uint v_stride, uint lane,
-               out uvec4 k_words[KEYS_PER_STEP][U4_PER_THREAD], out uvec4 v_words[KEYS_PER_STEP][U4_PER_THREAD]) {
+               uint key_order, out uvec4 k_words[KEYS_PER_STEP][U4_PER_THREAD],
+               out uvec4 v_words[KEYS_PER_STEP][U4_PER_THREAD]) {
   [[unroll]] for (uint u = 0; u < KEYS_PER_STEP; ++u) {
-    const uint key = min(key0 + u, key_end - 1);
+    const uint key = min(key0 + (u ^ key_order), key_end - 1);
     [[unroll]] for (uint c = 0; c < U4_PER_THREAD; ++c) {
       k_words[u][c] = k_u4[k_base + key * k_stride + lane + c * T];
       v_words[u][c] = v_u4[v_base + key * v_stride + lane + c * T];
@@ -175,6 +183,8 @@ void main() {
   const uint rows = group_size * q_len;  // packed rows: head-major, then query row
   if (rows == 0) return;                 // a batch entry without queries
   const uint lane = gl_LocalInvocationIndex % T, key_group = gl_LocalInvocationIndex / T;
+  const uint first_own = lane / DUPLICATES * KEYS_PER_LANE;  // the lane's own keys in a step: key0 + first_own + i
+  const uint key_order = KEYS_IN_LANE_ORDER * first_own;  // slot u of a step holds key u ^ key_order
 
   // This split's keys, within those that some row sees (the band of rows 0 .. q_len - 1: the
   // first row's first key to the last row's last); a split with none (past a shorter sequence's
@@ -203,7 +213,9 @@ void main() {
   bool closed = MASK_SUMMARY && first_key < key_end &&
                 mask_closes_heads_keys(closed_keys, batch, kv_head * group_size, group_size, 0, q_len, first_key,
                                        min(first_key + KEYS_PER_STEP, key_end));
-  if (first_key < key_end && !closed) load_step(first_key, key_end, k_base, k_stride, v_base, v_stride, lane, k_words, v_words);
+  if (first_key < key_end && !closed) {
+    load_step(first_key, key_end, k_base, k_stride, v_base, v_stride, lane, key_order, k_words, v_words);
+  }
   // Packed row r is query row r % q_len of head kv_head * group_size + r / q_len.
   vec4 q[ROWS][2 * U4_PER_THREAD];
   uint q_row[ROWS];
@@ -228,7 +240,6 @@ void main() {
     }
   }
 
-  const uint first_own = lane / DUPLICATES * KEYS_PER_LANE;  // the lane's own keys in a step: key0 + first_own + i
   float terms[KEYS_PER_LANE][TERM_ROWS], terms_next[KEYS_PER_LANE][TERM_ROWS];
   mask_terms(first_key + first_own, key_end, rows, modifiers, q_row, terms);
   mask_terms(first_key + key_step + first_own, key_end, rows, modifiers, q_row, terms_next);
@@ -250,7 +261,9 @@ void main() {
                                                                       min(next_key0 + KEYS_PER_STEP, key_end))
                                              : mask_closes_step(terms_next));
     uvec4 k_next[KEYS_PER_STEP][U4_PER_THREAD], v_next[KEYS_PER_STEP][U4_PER_THREAD];
-    if (!next_closed) load_step(next_key0, key_end, k_base, k_stride, v_base, v_stride, lane, k_next, v_next);
+    if (!next_closed) {
+      load_step(next_key0, key_end, k_base, k_stride, v_base, v_stride, lane, key_order, k_next, v_next);
+    }
     float terms_after[KEYS_PER_LANE][TERM_ROWS];
     mask_terms(next_key0 + key_step + first_own, key_end, rows, modifiers, q_row, terms_after);
     if (!closed) {  // a step the mask closes adds nothing
@@ -260,8 +273,10 @@ void main() {
         vec4 k_cols[2 * U4_PER_THREAD];
         [[unroll]] for (uint c = 0; c < U4_PER_THREAD; ++c) unpack8(k_words[u][c], k_cols[2 * c], k_cols[2 * c + 1]);
         [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+          // One fma chain: `+= dot()` compiles to a multiply, three fmas and an add per vec4.
           float dot_part = 0.0;
-          [[unroll]] for (uint c = 0; c < 2 * U4_PER_THREAD; ++c) dot_part += dot(q[r][c], k_cols[c]);
+          [[unroll]] for (uint c = 0; c < 2 * U4_PER_THREAD; ++c)
+            [[unroll]] for (uint e = 0; e < 4; ++e) dot_part = fma(q[r][c][e], k_cols[c][e], dot_part);
           s[u][r] = dot_part;
         }
       }
