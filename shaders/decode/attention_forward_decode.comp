@@ -79,12 +79,12 @@ const uint MASKED_P = 0x80000000u;
 // `lane`, the invocation's place in its key group. Its partner at a level is the subgroup
 // invocation gl_SubgroupInvocationID ^ bit: the same place in the same group, as workgroups are laid
 // over subgroups in order and key groups lie inside one (T <= the subgroup size).
-// With at most 4 keys per step (8 packed rows at D <= 128) a lane holds the step's keys in its own
-// order, slot u being key u ^ first_own (load_step): at every level the keys it keeps are then its
-// slots [0, half) and its partner's its slots [half, 2 half), and no select picks what to send.
-// With 8 keys per step (up to 4 rows) the loads in that order cost more than the selects they save
-// (docs/tuning-log.md, "the decode kernel's keys in each lane's order").
-const uint KEYS_IN_LANE_ORDER = 1u - (KEYS_PER_STEP >> 3);  // 1 where KEYS_PER_STEP <= 4 (<= 8 always)
+// With 5 to 8 packed rows a lane holds the step's keys in its own order, slot u being key u ^
+// first_own (load_step): at every level the keys it keeps are then its slots [0, half) and its
+// partner's its slots [half, 2 half), and no select picks what to send. With up to 4 rows the loads
+// in that order cost more than the selects they save (docs/tuning-log.md, "the decode kernel's keys
+// in each lane's order").
+const uint KEYS_IN_LANE_ORDER = (ROWS + 3) / 8;  // 1 where ROWS > 4 (<= 8 always)
 // scatter level L: the lane keeps half of its keys (in its own order its first half, else the
 // upper half where its bit is set) and adds its partner's partials of them;
 #define VKF_SCATTER(L)                                                             \

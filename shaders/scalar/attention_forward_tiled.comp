@@ -77,7 +77,8 @@ shared word_t k_tile[VKF_SMEM_TILED_WORDS(BLOCK_KV, STRIDE)];
 shared word_t v_tile[VKF_SMEM_TILED_WORDS(BLOCK_KV, STRIDE)];
 shared p_t p_tile[VKF_SMEM_TILED_P_ELEMENTS(BLOCK_Q, P_STRIDE)];
 #if VKF_FLOAT16_MATH
-// The largest |value| (word_abs_max_bits) of each V row of the step, then of the whole V tile.
+// The largest |value| (word_abs_max_bits) of each V row of the step, then of the whole V tile,
+// where it is at least FLOAT16_PARTIAL_SAFE_BITS; else 0.
 shared uint v_abs_max_bits[VKF_SMEM_TILED_ABS_MAX_UINTS(BLOCK_KV)];
 const uint V_TILE_BITS = BLOCK_KV;
 #endif
@@ -268,8 +269,11 @@ void main() {
     const uint staged_v_bits = stage_kv(k_base, k_stride, v_base, v_stride, kv_begin, kv_len);
 #if VKF_FLOAT16_MATH
     // Workgroup scope: the default, device scope, needs vulkanMemoryModelDeviceScope where the
-    // device enables the Vulkan memory model (the tensor-core kernels do).
-    atomicMax(v_abs_max_bits[V_TILE_BITS], staged_v_bits, gl_ScopeWorkgroup, 0, 0);
+    // device enables the Vulkan memory model (the tensor-core kernels do). Only unsafe values, as
+    // for the rows' slots (VKF_GUARD_WORD).
+    if (staged_v_bits >= FLOAT16_PARTIAL_SAFE_BITS) {
+      atomicMax(v_abs_max_bits[V_TILE_BITS], staged_v_bits, gl_ScopeWorkgroup, 0, 0);
+    }
 #endif
     barrier();  // K and V (and, on the first step, Q) staged
 

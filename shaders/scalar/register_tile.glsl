@@ -111,11 +111,16 @@ const uint FLOAT16_PARTIAL_SAFE_BITS = 0x6800u;
 #define VKF_STAGE_WORD VKF_STAGE_WORD_WIDENED
 #endif
 #if VKF_FLOAT16_MATH
-#define VKF_GUARD_WORD(w, bits, row_slot, GUARDED)                            \
-  if (GUARDED) {                                                              \
-    const uint word_bits = word_abs_max_bits(w);                              \
-    atomicMax(v_abs_max_bits[row_slot], word_bits, gl_ScopeWorkgroup, 0, 0);  \
-    bits = max(bits, word_bits);                                              \
+// The slot is raised only by a word that could overflow a float16 partial: it then holds 0 or the
+// row's largest unsafe value, and its readers only compare it with FLOAT16_PARTIAL_SAFE_BITS. An
+// atomic per word, 16 invocations to one slot at D = 128, cost 3% of the forward (docs/tuning-log.md).
+#define VKF_GUARD_WORD(w, bits, row_slot, GUARDED)                                \
+  if (GUARDED) {                                                                  \
+    const uint word_bits = word_abs_max_bits(w);                                  \
+    if (word_bits >= FLOAT16_PARTIAL_SAFE_BITS) {                                 \
+      atomicMax(v_abs_max_bits[row_slot], word_bits, gl_ScopeWorkgroup, 0, 0);    \
+    }                                                                             \
+    bits = max(bits, word_bits);                                                  \
   }
 #else
 #define VKF_GUARD_WORD(w, bits, row_slot, GUARDED)

@@ -15,6 +15,11 @@
 #          least 4 lanes of a key per load (the first two at T = 16, the first at T = 8), with its
 #          test binary in build-lab/new/tests;
 #   full   fma with the lane's own key order at every level.
+#   part `d256` (fourth device run, base and new as in `final`): D = 256, where a step has 4 keys
+#          from 1 packed row on (2 words a key per lane), 1, 4 and 8 packed rows, two rounds.
+#   part `rows` (fifth device run): new is the lane order for 5 to 8 packed rows instead (with the
+#          scalar forward's rare guard atomics beside it): the D = 256 rows and the 8-row shapes
+#          against base, one round; `rows-tests`: the [decode] tests.
 #   part `final` (third device run): new is the kept code (fma everywhere, the lane order where a
 #          step has at most 4 keys): one round of the rows against base, the [decode] tests, and
 #          the [fuzz] case's large draws with the decode family forced and with auto.
@@ -22,7 +27,7 @@
 # at 16k and 128k, B = 4, 8 packed rows (Nq = 2), softcap + ALiBi + sinks and a float32 mask at
 # 16k (`order` adds 8-row shapes), two rounds; then the [decode] tests of build-lab/new (`bench`:
 # with float16 arithmetic and without).
-# Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-29-decode-f16-pv.sh bench|order`.
+# Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-29-decode-f16-pv.sh PART`.
 RUNS=${RUNS:-50}
 part=${1:-bench}
 source tools/lab/runs/run_env.sh  # the GPU environment (build-lab/new), $out, run, sweep, the rows
@@ -38,6 +43,12 @@ eight_row_shapes() {
   run --b 1 --h 64 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd --read-ceiling
   run --b 1 --h 32 --hkv 8 --nq 2 --nk 131072 --d 128 --mode fwd --read-ceiling
   run --b 1 --h 32 --hkv 8 --nq 2 --nk 16384 --d 64 --mode fwd --read-ceiling
+}
+d256_rows() {
+  run --b 1 --h 8 --hkv 8 --nq 1 --nk 16384 --d 256 --mode fwd --read-ceiling
+  run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 256 --mode fwd --read-ceiling
+  run --b 1 --h 32 --hkv 8 --nq 1 --nk 131072 --d 256 --mode fwd --read-ceiling
+  run --b 1 --h 64 --hkv 8 --nq 1 --nk 16384 --d 256 --mode fwd --read-ceiling
 }
 case "$part" in
   bench)
@@ -60,6 +71,17 @@ case "$part" in
     sweep 2 "128" "base fma new full" eight_row_shapes
     TEST_TIMEOUT=${TEST_TIMEOUT:-240} catch_tests decode-order '"[decode]"'
     report decode-order
+    ;;
+  d256)
+    sweep 2 "256" "base new" d256_rows
+    ;;
+  rows)
+    sweep 1 "256" "base new" d256_rows
+    sweep 1 "128" "base new" eight_row_shapes
+    ;;
+  rows-tests)
+    TEST_TIMEOUT=${TEST_TIMEOUT:-240} catch_tests rows-decode '"[decode]"'
+    report rows-decode
     ;;
   final)
     sweep 1 "128" "base new" eight_row_shapes
