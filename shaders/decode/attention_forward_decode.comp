@@ -84,7 +84,8 @@ const uint MASKED_P = 0x80000000u;
 // partner's its slots [half, 2 half), and no select picks what to send. With up to 4 rows the loads
 // in that order cost more than the selects they save (docs/tuning-log.md, "the decode kernel's keys
 // in each lane's order").
-const uint KEYS_IN_LANE_ORDER = (ROWS + 3) / 8;  // 1 where ROWS > 4 (<= 8 always)
+// 1 where ROWS > 4; ROWS <= kDecodeMaxRows = 8 (decode_backend.h asserts <= 12, where this stays 0 or 1).
+const uint KEYS_IN_LANE_ORDER = (ROWS + 3) / 8;
 // scatter level L: the lane keeps half of its keys (in its own order its first half, else the
 // upper half where its bit is set) and adds its partner's partials of them;
 #define VKF_SCATTER(L)                                                             \
@@ -273,10 +274,15 @@ void main() {
         vec4 k_cols[2 * U4_PER_THREAD];
         [[unroll]] for (uint c = 0; c < U4_PER_THREAD; ++c) unpack8(k_words[u][c], k_cols[2 * c], k_cols[2 * c + 1]);
         [[unroll]] for (uint r = 0; r < ROWS; ++r) {
-          // One fma chain: `+= dot()` compiles to a multiply, three fmas and an add per vec4.
+          // One fma chain: `+= dot()` compiles to a multiply, three fmas and an add per vec4. Written
+          // out, so that the loops stay those DecodeLoopCost counts.
           float dot_part = 0.0;
-          [[unroll]] for (uint c = 0; c < 2 * U4_PER_THREAD; ++c)
-            [[unroll]] for (uint e = 0; e < 4; ++e) dot_part = fma(q[r][c][e], k_cols[c][e], dot_part);
+          [[unroll]] for (uint c = 0; c < 2 * U4_PER_THREAD; ++c) {
+            dot_part = fma(q[r][c].x, k_cols[c].x, dot_part);
+            dot_part = fma(q[r][c].y, k_cols[c].y, dot_part);
+            dot_part = fma(q[r][c].z, k_cols[c].z, dot_part);
+            dot_part = fma(q[r][c].w, k_cols[c].w, dot_part);
+          }
           s[u][r] = dot_part;
         }
       }

@@ -99,8 +99,8 @@ const uint FLOAT16_PARTIAL_SAFE_BITS = 0x6800u;
     if (GLOBAL_COLS == 8) tile[at + 1] = hi;                         \
   }
 // Stores global word w at shared word `at` of `tile` in the tile's words; GUARDED (the forward's V,
-// with float16 products): also keeps the word's largest |value| in v_abs_max_bits[row_slot] and in
-// `bits`.
+// with float16 products): also keeps the word's largest |value| in `bits`, and in
+// v_abs_max_bits[row_slot] where it reaches FLOAT16_PARTIAL_SAFE_BITS (VKF_GUARD_WORD).
 #if VKF_HALF_WORDS
 #define VKF_STAGE_WORD(tile, at, w, bits, row_slot, GUARDED) \
   {                                                          \
@@ -113,7 +113,7 @@ const uint FLOAT16_PARTIAL_SAFE_BITS = 0x6800u;
 #if VKF_FLOAT16_MATH
 // The slot is raised only by a word that could overflow a float16 partial: it then holds 0 or the
 // row's largest unsafe value, and its readers only compare it with FLOAT16_PARTIAL_SAFE_BITS. An
-// atomic per word, 16 invocations to one slot at D = 128, cost 3% of the forward (docs/tuning-log.md).
+// atomic per word, 16 invocations to one slot at D = 128, cost 3.6% of the forward (docs/tuning-log.md).
 #define VKF_GUARD_WORD(w, bits, row_slot, GUARDED)                                \
   if (GUARDED) {                                                                  \
     const uint word_bits = word_abs_max_bits(w);                                  \
@@ -167,7 +167,8 @@ const uint FLOAT16_PARTIAL_SAFE_BITS = 0x6800u;
 // floats) at row stride A_STRIDE, A_WORDS shared words per global word; `data_b` into `tile_b` in
 // the tile's words at row stride STRIDE. Rows at or past `count` become zeros. GUARDED_B (the
 // forward's V, with float16 products): also keeps each row's largest |value| (word_abs_max_bits)
-// in v_abs_max_bits[row] and returns the largest this invocation staged; else returns 0. Needs
+// in v_abs_max_bits[row] where it reaches FLOAT16_PARTIAL_SAFE_BITS (else the slot stays 0), and
+// returns the largest this invocation staged; else returns 0. Needs
 // STRIDE and GLOBAL_ROW_WORDS in scope, and v_abs_max_bits where GUARDED_B.
 #define VKF_DEFINE_PAIR_STAGER(fn, tile_a, data_a, STORE_A, A_STRIDE, A_WORDS, tile_b, data_b, GUARDED_B, ROWS) \
   uint fn(uint a_base, uint a_stride, uint b_base, uint b_stride, uint first, uint count) {                     \

@@ -17,6 +17,8 @@ namespace vkflash::attention {
 // tensor-core decode kernel where the Context uses VK_NV_cooperative_matrix2; beyond, the prefill
 // kernels' query tiles are full enough.
 constexpr uint32_t kDecodeMaxRows = 8;
+// attention_forward_decode.comp's KEYS_IN_LANE_ORDER, (rows + 3) / 8, is 0 or 1 only up to 12 rows.
+static_assert(kDecodeMaxRows <= 12);
 constexpr uint32_t kDecodeMaxTensorCoreRows = 64;
 // Invocations of the merge pass (attention_decode_combine.comp), one workgroup per query row; a
 // power of two of at least head_dim / 4.
