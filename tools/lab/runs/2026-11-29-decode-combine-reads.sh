@@ -16,12 +16,8 @@ RUNS=${RUNS:-50}
 part=${1:-bench}
 source tools/lab/runs/run_env.sh  # the GPU environment (build-lab/new), $out, run, sweep, the rows
 
-combine_rows() {
-  issue21_goal_rows
-  decode_neighbour_rows
-}
 case "$part" in
-  bench) sweep 2 "128" "cur reads8 reads16" combine_rows ;;
+  bench) sweep 2 "128" "cur reads8 reads16" decode_goal_and_neighbour_rows ;;
   tests)
     TEST_TIMEOUT=${TEST_TIMEOUT:-400} catch_tests combine-decode '"[decode]"'
     report combine-decode

@@ -32,14 +32,15 @@ RUNS=${RUNS:-50}
 part=${1:-bench}
 source tools/lab/runs/run_env.sh  # the GPU environment (build-lab/new), $out, run, sweep, the rows
 
-decode_rows() {
-  issue21_goal_rows
-  decode_neighbour_rows
+# The goal and neighbour rows, and the score variants and a float32 mask at 16k keys (not
+# run_env.sh's decode_rows).
+variant_decode_rows() {
+  decode_goal_and_neighbour_rows
   run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd --softcap 50 --alibi --sinks
   run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd --mask
 }
 eight_row_shapes() {
-  decode_rows
+  variant_decode_rows
   run --b 1 --h 64 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd --read-ceiling
   run --b 1 --h 32 --hkv 8 --nq 2 --nk 131072 --d 128 --mode fwd --read-ceiling
   run --b 1 --h 32 --hkv 8 --nq 2 --nk 16384 --d 64 --mode fwd --read-ceiling
@@ -56,7 +57,7 @@ case "$part" in
     printf '#!/bin/sh\nVKFLASH_DISABLE_FLOAT16_ARITHMETIC=1 exec "%s" "$@"\n' "$PWD/build-lab/new/vkflash" > build-lab/perm/vkflash
     chmod +x build-lab/perm/vkflash
     decode_goal_statistics base new perm
-    sweep 2 "128" "base new perm" decode_rows
+    sweep 2 "128" "base new perm" variant_decode_rows
     TEST_TIMEOUT=${TEST_TIMEOUT:-240} catch_tests decode-f16 '"[decode]"' &
     TEST_TIMEOUT=${TEST_TIMEOUT:-240} catch_tests decode-f32 '"[decode]"' VKFLASH_DISABLE_FLOAT16_ARITHMETIC=1 &
     wait

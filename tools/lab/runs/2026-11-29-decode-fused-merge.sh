@@ -37,15 +37,13 @@ RUNS=${RUNS:-50}
 source tools/lab/runs/run_env.sh  # the GPU environment (build-lab/new), $out, run, sweep, statistics
 
 fused_rows() {
-  issue21_goal_rows
-  decode_neighbour_rows
+  decode_goal_and_neighbour_rows
   run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd --mask
   run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd --softcap 50 --alibi --sinks
   run --b 4 --h 32 --hkv 8 --nq 16 --nk 8192 --d 128 --mode fwd --read-ceiling
 }
 fused_rows3() {
-  issue21_goal_rows
-  decode_neighbour_rows
+  decode_goal_and_neighbour_rows
   run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd --softcap 50 --alibi --sinks
 }
 for part in "${@:-bench}"; do

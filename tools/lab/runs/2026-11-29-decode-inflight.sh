@@ -53,8 +53,7 @@ case "$part" in
     ;;
   seen)
     seen_rows() {
-      issue21_goal_rows
-      decode_neighbour_rows
+      decode_goal_and_neighbour_rows
       run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd --mask
       run --b 1 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd --softcap 50 --alibi --sinks
     }

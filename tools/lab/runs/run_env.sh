@@ -58,6 +58,11 @@ decode_neighbour_rows() {
   run --b 4 --h 32 --hkv 8 --nq 1 --nk 16384 --d 128 --mode fwd --read-ceiling
   run --b 1 --h 32 --hkv 8 --nq 2 --nk 16384 --d 128 --mode fwd --read-ceiling
 }
+# Both of the above, for sweep.
+decode_goal_and_neighbour_rows() {
+  issue21_goal_rows
+  decode_neighbour_rows
+}
 # decode_goal_statistics BUILD...: statistics of each build's decode kernels at the goal shape (16k keys).
 decode_goal_statistics() {
   local v
