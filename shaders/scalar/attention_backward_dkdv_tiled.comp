@@ -8,8 +8,7 @@
 // THREADS_PER_ROW-th word of the head dim). K and V stay in shared memory; Q and dO of each step
 // are staged together; P^T and dS^T go through shared memory from the invocations that computed
 // them to those that own the dK and dV columns. Every product and sum is float32; float16
-// tensors stay halves in shared memory (VKF_HALF_WORDS), widened where read, except K and V in
-// the _of32 variants (VKF_OWNED_FLOATS), widened once where staged.
+// tensors stay halves in shared memory (VKF_HALF_WORDS), widened where read.
 //
 // The engine picks this kernel for views at 16-byte offsets with strides and head dim multiples of
 // 8 elements, ROWS_PER_THREAD = BLOCK_KV * THREADS_PER_ROW / WORKGROUP_SIZE whole, and
@@ -40,7 +39,6 @@ const uint ROWS_PER_THREAD = BLOCK_KV * THREADS_PER_ROW / WORKGROUP_SIZE;  // ke
 const uint QUERIES_PER_THREAD = BLOCK_Q / THREADS_PER_ROW;
 const uint ROW_WORDS = VKF_TILED_ROW_WORDS(HEAD_DIM, WORD_COLS);
 const uint STRIDE = VKF_ODD_STRIDE(ROW_WORDS);
-const uint OWNED_STRIDE = VKF_OWNED_FLOATS != 0 ? VKF_ODD_STRIDE(HEAD_DIM / 4) : STRIDE;  // K and V
 const uint GLOBAL_ROW_WORDS = HEAD_DIM / GLOBAL_COLS;
 const uint WORDS_PER_THREAD = ROW_WORDS / THREADS_PER_ROW;  // of dK, dV: words lane, lane + THREADS_PER_ROW, ...
 const uint VEC4_PER_THREAD = WORDS_PER_THREAD * WORD_VEC4S;  // ...as vec4 accumulators
@@ -64,8 +62,8 @@ VKF_DEFINE_VEC4_STORER(store_dv4, dv_data)
 VKF_DEFINE_STATE_ACCESS(load_dk_state4, store_dk_state4, dk_state)
 VKF_DEFINE_STATE_ACCESS(load_dv_state4, store_dv_state4, dv_state)
 
-shared owned_word_t k_tile[VKF_SMEM_TILED_WORDS(BLOCK_KV, OWNED_STRIDE)];
-shared owned_word_t v_tile[VKF_SMEM_TILED_WORDS(BLOCK_KV, OWNED_STRIDE)];
+shared word_t k_tile[VKF_SMEM_TILED_WORDS(BLOCK_KV, STRIDE)];
+shared word_t v_tile[VKF_SMEM_TILED_WORDS(BLOCK_KV, STRIDE)];
 shared word_t q_tile[VKF_SMEM_TILED_WORDS(BLOCK_Q, STRIDE)];
 shared word_t do_tile[VKF_SMEM_TILED_WORDS(BLOCK_Q, STRIDE)];
 shared float lse_tile[VKF_SMEM_ROW_FLOATS(BLOCK_Q)];  // base 2; +inf where P must be 0
@@ -73,15 +71,9 @@ shared float delta_tile[VKF_SMEM_ROW_FLOATS(BLOCK_Q)];
 shared float pt_tile[VKF_SMEM_TILED_SCORE_FLOATS(BLOCK_KV, SCORE_STRIDE)];   // P^T of the step
 shared float dst_tile[VKF_SMEM_TILED_SCORE_FLOATS(BLOCK_KV, SCORE_STRIDE)];  // dS^T of the step
 
-#if VKF_OWNED_FLOATS
-VKF_DEFINE_PAIR_STAGER(stage_kv, k_tile, k_data, VKF_STAGE_WORD_WIDENED, OWNED_STRIDE, GLOBAL_COLS / 4, v_tile, v_data,
-                       VKF_STAGE_WORD_WIDENED, OWNED_STRIDE, GLOBAL_COLS / 4, false, BLOCK_KV)
-#else
-VKF_DEFINE_PAIR_STAGER(stage_kv, k_tile, k_data, VKF_STAGE_WORD, STRIDE, WORDS_PER_GLOBAL, v_tile, v_data,
-                       VKF_STAGE_WORD, STRIDE, WORDS_PER_GLOBAL, false, BLOCK_KV)
-#endif
-VKF_DEFINE_PAIR_STAGER(stage_q_do, q_tile, q_data, VKF_STAGE_WORD, STRIDE, WORDS_PER_GLOBAL, do_tile, do_data,
-                       VKF_STAGE_WORD, STRIDE, WORDS_PER_GLOBAL, false, BLOCK_Q)
+VKF_DEFINE_PAIR_STAGER(stage_kv, k_tile, k_data, VKF_STAGE_WORD, STRIDE, WORDS_PER_GLOBAL, v_tile, v_data, false, BLOCK_KV)
+VKF_DEFINE_PAIR_STAGER(stage_q_do, q_tile, q_data, VKF_STAGE_WORD, STRIDE, WORDS_PER_GLOBAL, do_tile, do_data, false,
+                       BLOCK_Q)
 
 // Query row q_row's LSE (base 2; +inf where P must be 0) and delta.
 void read_row_terms(uint batch, uint head, Sequence seq, uint q_row, uint q_len, out float lse, out float delta) {
@@ -104,8 +96,8 @@ void scores_and_gradients(uint q_begin, uint kv_begin, uint q_len, uint kv_len, 
   for (uint w = 0; w < ROW_WORDS; ++w) {
     vec4 kx[ROWS_PER_THREAD][WORD_VEC4S], vx[ROWS_PER_THREAD][WORD_VEC4S];
     [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
-      VKF_OWNED_WORD_TO_F32(k_tile, key0 + r, w, kx[r])
-      VKF_OWNED_WORD_TO_F32(v_tile, key0 + r, w, vx[r])
+      word_to_f32(k_tile[(key0 + r) * STRIDE + w], kx[r]);
+      word_to_f32(v_tile[(key0 + r) * STRIDE + w], vx[r]);
     }
     [[unroll]] for (uint j = 0; j < QUERIES_PER_THREAD; ++j) {
       vec4 qx[WORD_VEC4S], dox[WORD_VEC4S];

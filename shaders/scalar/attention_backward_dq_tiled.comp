@@ -8,8 +8,7 @@
 // THREADS_PER_ROW-th word of the head dim). Q and dO stay in shared memory; K and V of each key
 // tile are staged together; dS goes through shared memory from the invocations that computed it to
 // those that own the dQ columns. Every product and sum is float32; float16 tensors stay halves in
-// shared memory (VKF_HALF_WORDS), widened where read, except Q and dO in the _of32 variants
-// (VKF_OWNED_FLOATS), widened once where staged.
+// shared memory (VKF_HALF_WORDS), widened where read.
 //
 // The engine picks this kernel for views at 16-byte offsets with strides and head dim multiples of
 // 8 elements, ROWS_PER_THREAD = BLOCK_Q * THREADS_PER_ROW / WORKGROUP_SIZE whole, and
@@ -40,7 +39,6 @@ const uint ROWS_PER_THREAD = BLOCK_Q * THREADS_PER_ROW / WORKGROUP_SIZE;
 const uint KEYS_PER_THREAD = BLOCK_KV / THREADS_PER_ROW;
 const uint ROW_WORDS = VKF_TILED_ROW_WORDS(HEAD_DIM, WORD_COLS);
 const uint STRIDE = VKF_ODD_STRIDE(ROW_WORDS);
-const uint OWNED_STRIDE = VKF_OWNED_FLOATS != 0 ? VKF_ODD_STRIDE(HEAD_DIM / 4) : STRIDE;  // Q and dO
 const uint GLOBAL_ROW_WORDS = HEAD_DIM / GLOBAL_COLS;
 const uint WORDS_PER_THREAD = ROW_WORDS / THREADS_PER_ROW;  // of dQ: words lane, lane + THREADS_PER_ROW, ...
 const uint VEC4_PER_THREAD = WORDS_PER_THREAD * WORD_VEC4S;  // ...as vec4 accumulators
@@ -60,21 +58,15 @@ layout(std430, set = 0, binding = VKF_BWD_BINDING_DQ_STATE) buffer dq_state_bloc
 VKF_DEFINE_VEC4_STORER(store_dq4, dq_data)
 VKF_DEFINE_STATE_ACCESS(load_state4, store_state4, dq_state)
 
-shared owned_word_t q_tile[VKF_SMEM_TILED_WORDS(BLOCK_Q, OWNED_STRIDE)];
-shared owned_word_t do_tile[VKF_SMEM_TILED_WORDS(BLOCK_Q, OWNED_STRIDE)];
+shared word_t q_tile[VKF_SMEM_TILED_WORDS(BLOCK_Q, STRIDE)];
+shared word_t do_tile[VKF_SMEM_TILED_WORDS(BLOCK_Q, STRIDE)];
 shared word_t k_tile[VKF_SMEM_TILED_WORDS(BLOCK_KV, STRIDE)];
 shared word_t v_tile[VKF_SMEM_TILED_WORDS(BLOCK_KV, STRIDE)];
 shared float ds_tile[VKF_SMEM_TILED_SCORE_FLOATS(BLOCK_Q, SCORE_STRIDE)];  // dS of the step
 
-#if VKF_OWNED_FLOATS
-VKF_DEFINE_PAIR_STAGER(stage_q_do, q_tile, q_data, VKF_STAGE_WORD_WIDENED, OWNED_STRIDE, GLOBAL_COLS / 4, do_tile,
-                       do_data, VKF_STAGE_WORD_WIDENED, OWNED_STRIDE, GLOBAL_COLS / 4, false, BLOCK_Q)
-#else
-VKF_DEFINE_PAIR_STAGER(stage_q_do, q_tile, q_data, VKF_STAGE_WORD, STRIDE, WORDS_PER_GLOBAL, do_tile, do_data,
-                       VKF_STAGE_WORD, STRIDE, WORDS_PER_GLOBAL, false, BLOCK_Q)
-#endif
-VKF_DEFINE_PAIR_STAGER(stage_kv, k_tile, k_data, VKF_STAGE_WORD, STRIDE, WORDS_PER_GLOBAL, v_tile, v_data,
-                       VKF_STAGE_WORD, STRIDE, WORDS_PER_GLOBAL, false, BLOCK_KV)
+VKF_DEFINE_PAIR_STAGER(stage_q_do, q_tile, q_data, VKF_STAGE_WORD, STRIDE, WORDS_PER_GLOBAL, do_tile, do_data, false,
+                       BLOCK_Q)
+VKF_DEFINE_PAIR_STAGER(stage_kv, k_tile, k_data, VKF_STAGE_WORD, STRIDE, WORDS_PER_GLOBAL, v_tile, v_data, false, BLOCK_KV)
 
 uint row_group_first_row() { return (gl_LocalInvocationIndex / THREADS_PER_ROW) * ROWS_PER_THREAD; }
 uint lane_id() { return gl_LocalInvocationIndex % THREADS_PER_ROW; }
@@ -90,8 +82,8 @@ void score_gradients(uint q_begin, uint kv_begin, uint q_len, uint kv_len, bool 
   for (uint w = 0; w < ROW_WORDS; ++w) {
     vec4 qx[ROWS_PER_THREAD][WORD_VEC4S], dox[ROWS_PER_THREAD][WORD_VEC4S];
     [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
-      VKF_OWNED_WORD_TO_F32(q_tile, row0 + r, w, qx[r])
-      VKF_OWNED_WORD_TO_F32(do_tile, row0 + r, w, dox[r])
+      word_to_f32(q_tile[(row0 + r) * STRIDE + w], qx[r]);
+      word_to_f32(do_tile[(row0 + r) * STRIDE + w], dox[r]);
     }
     [[unroll]] for (uint j = 0; j < KEYS_PER_THREAD; ++j) {
       vec4 kx[WORD_VEC4S], vx[WORD_VEC4S];

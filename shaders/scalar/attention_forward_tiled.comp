@@ -88,11 +88,10 @@ VKF_DEFINE_VEC4_STORER(store_o4, o_data)
 VKF_DEFINE_STAGER(stage_q, q_tile, q_data, BLOCK_Q)
 // K and V of a step (K widened to floats where the tile holds floats); V guarded.
 #if VKF_K_FLOATS
-VKF_DEFINE_PAIR_STAGER(stage_kv, k_tile, k_data, VKF_STAGE_WORD_WIDENED, K_STRIDE, GLOBAL_COLS / 4, v_tile, v_data,
-                       VKF_STAGE_WORD, STRIDE, WORDS_PER_GLOBAL, true, BLOCK_KV)
+VKF_DEFINE_PAIR_STAGER(stage_kv, k_tile, k_data, VKF_STAGE_WORD_WIDENED, K_STRIDE, GLOBAL_COLS / 4, v_tile, v_data, true,
+                       BLOCK_KV)
 #else
-VKF_DEFINE_PAIR_STAGER(stage_kv, k_tile, k_data, VKF_STAGE_WORD, STRIDE, WORDS_PER_GLOBAL, v_tile, v_data,
-                       VKF_STAGE_WORD, STRIDE, WORDS_PER_GLOBAL, true, BLOCK_KV)
+VKF_DEFINE_PAIR_STAGER(stage_kv, k_tile, k_data, VKF_STAGE_WORD, STRIDE, WORDS_PER_GLOBAL, v_tile, v_data, true, BLOCK_KV)
 #endif
 
 uint row_group_first_row() { return (gl_LocalInvocationIndex / THREADS_PER_ROW) * ROWS_PER_THREAD; }

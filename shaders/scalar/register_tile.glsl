@@ -7,11 +7,6 @@
 // backward kernels whenever the tensors are float16.
 // VKF_HALF_WORDS = 0: a word is a vec4 of 4 floats (float16 tensors are converted when staged).
 //
-// VKF_OWNED_FLOATS = 1 (the gradient kernels' _of32 variants, float16 tensors): the rows a
-// workgroup keeps for the whole pass (dK/dV: K and V; dQ: Q and dO) are staged as floats, each
-// element widened once instead of by every invocation that reads it at every step; they take
-// twice the shared memory of halves. Their tiles are owned_word_t at row stride OWNED_STRIDE.
-//
 // VKF_FLOAT16_MATH = 1 (the forward, float16 tensors on a device with shaderFloat16): S = Q K^T is computed in
 // float32 from the widened words (its absolute error is what the softmax sees). O += P V multiplies
 // in float16, two products per instruction, and sums FLOAT16_TERMS keys per half of a f16vec2
@@ -37,18 +32,6 @@ const uint WORD_COLS = 4;
 #endif
 // The vec4s a word widens to.
 const uint WORD_VEC4S = WORD_COLS / 4;
-
-#ifndef VKF_OWNED_FLOATS
-#define VKF_OWNED_FLOATS 0
-#endif
-#if VKF_OWNED_FLOATS && !VKF_HALF_WORDS
-#error "owned rows are staged as floats from words of halves only (words of floats already are)"
-#endif
-#if VKF_OWNED_FLOATS
-#define owned_word_t vec4
-#else
-#define owned_word_t word_t
-#endif
 
 #if VKF_FLOAT16_MATH
 #define p_t float16_t
@@ -181,14 +164,13 @@ const uint FLOAT16_PARTIAL_SAFE_BITS = 0x6800u;
 // Defines `uint fn(uint a_base, uint a_stride, uint b_base, uint b_stride, uint first, uint
 // count)`: rows [first, first + ROWS) of two tensors at once, their reads in flight together:
 // `data_a` into `tile_a` through STORE_A (VKF_STAGE_WORD, or VKF_STAGE_WORD_WIDENED for a tile of
-// floats) at row stride A_STRIDE, A_WORDS shared words per global word; `data_b` into `tile_b`
-// likewise (STORE_B, B_STRIDE, B_WORDS). Rows at or past `count` become zeros. GUARDED_B (the
+// floats) at row stride A_STRIDE, A_WORDS shared words per global word; `data_b` into `tile_b` in
+// the tile's words at row stride STRIDE. Rows at or past `count` become zeros. GUARDED_B (the
 // forward's V, with float16 products): also keeps each row's largest |value| (word_abs_max_bits)
 // in v_abs_max_bits[row] where it reaches FLOAT16_PARTIAL_SAFE_BITS (else the slot stays 0), and
-// returns the largest this invocation staged; else returns 0. Needs GLOBAL_ROW_WORDS in scope,
-// and v_abs_max_bits where GUARDED_B.
-#define VKF_DEFINE_PAIR_STAGER(fn, tile_a, data_a, STORE_A, A_STRIDE, A_WORDS, tile_b, data_b, STORE_B, B_STRIDE, \
-                               B_WORDS, GUARDED_B, ROWS)                                                          \
+// returns the largest this invocation staged; else returns 0. Needs
+// STRIDE and GLOBAL_ROW_WORDS in scope, and v_abs_max_bits where GUARDED_B.
+#define VKF_DEFINE_PAIR_STAGER(fn, tile_a, data_a, STORE_A, A_STRIDE, A_WORDS, tile_b, data_b, GUARDED_B, ROWS) \
   uint fn(uint a_base, uint a_stride, uint b_base, uint b_stride, uint first, uint count) {                     \
     uint bits = 0;                                                                                              \
     for (uint j0 = 0; j0 * WORKGROUP_SIZE < ROWS * GLOBAL_ROW_WORDS; j0 += VKF_STAGE_PAIR_BATCH_WORDS) {       \
@@ -202,7 +184,7 @@ const uint FLOAT16_PARTIAL_SAFE_BITS = 0x6800u;
         VKF_STAGED_WORD(ROWS, j0 + j, i, r, g, has)                                                             \
         if (has) {                                                                                              \
           STORE_A(tile_a, r * A_STRIDE + g * A_WORDS, words_a[j], bits, r, false)                               \
-          STORE_B(tile_b, r * B_STRIDE + g * B_WORDS, words_b[j], bits, r, GUARDED_B)                           \
+          VKF_STAGE_WORD(tile_b, r * STRIDE + g * WORDS_PER_GLOBAL, words_b[j], bits, r, GUARDED_B)             \
         }                                                                                                       \
       }                                                                                                         \
     }                                                                                                           \
@@ -223,14 +205,6 @@ void word_to_f32(word_t w, out vec4 x[WORD_VEC4S]) {
   x[0] = w;
 #endif
 }
-
-// Word w of row `row` of an owned tile (owned_word_t, row stride OWNED_STRIDE) as floats into x.
-#if VKF_OWNED_FLOATS
-#define VKF_OWNED_WORD_TO_F32(tile, row, w, x) \
-  [[unroll]] for (uint h_ = 0; h_ < WORD_VEC4S; ++h_) x[h_] = tile[(row) * OWNED_STRIDE + (w) * WORD_VEC4S + h_];
-#else
-#define VKF_OWNED_WORD_TO_F32(tile, row, w, x) word_to_f32(tile[(row) * OWNED_STRIDE + (w)], x);
-#endif
 
 // acc plus the float32 dot product of two words, as one chain of fused multiply-adds (acc +
 // dot(a, b) costs a multiply and an add more per vec4: the driver keeps dot's own sum).

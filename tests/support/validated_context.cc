@@ -76,8 +76,7 @@ namespace {
 // rows, invocations per row group, rows per invocation.
 std::string TiledOverride(uint32_t owned, uint32_t streamed, const KernelChoice& c) {
   return std::to_string(owned) + "x" + std::to_string(streamed) + "x" + std::to_string(c.threads_per_row) + "x" +
-         std::to_string(owned * c.threads_per_row / c.workgroup_size) +
-         (attention::OwnedRowsAsFloats(c) ? "f" : "");  // a gradient kernel's owned rows as floats
+         std::to_string(owned * c.threads_per_row / c.workgroup_size);
 }
 
 // Tile overrides under which a context runs the scalar kernels and tiles `context` picks for

@@ -38,8 +38,6 @@ struct TiledTile {
   // that must not displace a later one elsewhere (the forward tries the whole table with subgroup
   // reductions before any tile without).
   bool odd_row_words_only = false;
-  // The gradient kernels' _of32 variants (float16 tensors): the owned rows staged as floats.
-  bool owned_floats = false;
   uint32_t workgroup_size() const { return owned / rows_per_thread * threads_per_row; }
 };
 constexpr TiledTile kTiledForwardTiles[] = {
@@ -244,20 +242,12 @@ std::optional<KernelChoice> ChooseTiledForward(const DeviceInfo& device, const A
   return std::nullopt;
 }
 
-// VKFLASH_SCALAR_BACKWARD_TILE: "DKDV,DQ", each OxSxTxR (either may be empty; a trailing "f": the
-// owned rows as floats), the register-tiled gradient kernels' tiles tried first; "per-row": the
-// per-row kernels for every call.
+// VKFLASH_SCALAR_BACKWARD_TILE: "DKDV,DQ", each OxSxTxR (either may be empty), the register-tiled
+// gradient kernels' tiles tried first; "per-row": the per-row kernels for every call.
 struct ForcedBackwardTiles {
   bool per_row_kernels = false;
   std::optional<TiledTile> dkdv, dq;
 };
-std::optional<TiledTile> ParseGradientTile(std::string text) {
-  const bool owned_floats = !text.empty() && text.back() == 'f';
-  if (owned_floats) text.pop_back();
-  std::optional<TiledTile> tile = ParseTiledTile(text);
-  if (tile) tile->owned_floats = owned_floats;
-  return tile;
-}
 ForcedBackwardTiles ParseBackwardTiles(const std::string& text) {
   ForcedBackwardTiles forced;
   if (text == "per-row") {
@@ -265,8 +255,8 @@ ForcedBackwardTiles ParseBackwardTiles(const std::string& text) {
     return forced;
   }
   const size_t comma = text.find(',');
-  forced.dkdv = ParseGradientTile(text.substr(0, comma));
-  if (comma != std::string::npos) forced.dq = ParseGradientTile(text.substr(comma + 1));
+  forced.dkdv = ParseTiledTile(text.substr(0, comma));
+  if (comma != std::string::npos) forced.dq = ParseTiledTile(text.substr(comma + 1));
   return forced;
 }
 
@@ -277,19 +267,16 @@ std::optional<KernelChoice> ChooseTiledGradient(const DeviceInfo& device, const 
   const bool half_words = params.dtype == DataType::kFloat16;
   const auto make_choice = [&](TiledTile tile) {
     KernelChoice choice;
-    choice.kernel = std::string(dkdv ? "backward_dkdv_tiled_" : "backward_dq_tiled_") + DtypeSuffix(params.dtype) +
-                    (tile.owned_floats ? "_of32" : "");
+    choice.kernel = std::string(dkdv ? "backward_dkdv_tiled_" : "backward_dq_tiled_") + DtypeSuffix(params.dtype);
     choice.block_q = dkdv ? tile.streamed : tile.owned;
     choice.block_kv = dkdv ? tile.owned : tile.streamed;
     choice.threads_per_row = tile.threads_per_row;
     choice.workgroup_size = tile.workgroup_size();
     choice.subgroup_reductions = false;
-    choice.shared_memory_bytes =
-        TiledBackwardSharedBytes(head_dim, tile.owned, tile.streamed, half_words, dkdv, tile.owned_floats);
+    choice.shared_memory_bytes = TiledBackwardSharedBytes(head_dim, tile.owned, tile.streamed, half_words, dkdv);
     return choice;
   };
   const auto fits = [&](TiledTile tile) {
-    if (tile.owned_floats && !half_words) return false;  // words of floats already
     if (!TiledShapeFits(device, tile, head_dim, half_words ? 8 : 4)) return false;
     const KernelChoice choice = make_choice(tile);
     if (choice.shared_memory_bytes > device.usable_shared_memory_bytes) return false;
@@ -310,17 +297,10 @@ bool IsTiledBackward(const KernelChoice& choice) {
   return choice.kernel.rfind("backward_dkdv_tiled_", 0) == 0 || choice.kernel.rfind("backward_dq_tiled_", 0) == 0;
 }
 
-bool OwnedRowsAsFloats(const KernelChoice& choice) {
-  return IsTiledBackward(choice) && choice.kernel.size() >= 5 &&
-         choice.kernel.compare(choice.kernel.size() - 5, 5, "_of32") == 0;
-}
-
-uint32_t TiledBackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed, bool half_words, bool dkdv,
-                                  bool owned_floats) {
+uint32_t TiledBackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed, bool half_words, bool dkdv) {
   const uint32_t stride = VKF_ODD_STRIDE(VKF_TILED_ROW_WORDS(head_dim, half_words ? 8 : 4));
-  const uint32_t owned_stride = owned_floats ? VKF_ODD_STRIDE(VKF_TILED_ROW_WORDS(head_dim, 4)) : stride;
   // Two owned tensors and two streamed ones; dK/dV: P^T, dS^T and the step's LSE and delta, dQ: dS.
-  const uint32_t words = 2 * VKF_SMEM_TILED_WORDS(owned, owned_stride) + 2 * VKF_SMEM_TILED_WORDS(streamed, stride);
+  const uint32_t words = 2 * VKF_SMEM_TILED_WORDS(owned, stride) + 2 * VKF_SMEM_TILED_WORDS(streamed, stride);
   const uint32_t scores = VKF_SMEM_TILED_SCORE_FLOATS(owned, VKF_TILED_SCORE_STRIDE(streamed));
   const uint32_t floats = dkdv ? 2 * scores + 2 * VKF_SMEM_ROW_FLOATS(streamed) : scores;
   return 16 * words + 4 * floats;
@@ -518,7 +498,6 @@ namespace {
 // sums over the streamed rows into the owned rows' columns.
 struct TiledGradientLoops {
   uint64_t rows, streamed_per_lane, row_words, lane_words, lane_vec4s, word_vec4s;
-  uint64_t owned_word_loop;  // per owned row's word read: a loop over its vec4s where they are floats
 };
 TiledGradientLoops TiledLoops(const KernelChoice& choice, uint32_t head_dim, bool dkdv) {
   const bool half_words = choice.kernel.find("_f16") != std::string::npos;
@@ -530,7 +509,6 @@ TiledGradientLoops TiledLoops(const KernelChoice& choice, uint32_t head_dim, boo
   l.row_words = head_dim / (4 * l.word_vec4s);
   l.lane_words = l.row_words / choice.threads_per_row;
   l.lane_vec4s = l.lane_words * l.word_vec4s;
-  l.owned_word_loop = OwnedRowsAsFloats(choice) ? 2 * l.word_vec4s : 0;
   return l;
 }
 // Staging `rows` rows of two tensors with one pair stager (a global word is a shared one: float16
@@ -544,8 +522,7 @@ uint64_t PairStageLoops(const KernelChoice& choice, uint64_t rows, const TiledGr
 // one iteration per vec4 of the word).
 uint64_t TiledStepLoops(const TiledGradientLoops& l, uint64_t streamed) {
   const uint64_t block = l.rows * (1 + l.streamed_per_lane);
-  const uint64_t words = l.row_words * (1 + l.rows * (1 + l.owned_word_loop) +
-                                        l.streamed_per_lane * (1 + l.rows * (1 + 2 * l.word_vec4s)));
+  const uint64_t words = l.row_words * (1 + l.rows + l.streamed_per_lane * (1 + l.rows * (1 + 2 * l.word_vec4s)));
   const uint64_t sums = streamed * (1 + l.rows + l.lane_words * (1 + l.rows * (1 + l.word_vec4s)));
   return 2 * block + words + sums;
 }

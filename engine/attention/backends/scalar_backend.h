@@ -44,15 +44,10 @@ Result<BackwardKernelChoice> ChoosePerRowBackward(const DeviceInfo& device, cons
 // Whether `choice` is a register-tiled gradient kernel (scalar/attention_backward_{dkdv,dq}_tiled.comp).
 bool IsTiledBackward(const KernelChoice& choice);
 
-// Whether `choice` is a register-tiled gradient kernel's _of32 variant: the rows it keeps (dK/dV: K
-// and V; dQ: Q and dO) staged as floats from float16 tensors.
-bool OwnedRowsAsFloats(const KernelChoice& choice);
-
 // Shared memory a register-tiled gradient kernel declares: two owned and two streamed tensors
-// (float16: words of 8 halves, else 4 floats; the owned ones floats where owned_floats), the
-// step's scores (dK/dV: P^T, dS^T, and the step's LSE and delta; dQ: dS).
-uint32_t TiledBackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed, bool half_words, bool dkdv,
-                                  bool owned_floats);
+// (float16: words of 8 halves, else 4 floats), the step's scores (dK/dV: P^T, dS^T, and the
+// step's LSE and delta; dQ: dS).
+uint32_t TiledBackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed, bool half_words, bool dkdv);
 
 // Shared memory the register-tiled forward declares: Q, K and V words (float16 words: 8 halves,
 // else 4 floats; K floats where float_k_tile), P, the shared-memory reductions' scratch, the
