@@ -2,8 +2,9 @@
 # 2026-11-29 (nineteenth session), issue 22: the scalar gradient kernels with their owned rows
 # (dK/dV: K and V; dQ: Q and dO) staged as floats, the _of32 variants, widened once where staged
 # instead of by every invocation that reads them at every step. docs/tuning-log.md, "the scalar
-# gradient kernels' owned rows as floats". One build (build-lab/new, the working tree with the
-# variants); tiles forced with VKFLASH_SCALAR_BACKWARD_TILE=DKDV,DQ (a trailing f: owned floats).
+# gradient kernels' owned rows as floats". One build (build-lab/new: commit 933de30, which adds
+# the variants; a2ecb34 reverts them, slower); tiles forced with VKFLASH_SCALAR_BACKWARD_TILE=DKDV,DQ
+# (a trailing f: owned floats).
 # Parts:
 #   bench  the scalar backward at D = 128 and 64 (B = 4, N = 4096, H = 2048 / D), the table's
 #          tiles and forced ones, one kernel forced at a time, two rounds; the forward for the ratio.

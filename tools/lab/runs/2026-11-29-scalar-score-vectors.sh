@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# 2026-11-29 (nineteenth session), issue 22: the scalar gradient kernels' sums over a step's
+# streamed rows read the scores (P^T and dS^T, dS) a vector of streamed rows per shared load instead
+# of one float per load. docs/tuning-log.md, "the scalar gradient kernels' scores as vectors".
+# Builds (build-lab/NAME):
+#   head0  933de30 (f21a758's kernels at the table's tiles: one score per load, row stride + 1);
+#   new    the change: VKF_TILED_GRADIENT_SCORES_PER_LOAD 4 (vec4 loads, row stride + 4);
+#   sv2    new with 2 (vec2 loads), by tools/lab/build_variant.py.
+# Parts:
+#   bench  the scalar backward at D = 128 and 64 (B = 4, N = 4096, H = 2048 / D), causal at
+#          D = 128, and at 32 KB and 16 KB of shared memory at D = 128; the forward once for the
+#          ratio; two rounds.
+#   tests  build-lab/new (with its test binary): `[backward]`, `[scalar]`, `[nonfinite]`, `[window]`
+#          and `[mask]` with the scalar family forced.
+# Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-29-scalar-score-vectors.sh bench|tests`.
+part=${1:-bench}
+source tools/lab/runs/run_env.sh  # the GPU environment (build-lab/new), $out, run, sweep
+
+backward_rows() {
+  local d=$1 h=$2 round=$3
+  [ "$round" = 1 ] && [ "$4" = head0 ] && run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode fwd
+  run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode bwd
+  if [ "$d" = 128 ]; then
+    run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode bwd --causal
+    VKFLASH_MAX_SHARED_BYTES=32768 run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode bwd
+    VKFLASH_MAX_SHARED_BYTES=16384 run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode bwd
+  fi
+}
+case "$part" in
+  bench) sweep 2 "128 64" "head0 new sv2" backward_rows ;;
+  tests)
+    TEST_TIMEOUT=${TEST_TIMEOUT:-240} catch_tests sv-scalar '"[backward],[scalar],[nonfinite],[window],[mask]"' \
+      VKFLASH_KERNELS=scalar
+    report sv-scalar
+    ;;
+  *)
+    echo "unknown part '$part'" >&2
+    exit 2
+    ;;
+esac
