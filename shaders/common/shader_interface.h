@@ -77,10 +77,6 @@ using uint = std::uint32_t;
 // for each tensor of a stager of two.
 #define VKF_STAGE_BATCH_WORDS 8
 #define VKF_STAGE_PAIR_BATCH_WORDS 4
-// The register-tiled scalar gradient kernels' sums over a step's streamed rows: the scores (P^T and
-// dS^T, or dS) of this many streamed rows per shared load and per iteration (a vec4: a divisor of
-// the score stride, VKF_TILED_SCORE_STRIDE, and of the streamed rows, which the engine checks).
-#define VKF_TILED_GRADIENT_SCORES_PER_LOAD 4
 
 // ALiBi's slopes (float32): none, one per query head [Hq], or one per batch entry and query head
 // [B, Hq]. The values of vkflash::AlibiSlopes.

@@ -60,10 +60,9 @@
 // Rows of 16-byte words as above (8 halves for float16 tensors, else 4 floats): dK/dV keeps K and
 // V (BLOCK_KV rows) and stages Q and dO (BLOCK_Q); dQ keeps Q and dO and stages K and V.
 // float: a score per (owned row, streamed row) of the step (dK/dV: P^T and dS^T; dQ: dS), the row
-// stride four more than the streamed rows (a multiple of 4 for the streamed rows the engine
-// allows): the sums read 16-byte vectors of a row, and the owned rows a warp reads at once fall in
+// stride one more than the streamed rows, so that the owned rows a warp reads at once hit
 // different banks.
-#define VKF_TILED_SCORE_STRIDE(streamed) ((streamed) + 4)
+#define VKF_TILED_SCORE_STRIDE(streamed) ((streamed) + 1)
 #define VKF_SMEM_TILED_SCORE_FLOATS(owned, score_stride) ((owned) * (score_stride))
 
 // uint: the tiles a mask closes along a loop (common/closed_tiles.glsl), one bit each for 32 words

@@ -27,7 +27,6 @@ layout(constant_id = VKF_SPEC_CHUNKED) const bool CHUNKED = false;  // false: on
 
 #include "scalar/tensor_io.glsl"
 #include "scalar/register_tile.glsl"
-#include "scalar/score_vectors.glsl"
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_BWD_BINDING_ALIBI
 #define VKF_SCORE_MOD_BINDING_MASK VKF_BWD_BINDING_MASK
@@ -69,9 +68,8 @@ shared word_t q_tile[VKF_SMEM_TILED_WORDS(BLOCK_Q, STRIDE)];
 shared word_t do_tile[VKF_SMEM_TILED_WORDS(BLOCK_Q, STRIDE)];
 shared float lse_tile[VKF_SMEM_ROW_FLOATS(BLOCK_Q)];  // base 2; +inf where P must be 0
 shared float delta_tile[VKF_SMEM_ROW_FLOATS(BLOCK_Q)];
-// P^T and dS^T of the step, as vectors of SCORES_PER_LOAD streamed rows (common/score_vectors.glsl).
-shared score_vec_t pt_tile[VKF_SMEM_TILED_SCORE_FLOATS(BLOCK_KV, SCORE_STRIDE) / SCORES_PER_LOAD];
-shared score_vec_t dst_tile[VKF_SMEM_TILED_SCORE_FLOATS(BLOCK_KV, SCORE_STRIDE) / SCORES_PER_LOAD];
+shared float pt_tile[VKF_SMEM_TILED_SCORE_FLOATS(BLOCK_KV, SCORE_STRIDE)];   // P^T of the step
+shared float dst_tile[VKF_SMEM_TILED_SCORE_FLOATS(BLOCK_KV, SCORE_STRIDE)];  // dS^T of the step
 
 VKF_DEFINE_PAIR_STAGER(stage_kv, k_tile, k_data, VKF_STAGE_WORD, STRIDE, WORDS_PER_GLOBAL, v_tile, v_data, false, BLOCK_KV)
 VKF_DEFINE_PAIR_STAGER(stage_q_do, q_tile, q_data, VKF_STAGE_WORD, STRIDE, WORDS_PER_GLOBAL, do_tile, do_data, false,
@@ -117,10 +115,8 @@ void scores_and_gradients(uint q_begin, uint kv_begin, uint q_len, uint kv_len, 
       const bool visible = !masked_tile || key_visible(q_begin + c, kv_begin + key0 + r, q_len, kv_len);
       const float t = s[r][j] * pc.scale_log2;
       const float p = visible ? pair_p(t, lse_tile[c], modifiers, q_begin + c, kv_begin + key0 + r, q_len, kv_len) : 0.0;
-      const uint at = (key0 + r) * SCORE_STRIDE + c;
-      pt_tile[at / SCORES_PER_LOAD][at % SCORES_PER_LOAD] = p;
-      dst_tile[at / SCORES_PER_LOAD][at % SCORES_PER_LOAD] =
-          visible ? p * (dp[r][j] - delta_tile[c]) * score_mod_derivative(t) : 0.0;
+      pt_tile[(key0 + r) * SCORE_STRIDE + c] = p;
+      dst_tile[(key0 + r) * SCORE_STRIDE + c] = visible ? p * (dp[r][j] - delta_tile[c]) * score_mod_derivative(t) : 0.0;
     }
   }
 }
@@ -131,27 +127,21 @@ void scores_and_gradients(uint q_begin, uint kv_begin, uint q_len, uint kv_len, 
 void add_gradients(inout vec4 dk[ROWS_PER_THREAD][VEC4_PER_THREAD], inout vec4 dv[ROWS_PER_THREAD][VEC4_PER_THREAD],
                    uint c_end, bool masked, uint first_query[ROWS_PER_THREAD], uint query_stop[ROWS_PER_THREAD]) {
   const uint key0 = group_first_key(), lane = lane_id();
-  for (uint c0 = 0; c0 < c_end; c0 += SCORES_PER_LOAD) {
-    // The scores of SCORES_PER_LOAD streamed rows, one load per owned row and tile: a load per
-    // score would cost as many shared loads as the sums take of Q and dO.
-    score_vec_t p[ROWS_PER_THREAD], ds[ROWS_PER_THREAD];
+  for (uint c = 0; c < c_end; ++c) {
+    float p[ROWS_PER_THREAD], ds[ROWS_PER_THREAD];
     [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
-      p[r] = pt_tile[((key0 + r) * SCORE_STRIDE + c0) / SCORES_PER_LOAD];
-      ds[r] = dst_tile[((key0 + r) * SCORE_STRIDE + c0) / SCORES_PER_LOAD];
+      p[r] = pt_tile[(key0 + r) * SCORE_STRIDE + c];
+      ds[r] = dst_tile[(key0 + r) * SCORE_STRIDE + c];
     }
-    [[unroll]] for (uint u = 0; u < SCORES_PER_LOAD; ++u) {
-      const uint c = c0 + u;
-      if (c >= c_end) break;
-      [[unroll]] for (uint k = 0; k < WORDS_PER_THREAD; ++k) {
-        vec4 dox[WORD_VEC4S], qx[WORD_VEC4S];
-        word_to_f32(do_tile[c * STRIDE + lane + k * THREADS_PER_ROW], dox);
-        word_to_f32(q_tile[c * STRIDE + lane + k * THREADS_PER_ROW], qx);
-        [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
-          if (masked && (c < first_query[r] || c >= query_stop[r])) continue;
-          [[unroll]] for (uint h = 0; h < WORD_VEC4S; ++h) {
-            dv[r][k * WORD_VEC4S + h] += p[r][u] * dox[h];
-            dk[r][k * WORD_VEC4S + h] += ds[r][u] * qx[h];
-          }
+    [[unroll]] for (uint k = 0; k < WORDS_PER_THREAD; ++k) {
+      vec4 dox[WORD_VEC4S], qx[WORD_VEC4S];
+      word_to_f32(do_tile[c * STRIDE + lane + k * THREADS_PER_ROW], dox);
+      word_to_f32(q_tile[c * STRIDE + lane + k * THREADS_PER_ROW], qx);
+      [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
+        if (masked && (c < first_query[r] || c >= query_stop[r])) continue;
+        [[unroll]] for (uint h = 0; h < WORD_VEC4S; ++h) {
+          dv[r][k * WORD_VEC4S + h] += p[r] * dox[h];
+          dk[r][k * WORD_VEC4S + h] += ds[r] * qx[h];
         }
       }
     }

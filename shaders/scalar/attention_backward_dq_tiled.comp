@@ -27,7 +27,6 @@ layout(constant_id = VKF_SPEC_CHUNKED) const bool CHUNKED = false;  // false: on
 
 #include "scalar/tensor_io.glsl"
 #include "scalar/register_tile.glsl"
-#include "scalar/score_vectors.glsl"
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_BWD_BINDING_ALIBI
 #define VKF_SCORE_MOD_BINDING_MASK VKF_BWD_BINDING_MASK
@@ -63,8 +62,7 @@ shared word_t q_tile[VKF_SMEM_TILED_WORDS(BLOCK_Q, STRIDE)];
 shared word_t do_tile[VKF_SMEM_TILED_WORDS(BLOCK_Q, STRIDE)];
 shared word_t k_tile[VKF_SMEM_TILED_WORDS(BLOCK_KV, STRIDE)];
 shared word_t v_tile[VKF_SMEM_TILED_WORDS(BLOCK_KV, STRIDE)];
-// dS of the step, as vectors of SCORES_PER_LOAD keys (scalar/score_vectors.glsl).
-shared score_vec_t ds_tile[VKF_SMEM_TILED_SCORE_FLOATS(BLOCK_Q, SCORE_STRIDE) / SCORES_PER_LOAD];
+shared float ds_tile[VKF_SMEM_TILED_SCORE_FLOATS(BLOCK_Q, SCORE_STRIDE)];  // dS of the step
 
 VKF_DEFINE_PAIR_STAGER(stage_q_do, q_tile, q_data, VKF_STAGE_WORD, STRIDE, WORDS_PER_GLOBAL, do_tile, do_data, false,
                        BLOCK_Q)
@@ -102,8 +100,7 @@ void score_gradients(uint q_begin, uint kv_begin, uint q_len, uint kv_len, bool 
       const uint c = lane + j * THREADS_PER_ROW;
       const bool visible = !masked_tile || key_visible(q_begin + row0 + r, kv_begin + c, q_len, kv_len);
       const float t = s[r][j] * pc.scale_log2;
-      const uint at = (row0 + r) * SCORE_STRIDE + c;
-      ds_tile[at / SCORES_PER_LOAD][at % SCORES_PER_LOAD] =
+      ds_tile[(row0 + r) * SCORE_STRIDE + c] =
           visible ? pair_p(t, lse[r], modifiers, q_begin + row0 + r, kv_begin + c, q_len, kv_len) * (dp[r][j] - delta[r]) *
                         score_mod_derivative(t)
                   : 0.0;
@@ -116,20 +113,15 @@ void score_gradients(uint q_begin, uint kv_begin, uint q_len, uint kv_len, bool 
 void add_dq(inout vec4 dq[ROWS_PER_THREAD][VEC4_PER_THREAD], uint c_end, bool masked,
             uint visible_first[ROWS_PER_THREAD], uint visible_end[ROWS_PER_THREAD]) {
   const uint row0 = row_group_first_row(), lane = lane_id();
-  for (uint c0 = 0; c0 < c_end; c0 += SCORES_PER_LOAD) {
-    // The dS of SCORES_PER_LOAD keys, one load per owned row (as in dK/dV's sums).
-    score_vec_t ds[ROWS_PER_THREAD];
-    [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) ds[r] = ds_tile[((row0 + r) * SCORE_STRIDE + c0) / SCORES_PER_LOAD];
-    [[unroll]] for (uint u = 0; u < SCORES_PER_LOAD; ++u) {
-      const uint c = c0 + u;
-      if (c >= c_end) break;
-      [[unroll]] for (uint k = 0; k < WORDS_PER_THREAD; ++k) {
-        vec4 kx[WORD_VEC4S];
-        word_to_f32(k_tile[c * STRIDE + lane + k * THREADS_PER_ROW], kx);
-        [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
-          if (masked && (c < visible_first[r] || c >= visible_end[r])) continue;
-          [[unroll]] for (uint h = 0; h < WORD_VEC4S; ++h) dq[r][k * WORD_VEC4S + h] += ds[r][u] * kx[h];
-        }
+  for (uint c = 0; c < c_end; ++c) {
+    float ds[ROWS_PER_THREAD];
+    [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) ds[r] = ds_tile[(row0 + r) * SCORE_STRIDE + c];
+    [[unroll]] for (uint k = 0; k < WORDS_PER_THREAD; ++k) {
+      vec4 kx[WORD_VEC4S];
+      word_to_f32(k_tile[c * STRIDE + lane + k * THREADS_PER_ROW], kx);
+      [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
+        if (masked && (c < visible_first[r] || c >= visible_end[r])) continue;
+        [[unroll]] for (uint h = 0; h < WORD_VEC4S; ++h) dq[r][k * WORD_VEC4S + h] += ds[r] * kx[h];
       }
     }
   }

@@ -277,8 +277,6 @@ std::optional<KernelChoice> ChooseTiledGradient(const DeviceInfo& device, const 
     return choice;
   };
   const auto fits = [&](TiledTile tile) {
-    // The sums read the scores of whole vectors of streamed rows (VKF_TILED_SCORE_STRIDE).
-    if (tile.streamed % VKF_TILED_GRADIENT_SCORES_PER_LOAD != 0) return false;
     if (!TiledShapeFits(device, tile, head_dim, half_words ? 8 : 4)) return false;
     const KernelChoice choice = make_choice(tile);
     if (choice.shared_memory_bytes > device.usable_shared_memory_bytes) return false;
@@ -520,13 +518,12 @@ uint64_t PairStageLoops(const KernelChoice& choice, uint64_t rows, const TiledGr
 }
 // S and dP (zeroing; the word loop: the owned rows' words, then per streamed row its words and
 // the products, word_dot_add looping over every vec4 of a word, twice; the scores' epilogue), then
-// the sums over `streamed` rows (per VKF_TILED_GRADIENT_SCORES_PER_LOAD of them the owned rows'
-// scores; per row, per word of the lane the products, one iteration per vec4 of the word).
+// the sums over `streamed` rows (the owned rows' scores, then per word of the lane the products,
+// one iteration per vec4 of the word).
 uint64_t TiledStepLoops(const TiledGradientLoops& l, uint64_t streamed) {
   const uint64_t block = l.rows * (1 + l.streamed_per_lane);
   const uint64_t words = l.row_words * (1 + l.rows + l.streamed_per_lane * (1 + l.rows * (1 + 2 * l.word_vec4s)));
-  const uint64_t sums = CeilDiv(streamed, uint64_t(VKF_TILED_GRADIENT_SCORES_PER_LOAD)) * (1 + l.rows) +
-                        streamed * (1 + l.lane_words * (1 + l.rows * (1 + l.word_vec4s)));
+  const uint64_t sums = streamed * (1 + l.rows + l.lane_words * (1 + l.rows * (1 + l.word_vec4s)));
   return 2 * block + words + sums;
 }
 

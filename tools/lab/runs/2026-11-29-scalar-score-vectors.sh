@@ -4,7 +4,7 @@
 # of one float per load. docs/tuning-log.md, "the scalar gradient kernels' scores as vectors".
 # Builds (build-lab/NAME):
 #   head0  933de30 (f21a758's kernels at the table's tiles: one score per load, row stride + 1);
-#   new    the change: VKF_TILED_GRADIENT_SCORES_PER_LOAD 4 (vec4 loads, row stride + 4);
+#   new    5cf3bb2 (reverted after this run): VKF_TILED_GRADIENT_SCORES_PER_LOAD 4 (vec4 loads, row stride + 4);
 #   sv2    new with 2 (vec2 loads), by tools/lab/build_variant.py.
 # Parts:
 #   bench  the scalar backward at D = 128 and 64 (B = 4, N = 4096, H = 2048 / D), causal at
