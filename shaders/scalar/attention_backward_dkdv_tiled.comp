@@ -93,22 +93,19 @@ void scores_and_gradients(uint q_begin, uint kv_begin, uint q_len, uint kv_len, 
   float s[ROWS_PER_THREAD][QUERIES_PER_THREAD], dp[ROWS_PER_THREAD][QUERIES_PER_THREAD];
   [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r)
     [[unroll]] for (uint j = 0; j < QUERIES_PER_THREAD; ++j) s[r][j] = dp[r][j] = 0.0;
-  // A word's vectors one at a time (the products in word_dot_add's order): the widened K and V of
-  // one vector stay alive, not of the whole word.
   for (uint w = 0; w < ROW_WORDS; ++w) {
-    [[unroll]] for (uint h = 0; h < WORD_VEC4S; ++h) {
-      vec4 kx[ROWS_PER_THREAD], vx[ROWS_PER_THREAD];
+    vec4 kx[ROWS_PER_THREAD][WORD_VEC4S], vx[ROWS_PER_THREAD][WORD_VEC4S];
+    [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
+      word_to_f32(k_tile[(key0 + r) * STRIDE + w], kx[r]);
+      word_to_f32(v_tile[(key0 + r) * STRIDE + w], vx[r]);
+    }
+    [[unroll]] for (uint j = 0; j < QUERIES_PER_THREAD; ++j) {
+      vec4 qx[WORD_VEC4S], dox[WORD_VEC4S];
+      word_to_f32(q_tile[(lane + j * THREADS_PER_ROW) * STRIDE + w], qx);
+      word_to_f32(do_tile[(lane + j * THREADS_PER_ROW) * STRIDE + w], dox);
       [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
-        kx[r] = word_vec4_to_f32(k_tile[(key0 + r) * STRIDE + w], h);
-        vx[r] = word_vec4_to_f32(v_tile[(key0 + r) * STRIDE + w], h);
-      }
-      [[unroll]] for (uint j = 0; j < QUERIES_PER_THREAD; ++j) {
-        const vec4 qx = word_vec4_to_f32(q_tile[(lane + j * THREADS_PER_ROW) * STRIDE + w], h);
-        const vec4 dox = word_vec4_to_f32(do_tile[(lane + j * THREADS_PER_ROW) * STRIDE + w], h);
-        [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
-          s[r][j] = vec4_dot_add(s[r][j], kx[r], qx);
-          dp[r][j] = vec4_dot_add(dp[r][j], vx[r], dox);
-        }
+        s[r][j] = word_dot_add(s[r][j], kx[r], qx);
+        dp[r][j] = word_dot_add(dp[r][j], vx[r], dox);
       }
     }
   }

@@ -206,27 +206,6 @@ void word_to_f32(word_t w, out vec4 x[WORD_VEC4S]) {
 #endif
 }
 
-// Vector h (columns 4h to 4h + 3) of the word as floats: a loop over a word's vectors that widens
-// each where it uses it keeps half the floats of word_to_f32's alive.
-vec4 word_vec4_to_f32(word_t w, uint h) {
-#if VKF_FLOAT16_MATH
-  return h == 0 ? vec4(vec2(unpackFloat2x16(w.x)), vec2(unpackFloat2x16(w.y)))
-                : vec4(vec2(unpackFloat2x16(w.z)), vec2(unpackFloat2x16(w.w)));
-#elif VKF_HALF_WORDS
-  return h == 0 ? vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y)) : vec4(unpackHalf2x16(w.z), unpackHalf2x16(w.w));
-#else
-  return w;
-#endif
-}
-
-// acc plus the float32 dot product of two vectors, as one chain of fused multiply-adds.
-float vec4_dot_add(float acc, vec4 a, vec4 b) {
-  acc = fma(a.x, b.x, acc);
-  acc = fma(a.y, b.y, acc);
-  acc = fma(a.z, b.z, acc);
-  return fma(a.w, b.w, acc);
-}
-
 // acc plus the float32 dot product of two words, as one chain of fused multiply-adds (acc +
 // dot(a, b) costs a multiply and an add more per vec4: the driver keeps dot's own sum).
 float word_dot_add(float acc, vec4 a[WORD_VEC4S], vec4 b[WORD_VEC4S]) {
