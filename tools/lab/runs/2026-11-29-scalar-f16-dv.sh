@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# 2026-11-29 (nineteenth session), issue 22: what dV's products in float16 could give the scalar
+# backward. docs/tuning-log.md, "dV's products in float16, timing only". Builds (build-lab/NAME):
+#   new    a71b72e;
+#   f16dv  new with tools/lab/runs/2026-11-29-scalar-f16-dv.patch applied (`git apply`, then the
+#          build's vkflash copied; the tree restored after): the dK/dV kernel's float16 variant
+#          compiled with VKF_FLOAT16_MATH=1, dV += P^T dO in float16 pairs, FLOAT16_TERMS query rows
+#          per float16 partial. Timing only: no per-key scale of P (float16's subnormals), no guard
+#          on |dO|.
+# Parts:
+#   bench  the scalar backward, float16, B = 4, N = 4096, H = 2048 / D: D = 128 (also causal, and
+#          at 32 KB and 16 KB of shared memory) and D = 64, two rounds; the forward once; the
+#          driver's statistics of both builds' kernels at D = 128.
+# Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-29-scalar-f16-dv.sh bench`.
+part=${1:-bench}
+source tools/lab/runs/run_env.sh  # the GPU environment (build-lab/new), $out, run, sweep
+
+backward_rows() {
+  local d=$1 h=$2 round=$3
+  [ "$round" = 1 ] && [ "$4" = new ] && run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode fwd
+  run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode bwd
+  if [ "$d" = 128 ]; then
+    run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode bwd --causal
+    VKFLASH_MAX_SHARED_BYTES=32768 run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode bwd
+    VKFLASH_MAX_SHARED_BYTES=16384 run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode bwd
+  fi
+}
+case "$part" in
+  bench)
+    sweep 2 "128 64" "new f16dv" backward_rows
+    for v in new f16dv; do
+      echo "== statistics $v"
+      statistics "$v" scalar 128 bwd
+    done
+    ;;
+  *)
+    echo "unknown part '$part'" >&2
+    exit 2
+    ;;
+esac
