@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # 2026-11-29 (nineteenth session), issue 22: the scalar gradient kernels' tiles at D = 128 on the
-# H200 (the table's order came from the H100). docs/tuning-log.md, "the scalar gradient kernels'
-# tiles on the H200". One build, build-lab/new (HEAD's kernels).
+# H200 (the table's order came from the H100). docs/tuning-log.md, "five levers for the scalar
+# backward", "The tiles on the H200". One build, build-lab/new (a71b72e's kernels, f21a758's).
 # Parts:
-#   bench  float16, B = 4, H = 16, N = 4096, D = 128, 48 KB: the backward with the table's tiles,
-#          then each candidate tile of one kernel forced (VKFLASH_SCALAR_BACKWARD_TILE=DKDV,DQ), the
-#          other at the table's, two rounds; then `[backward]` and `[scalar]` with the scalar family
-#          forced and each kernel's fastest forced tile (of both rounds' sums).
+#   bench  float16, B = 4, H = 16, N = 4096, D = 128, 48 KB: the forward once; each candidate tile
+#          of one kernel forced (VKFLASH_SCALAR_BACKWARD_TILE=DKDV,DQ; the lists start with the
+#          table's), the other at the table's, two rounds; then the backward with the table's tiles
+#          and with each kernel's fastest forced tile (of both rounds' sums), plain and causal; then
+#          `[backward]` and `[scalar]` with the scalar family forced at those fastest tiles.
 # Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-29-scalar-backward-tiles-h200.sh bench`.
 part=${1:-bench}
 source tools/lab/runs/run_env.sh  # the GPU environment (build-lab/new), $out, run, sweep

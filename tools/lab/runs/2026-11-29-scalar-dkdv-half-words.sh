@@ -2,9 +2,10 @@
 # 2026-11-29 (nineteenth session), issue 22: the scalar dK/dV kernel's S and dP one vector of a word
 # at a time, so that the widened K and V of half a word stay alive instead of a whole word's (the
 # same products in the same order: the same bits). Its registers decide how many workgroups an SM
-# holds (175 at a71b72e: two of 128 invocations; 168 or fewer: three). docs/tuning-log.md, "the
-# scalar dK/dV kernel's words a vector at a time". Builds (build-lab/NAME): new a71b72e; hv 58559c4
-# (reverted after this run).
+# holds (175 at a71b72e: two of 128 invocations; 168 or fewer: three; worked out from the
+# register file). docs/tuning-log.md, "five levers for the scalar backward", "The dK/dV kernel's
+# words a vector at a time". Builds (build-lab/NAME): new a71b72e; hv 58559c4 (reverted after this
+# run).
 # Parts:
 #   bench  the scalar backward, float16, B = 4, N = 4096, H = 2048 / D: D = 128 (also causal, and
 #          at 32 KB and 16 KB of shared memory) and D = 64, one round; the driver's statistics at

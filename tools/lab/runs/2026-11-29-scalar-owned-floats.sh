@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # 2026-11-29 (nineteenth session), issue 22: the scalar gradient kernels with their owned rows
 # (dK/dV: K and V; dQ: Q and dO) staged as floats, the _of32 variants, widened once where staged
-# instead of by every invocation that reads them at every step. docs/tuning-log.md, "the scalar
-# gradient kernels' owned rows as floats". One build (build-lab/new: commit 933de30, which adds
+# instead of by every invocation that reads them at every step. docs/tuning-log.md, "five levers
+# for the scalar backward", "The owned rows as floats". One build (build-lab/new: commit 933de30, which adds
 # the variants; a2ecb34 reverts them, slower); tiles forced with VKFLASH_SCALAR_BACKWARD_TILE=DKDV,DQ
 # (a trailing f: owned floats).
 # Parts:
 #   bench  the scalar backward at D = 128 and 64 (B = 4, N = 4096, H = 2048 / D), the table's
 #          tiles and forced ones, one kernel forced at a time, two rounds; the forward for the ratio.
-#   tests  `[backward]`, `[scalar]` and `[nonfinite]` with the scalar family forced, the _of32
-#          tiles forced (D = 128: 32x16x16x4f; elsewhere 32x16x8x2f where it fits).
+#   tests  `[backward]`, `[scalar]` and `[nonfinite]` with the scalar family forced, twice: both
+#          kernels' tiles forced to 32x16x16x4f, then to 32x16x8x2f (each case takes the forced
+#          tile where it fits, else the table's). The logged run set TEST_TIMEOUT=140 (200 unless
+#          set); the default kernels' names check fails by design with the floats forced.
 # Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-29-scalar-owned-floats.sh bench|tests`.
 part=${1:-bench}
 source tools/lab/runs/run_env.sh  # the GPU environment (build-lab/new), $out, run, sweep
