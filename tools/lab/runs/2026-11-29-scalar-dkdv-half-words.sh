@@ -14,19 +14,9 @@
 part=${1:-bench}
 export VKFLASH_BUILD_DIR=build-lab/hv
 source tools/lab/runs/run_env.sh  # the GPU environment (build-lab/hv), $out, run, sweep
-
-backward_rows() {
-  local d=$1 h=$2
-  run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode bwd
-  if [ "$d" = 128 ]; then
-    run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode bwd --causal
-    VKFLASH_MAX_SHARED_BYTES=32768 run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode bwd
-    VKFLASH_MAX_SHARED_BYTES=16384 run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode bwd
-  fi
-}
 case "$part" in
   bench)
-    sweep 1 "128 64" "new hv" backward_rows
+    sweep 1 "128 64" "new hv" scalar_backward_rows
     for v in new hv; do
       echo "== statistics $v"
       statistics "$v" scalar 128 bwd | grep dkdv

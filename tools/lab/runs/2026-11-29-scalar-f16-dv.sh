@@ -15,20 +15,9 @@
 # Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-29-scalar-f16-dv.sh bench`.
 part=${1:-bench}
 source tools/lab/runs/run_env.sh  # the GPU environment (build-lab/new), $out, run, sweep
-
-backward_rows() {
-  local d=$1 h=$2 round=$3
-  [ "$round" = 1 ] && [ "$4" = new ] && run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode fwd
-  run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode bwd
-  if [ "$d" = 128 ]; then
-    run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode bwd --causal
-    VKFLASH_MAX_SHARED_BYTES=32768 run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode bwd
-    VKFLASH_MAX_SHARED_BYTES=16384 run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode bwd
-  fi
-}
 case "$part" in
   bench)
-    sweep 2 "128 64" "new f16dv" backward_rows
+    FORWARD_BUILD=new sweep 2 "128 64" "new f16dv" scalar_backward_rows
     for v in new f16dv; do
       echo "== statistics $v"
       statistics "$v" scalar 128 bwd

@@ -18,19 +18,8 @@
 # Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-29-scalar-score-vectors.sh bench|tests`.
 part=${1:-bench}
 source tools/lab/runs/run_env.sh  # the GPU environment (build-lab/new), $out, run, sweep
-
-backward_rows() {
-  local d=$1 h=$2 round=$3
-  [ "$round" = 1 ] && [ "$4" = head0 ] && run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode fwd
-  run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode bwd
-  if [ "$d" = 128 ]; then
-    run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode bwd --causal
-    VKFLASH_MAX_SHARED_BYTES=32768 run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode bwd
-    VKFLASH_MAX_SHARED_BYTES=16384 run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode bwd
-  fi
-}
 case "$part" in
-  bench) sweep 2 "128 64" "head0 new sv2" backward_rows ;;
+  bench) FORWARD_BUILD=head0 sweep 2 "128 64" "head0 new sv2" scalar_backward_rows ;;
   tests)
     TEST_TIMEOUT=${TEST_TIMEOUT:-240} catch_tests sv-scalar '"[backward],[scalar],[nonfinite],[window],[mask]"' \
       VKFLASH_KERNELS=scalar

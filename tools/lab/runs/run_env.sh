@@ -44,6 +44,19 @@ score_variant_rows() {
     done
   done
 }
+# Rows for sweep: the scalar backward, B = 4, N = 4096; at D = 128 also causal and at 32 KB and 16 KB
+# of shared memory. With FORWARD_BUILD set, the scalar forward first, once per head dim (that
+# build's first round), for the backward's ratio to it.
+scalar_backward_rows() {
+  local d=$1 h=$2 round=$3 build=$4
+  [ "$round" = 1 ] && [ "$build" = "${FORWARD_BUILD:-}" ] && run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode fwd
+  run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode bwd
+  if [ "$d" = 128 ]; then
+    run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode bwd --causal
+    VKFLASH_MAX_SHARED_BYTES=32768 run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode bwd
+    VKFLASH_MAX_SHARED_BYTES=16384 run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode bwd
+  fi
+}
 # Issue 21's goal: B = 1, Hq = 32, Hkv = 8, Nq = 1, D = 128 at 16k, 32k and 128k keys, with the read probe.
 issue21_goal_rows() {
   local nk
