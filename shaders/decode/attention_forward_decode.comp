@@ -31,6 +31,7 @@
 #define VKF_DEFAULT_THREADS_PER_ROW 16
 #include "common/attention_preamble.glsl"  // the engine sets BLOCK_KV = KEY_GROUPS * KEYS_PER_STEP
 #include "common/constants.glsl"
+#include "common/fma_dot.glsl"
 #include "common/nonfinite.glsl"
 #include "common/attention_mask.glsl"
 #define VKF_SCORE_MOD_BINDING_ALIBI VKF_FWD_BINDING_ALIBI
@@ -274,15 +275,10 @@ void main() {
         vec4 k_cols[2 * U4_PER_THREAD];
         [[unroll]] for (uint c = 0; c < U4_PER_THREAD; ++c) unpack8(k_words[u][c], k_cols[2 * c], k_cols[2 * c + 1]);
         [[unroll]] for (uint r = 0; r < ROWS; ++r) {
-          // One fma chain: `+= dot()` compiles to a multiply, three fmas and an add per vec4. Written
-          // out, so that the loops stay those DecodeLoopCost counts.
+          // One fma chain (common/fma_dot.glsl); fma_dot_add has no loop, so the loops stay those
+          // DecodeLoopCost counts.
           float dot_part = 0.0;
-          [[unroll]] for (uint c = 0; c < 2 * U4_PER_THREAD; ++c) {
-            dot_part = fma(q[r][c].x, k_cols[c].x, dot_part);
-            dot_part = fma(q[r][c].y, k_cols[c].y, dot_part);
-            dot_part = fma(q[r][c].z, k_cols[c].z, dot_part);
-            dot_part = fma(q[r][c].w, k_cols[c].w, dot_part);
-          }
+          [[unroll]] for (uint c = 0; c < 2 * U4_PER_THREAD; ++c) dot_part = fma_dot_add(dot_part, q[r][c], k_cols[c]);
           s[u][r] = dot_part;
         }
       }

@@ -19,6 +19,8 @@
 #ifndef VKFLASH_REGISTER_TILE_GLSL
 #define VKFLASH_REGISTER_TILE_GLSL
 
+#include "common/fma_dot.glsl"
+
 #ifndef VKF_HALF_WORDS
 #define VKF_HALF_WORDS VKF_FLOAT16_MATH
 #endif
@@ -206,15 +208,9 @@ void word_to_f32(word_t w, out vec4 x[WORD_VEC4S]) {
 #endif
 }
 
-// acc plus the float32 dot product of two words, as one chain of fused multiply-adds (acc +
-// dot(a, b) costs a multiply and an add more per vec4: the driver keeps dot's own sum).
+// acc plus the float32 dot product of two words, as one chain of fused multiply-adds.
 float word_dot_add(float acc, vec4 a[WORD_VEC4S], vec4 b[WORD_VEC4S]) {
-  [[unroll]] for (uint h = 0; h < WORD_VEC4S; ++h) {
-    acc = fma(a[h].x, b[h].x, acc);
-    acc = fma(a[h].y, b[h].y, acc);
-    acc = fma(a[h].z, b[h].z, acc);
-    acc = fma(a[h].w, b[h].w, acc);
-  }
+  [[unroll]] for (uint h = 0; h < WORD_VEC4S; ++h) acc = fma_dot_add(acc, a[h], b[h]);
   return acc;
 }
 
