@@ -59,11 +59,20 @@
 // --- Register-tiled scalar backward (scalar/attention_backward_{dkdv,dq}_tiled.comp) ---
 // Rows of 16-byte words as above (8 halves for float16 tensors, else 4 floats): dK/dV keeps K and
 // V (BLOCK_KV rows) and stages Q and dO (BLOCK_Q); dQ keeps Q and dO and stages K and V.
-// float: a score per (owned row, streamed row) of the step (dK/dV: P^T and dS^T; dQ: dS), the row
-// stride one more than the streamed rows, so that the owned rows a warp reads at once hit
-// different banks.
-#define VKF_TILED_SCORE_STRIDE(streamed) ((streamed) + 1)
-#define VKF_SMEM_TILED_SCORE_FLOATS(owned, score_stride) ((owned) * (score_stride))
+// A score per (owned row, streamed row) of the step (dK/dV: P^T and dS^T; dQ: dS), in one of two
+// arrays (scalar/score_tile.glsl); the other has one element. by_owned_row is
+// VKF_TILED_SCORES_BY_OWNED_ROW of the invocations' owned rows (1 unless a multiple of 4).
+#define VKF_TILED_SCORES_BY_OWNED_ROW(rows_per_thread) (((rows_per_thread) % 4u + 3u) / 4u)
+// float, by owned row: the row stride one more than the streamed rows, so that the owned rows a
+// warp reads at once hit different banks.
+#define VKF_TILED_SCORE_STRIDE(streamed) ((streamed) + 1u)
+#define VKF_SMEM_TILED_SCORE_FLOATS(owned, score_stride, by_owned_row) \
+  ((by_owned_row) * (owned) * (score_stride) + 1u - (by_owned_row))
+// vec4, by streamed row: 4 owned rows a vec4, the row stride odd (as VKF_ODD_STRIDE), so that the
+// 8 streamed rows a quarter of a warp writes at once hit different banks.
+#define VKF_TILED_SCORE_ROW_VEC4S(owned) (((owned) / 4u) | 1u)
+#define VKF_SMEM_TILED_SCORE_VEC4S(streamed, row_vec4s, by_owned_row) \
+  ((1u - (by_owned_row)) * (streamed) * (row_vec4s) + (by_owned_row))
 
 // uint: the tiles a mask closes along a loop (common/closed_tiles.glsl), one bit each for 32 words
 // of tiles, and the first tile's index.

@@ -42,7 +42,7 @@ const uint STRIDE = VKF_ODD_STRIDE(ROW_WORDS);
 const uint GLOBAL_ROW_WORDS = HEAD_DIM / GLOBAL_COLS;
 const uint WORDS_PER_THREAD = ROW_WORDS / THREADS_PER_ROW;  // of dK, dV: words lane, lane + THREADS_PER_ROW, ...
 const uint VEC4_PER_THREAD = WORDS_PER_THREAD * WORD_VEC4S;  // ...as vec4 accumulators
-const uint SCORE_STRIDE = VKF_TILED_SCORE_STRIDE(BLOCK_Q);
+#include "scalar/score_tile.glsl"
 
 VKF_TENSOR_WORDS_IN(VKF_BWD_BINDING_Q, q_data);
 VKF_TENSOR_WORDS_IN(VKF_BWD_BINDING_K, k_data);
@@ -68,8 +68,8 @@ shared word_t q_tile[VKF_SMEM_TILED_WORDS(BLOCK_Q, STRIDE)];
 shared word_t do_tile[VKF_SMEM_TILED_WORDS(BLOCK_Q, STRIDE)];
 shared float lse_tile[VKF_SMEM_ROW_FLOATS(BLOCK_Q)];  // base 2; +inf where P must be 0
 shared float delta_tile[VKF_SMEM_ROW_FLOATS(BLOCK_Q)];
-shared float pt_tile[VKF_SMEM_TILED_SCORE_FLOATS(BLOCK_KV, SCORE_STRIDE)];   // P^T of the step
-shared float dst_tile[VKF_SMEM_TILED_SCORE_FLOATS(BLOCK_KV, SCORE_STRIDE)];  // dS^T of the step
+VKF_DEFINE_SCORE_TILE(pt_tile, BLOCK_KV, BLOCK_Q)   // P^T of the step
+VKF_DEFINE_SCORE_TILE(dst_tile, BLOCK_KV, BLOCK_Q)  // dS^T of the step
 
 VKF_DEFINE_PAIR_STAGER(stage_kv, k_tile, k_data, VKF_STAGE_WORD, STRIDE, WORDS_PER_GLOBAL, v_tile, v_data, false, BLOCK_KV)
 VKF_DEFINE_PAIR_STAGER(stage_q_do, q_tile, q_data, VKF_STAGE_WORD, STRIDE, WORDS_PER_GLOBAL, do_tile, do_data, false,
@@ -109,15 +109,17 @@ void scores_and_gradients(uint q_begin, uint kv_begin, uint q_len, uint kv_len, 
       }
     }
   }
-  [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
-    [[unroll]] for (uint j = 0; j < QUERIES_PER_THREAD; ++j) {
-      const uint c = lane + j * THREADS_PER_ROW;
+  [[unroll]] for (uint j = 0; j < QUERIES_PER_THREAD; ++j) {
+    const uint c = lane + j * THREADS_PER_ROW;
+    float p[ROWS_PER_THREAD], ds[ROWS_PER_THREAD];
+    [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
       const bool visible = !masked_tile || key_visible(q_begin + c, kv_begin + key0 + r, q_len, kv_len);
       const float t = s[r][j] * pc.scale_log2;
-      const float p = visible ? pair_p(t, lse_tile[c], modifiers, q_begin + c, kv_begin + key0 + r, q_len, kv_len) : 0.0;
-      pt_tile[(key0 + r) * SCORE_STRIDE + c] = p;
-      dst_tile[(key0 + r) * SCORE_STRIDE + c] = visible ? p * (dp[r][j] - delta_tile[c]) * score_mod_derivative(t) : 0.0;
+      p[r] = visible ? pair_p(t, lse_tile[c], modifiers, q_begin + c, kv_begin + key0 + r, q_len, kv_len) : 0.0;
+      ds[r] = visible ? p[r] * (dp[r][j] - delta_tile[c]) * score_mod_derivative(t) : 0.0;
     }
+    pt_tile_store(key0, c, p);
+    dst_tile_store(key0, c, ds);
   }
 }
 
@@ -129,10 +131,8 @@ void add_gradients(inout vec4 dk[ROWS_PER_THREAD][VEC4_PER_THREAD], inout vec4 d
   const uint key0 = group_first_key(), lane = lane_id();
   for (uint c = 0; c < c_end; ++c) {
     float p[ROWS_PER_THREAD], ds[ROWS_PER_THREAD];
-    [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
-      p[r] = pt_tile[(key0 + r) * SCORE_STRIDE + c];
-      ds[r] = dst_tile[(key0 + r) * SCORE_STRIDE + c];
-    }
+    pt_tile_load(key0, c, p);
+    dst_tile_load(key0, c, ds);
     [[unroll]] for (uint k = 0; k < WORDS_PER_THREAD; ++k) {
       vec4 dox[WORD_VEC4S], qx[WORD_VEC4S];
       word_to_f32(do_tile[c * STRIDE + lane + k * THREADS_PER_ROW], dox);

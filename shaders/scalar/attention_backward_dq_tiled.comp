@@ -42,7 +42,11 @@ const uint STRIDE = VKF_ODD_STRIDE(ROW_WORDS);
 const uint GLOBAL_ROW_WORDS = HEAD_DIM / GLOBAL_COLS;
 const uint WORDS_PER_THREAD = ROW_WORDS / THREADS_PER_ROW;  // of dQ: words lane, lane + THREADS_PER_ROW, ...
 const uint VEC4_PER_THREAD = WORDS_PER_THREAD * WORD_VEC4S;  // ...as vec4 accumulators
-const uint SCORE_STRIDE = VKF_TILED_SCORE_STRIDE(BLOCK_KV);
+// Words of the head dim per trip of S and dP's loop: the driver does not unroll a loop whose trip count
+// is a specialization constant, and 4 words a trip made the backward 1.2% faster at D = 128
+// (docs/tuning-log.md, "where the scalar backward's time goes").
+const uint WORDS_PER_TRIP = 4;
+#include "scalar/score_tile.glsl"
 
 VKF_TENSOR_WORDS_IN(VKF_BWD_BINDING_Q, q_data);
 VKF_TENSOR_WORDS_IN(VKF_BWD_BINDING_K, k_data);
@@ -62,7 +66,7 @@ shared word_t q_tile[VKF_SMEM_TILED_WORDS(BLOCK_Q, STRIDE)];
 shared word_t do_tile[VKF_SMEM_TILED_WORDS(BLOCK_Q, STRIDE)];
 shared word_t k_tile[VKF_SMEM_TILED_WORDS(BLOCK_KV, STRIDE)];
 shared word_t v_tile[VKF_SMEM_TILED_WORDS(BLOCK_KV, STRIDE)];
-shared float ds_tile[VKF_SMEM_TILED_SCORE_FLOATS(BLOCK_Q, SCORE_STRIDE)];  // dS of the step
+VKF_DEFINE_SCORE_TILE(ds_tile, BLOCK_Q, BLOCK_KV)  // dS of the step
 
 VKF_DEFINE_PAIR_STAGER(stage_q_do, q_tile, q_data, VKF_STAGE_WORD, STRIDE, WORDS_PER_GLOBAL, do_tile, do_data, false,
                        BLOCK_Q)
@@ -70,6 +74,26 @@ VKF_DEFINE_PAIR_STAGER(stage_kv, k_tile, k_data, VKF_STAGE_WORD, STRIDE, WORDS_P
 
 uint row_group_first_row() { return (gl_LocalInvocationIndex / THREADS_PER_ROW) * ROWS_PER_THREAD; }
 uint lane_id() { return gl_LocalInvocationIndex % THREADS_PER_ROW; }
+
+// S += Q K^T and dP += dO V^T over word w of the head dim, for this invocation's rows x keys lane +
+// j * THREADS_PER_ROW of the staged tile.
+void add_word_products(uint w, uint row0, uint lane, inout float s[ROWS_PER_THREAD][KEYS_PER_THREAD],
+                       inout float dp[ROWS_PER_THREAD][KEYS_PER_THREAD]) {
+  vec4 qx[ROWS_PER_THREAD][WORD_VEC4S], dox[ROWS_PER_THREAD][WORD_VEC4S];
+  [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
+    word_to_f32(q_tile[(row0 + r) * STRIDE + w], qx[r]);
+    word_to_f32(do_tile[(row0 + r) * STRIDE + w], dox[r]);
+  }
+  [[unroll]] for (uint j = 0; j < KEYS_PER_THREAD; ++j) {
+    vec4 kx[WORD_VEC4S], vx[WORD_VEC4S];
+    word_to_f32(k_tile[(lane + j * THREADS_PER_ROW) * STRIDE + w], kx);
+    word_to_f32(v_tile[(lane + j * THREADS_PER_ROW) * STRIDE + w], vx);
+    [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
+      s[r][j] = word_dot_add(s[r][j], qx[r], kx);
+      dp[r][j] = word_dot_add(dp[r][j], dox[r], vx);
+    }
+  }
+}
 
 // dS of this invocation's rows x keys lane + j * THREADS_PER_ROW of the staged tile, into ds_tile.
 // A pair the mask hides gets 0 whatever dP is (an inf in V would make P (dP - delta) NaN).
@@ -79,32 +103,22 @@ void score_gradients(uint q_begin, uint kv_begin, uint q_len, uint kv_len, bool 
   float s[ROWS_PER_THREAD][KEYS_PER_THREAD], dp[ROWS_PER_THREAD][KEYS_PER_THREAD];
   [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r)
     [[unroll]] for (uint j = 0; j < KEYS_PER_THREAD; ++j) s[r][j] = dp[r][j] = 0.0;
-  for (uint w = 0; w < ROW_WORDS; ++w) {
-    vec4 qx[ROWS_PER_THREAD][WORD_VEC4S], dox[ROWS_PER_THREAD][WORD_VEC4S];
-    [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
-      word_to_f32(q_tile[(row0 + r) * STRIDE + w], qx[r]);
-      word_to_f32(do_tile[(row0 + r) * STRIDE + w], dox[r]);
-    }
-    [[unroll]] for (uint j = 0; j < KEYS_PER_THREAD; ++j) {
-      vec4 kx[WORD_VEC4S], vx[WORD_VEC4S];
-      word_to_f32(k_tile[(lane + j * THREADS_PER_ROW) * STRIDE + w], kx);
-      word_to_f32(v_tile[(lane + j * THREADS_PER_ROW) * STRIDE + w], vx);
-      [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
-        s[r][j] = word_dot_add(s[r][j], qx[r], kx);
-        dp[r][j] = word_dot_add(dp[r][j], dox[r], vx);
-      }
-    }
+  uint w = 0;
+  for (; w + WORDS_PER_TRIP <= ROW_WORDS; w += WORDS_PER_TRIP) {
+    [[unroll]] for (uint i = 0; i < WORDS_PER_TRIP; ++i) add_word_products(w + i, row0, lane, s, dp);
   }
-  [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
-    [[unroll]] for (uint j = 0; j < KEYS_PER_THREAD; ++j) {
-      const uint c = lane + j * THREADS_PER_ROW;
+  for (; w < ROW_WORDS; ++w) add_word_products(w, row0, lane, s, dp);
+  [[unroll]] for (uint j = 0; j < KEYS_PER_THREAD; ++j) {
+    const uint c = lane + j * THREADS_PER_ROW;
+    float ds[ROWS_PER_THREAD];
+    [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) {
       const bool visible = !masked_tile || key_visible(q_begin + row0 + r, kv_begin + c, q_len, kv_len);
       const float t = s[r][j] * pc.scale_log2;
-      ds_tile[(row0 + r) * SCORE_STRIDE + c] =
-          visible ? pair_p(t, lse[r], modifiers, q_begin + row0 + r, kv_begin + c, q_len, kv_len) * (dp[r][j] - delta[r]) *
-                        score_mod_derivative(t)
-                  : 0.0;
+      ds[r] = visible ? pair_p(t, lse[r], modifiers, q_begin + row0 + r, kv_begin + c, q_len, kv_len) * (dp[r][j] - delta[r]) *
+                            score_mod_derivative(t)
+                      : 0.0;
     }
+    ds_tile_store(row0, c, ds);
   }
 }
 
@@ -115,7 +129,7 @@ void add_dq(inout vec4 dq[ROWS_PER_THREAD][VEC4_PER_THREAD], uint c_end, bool ma
   const uint row0 = row_group_first_row(), lane = lane_id();
   for (uint c = 0; c < c_end; ++c) {
     float ds[ROWS_PER_THREAD];
-    [[unroll]] for (uint r = 0; r < ROWS_PER_THREAD; ++r) ds[r] = ds_tile[(row0 + r) * SCORE_STRIDE + c];
+    ds_tile_load(row0, c, ds);
     [[unroll]] for (uint k = 0; k < WORDS_PER_THREAD; ++k) {
       vec4 kx[WORD_VEC4S];
       word_to_f32(k_tile[c * STRIDE + lane + k * THREADS_PER_ROW], kx);

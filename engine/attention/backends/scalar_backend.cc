@@ -273,7 +273,8 @@ std::optional<KernelChoice> ChooseTiledGradient(const DeviceInfo& device, const 
     choice.threads_per_row = tile.threads_per_row;
     choice.workgroup_size = tile.workgroup_size();
     choice.subgroup_reductions = false;
-    choice.shared_memory_bytes = TiledBackwardSharedBytes(head_dim, tile.owned, tile.streamed, half_words, dkdv);
+    choice.shared_memory_bytes =
+        TiledBackwardSharedBytes(head_dim, tile.owned, tile.streamed, tile.rows_per_thread, half_words, dkdv);
     return choice;
   };
   const auto fits = [&](TiledTile tile) {
@@ -297,13 +298,16 @@ bool IsTiledBackward(const KernelChoice& choice) {
   return choice.kernel.rfind("backward_dkdv_tiled_", 0) == 0 || choice.kernel.rfind("backward_dq_tiled_", 0) == 0;
 }
 
-uint32_t TiledBackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed, bool half_words, bool dkdv) {
+uint32_t TiledBackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed, uint32_t rows_per_thread,
+                                  bool half_words, bool dkdv) {
   const uint32_t stride = VKF_ODD_STRIDE(VKF_TILED_ROW_WORDS(head_dim, half_words ? 8 : 4));
   // Two owned tensors and two streamed ones; dK/dV: P^T, dS^T and the step's LSE and delta, dQ: dS.
   const uint32_t words = 2 * VKF_SMEM_TILED_WORDS(owned, stride) + 2 * VKF_SMEM_TILED_WORDS(streamed, stride);
-  const uint32_t scores = VKF_SMEM_TILED_SCORE_FLOATS(owned, VKF_TILED_SCORE_STRIDE(streamed));
-  const uint32_t floats = dkdv ? 2 * scores + 2 * VKF_SMEM_ROW_FLOATS(streamed) : scores;
-  return 16 * words + 4 * floats;
+  const uint32_t by_owned_row = VKF_TILED_SCORES_BY_OWNED_ROW(rows_per_thread);
+  const uint32_t score_bytes =
+      4 * VKF_SMEM_TILED_SCORE_FLOATS(owned, VKF_TILED_SCORE_STRIDE(streamed), by_owned_row) +
+      16 * VKF_SMEM_TILED_SCORE_VEC4S(streamed, VKF_TILED_SCORE_ROW_VEC4S(owned), by_owned_row);
+  return 16 * words + (dkdv ? 2 * score_bytes + 4 * 2 * VKF_SMEM_ROW_FLOATS(streamed) : score_bytes);
 }
 
 uint32_t TiledForwardSharedBytes(uint32_t head_dim, uint32_t block_q, uint32_t block_kv, uint32_t workgroup_size,
@@ -521,10 +525,13 @@ uint64_t PairStageLoops(const KernelChoice& choice, uint64_t rows, const TiledGr
 // the sums over `streamed` rows (the owned rows' scores, then per word of the lane the products,
 // one iteration per vec4 of the word).
 uint64_t TiledStepLoops(const TiledGradientLoops& l, uint64_t streamed) {
-  const uint64_t block = l.rows * (1 + l.streamed_per_lane);
-  const uint64_t words = l.row_words * (1 + l.rows + l.streamed_per_lane * (1 + l.rows * (1 + 2 * l.word_vec4s)));
-  const uint64_t sums = streamed * (1 + l.rows + l.lane_words * (1 + l.rows * (1 + l.word_vec4s)));
-  return 2 * block + words + sums;
+  const uint64_t zeros = l.rows * (1 + l.streamed_per_lane);
+  const uint64_t scores = l.streamed_per_lane * (1 + 2 * l.rows);  // a streamed row's scores, their store
+  // dQ's words come WORDS_PER_TRIP a trip: a trip and an unrolled one per word at most, and the loops' ends.
+  const uint64_t words =
+      l.row_words * (2 + l.rows + l.streamed_per_lane * (1 + l.rows * (1 + 2 * l.word_vec4s))) + 2;
+  const uint64_t sums = streamed * (1 + 2 * l.rows + l.lane_words * (1 + l.rows * (1 + l.word_vec4s)));  // up to 2 score loads
+  return zeros + scores + words + sums;
 }
 
 }  // namespace

@@ -46,8 +46,10 @@ bool IsTiledBackward(const KernelChoice& choice);
 
 // Shared memory a register-tiled gradient kernel declares: two owned and two streamed tensors
 // (float16: words of 8 halves, else 4 floats), the step's scores (dK/dV: P^T, dS^T, and the
-// step's LSE and delta; dQ: dS).
-uint32_t TiledBackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed, bool half_words, bool dkdv);
+// step's LSE and delta; dQ: dS; laid out by the invocations' owned rows, rows_per_thread:
+// scalar/score_tile.glsl).
+uint32_t TiledBackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t streamed, uint32_t rows_per_thread,
+                                  bool half_words, bool dkdv);
 
 // Shared memory the register-tiled forward declares: Q, K and V words (float16 words: 8 halves,
 // else 4 floats; K floats where float_k_tile), P, the shared-memory reductions' scratch, the

@@ -172,7 +172,7 @@ report() {
 
 # sass BUILD ARGS...: the machine code of every kernel `build-lab/BUILD/vkflash bench ARGS` compiles
 # (two short runs), from the driver's shader cache pointed at an empty folder, into $out/sass_BUILD
-# (tools/lab/dump_sass.py --all; zstd from bookworm's .debs in .gpu/zstd/).
+# (tools/lab/dump_sass.py --all, and $SASS_DUMP_ARGS, e.g. --hex; zstd from bookworm's .debs in .gpu/zstd/).
 sass() {
   local build_name=$1
   shift
@@ -184,7 +184,7 @@ sass() {
   rm -rf /tmp/glcache && mkdir -p /tmp/glcache
   __GL_SHADER_DISK_CACHE_PATH=/tmp/glcache __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1 "build-lab/$build_name/vkflash" bench \
     --no-naive --runs 2 --warmup 1 --warmup-ms 0 --min-time-ms 0 "$@" > /dev/null 2>&1
-  python3 tools/lab/dump_sass.py /tmp/glcache "$out/sass_$build_name" --all --zstd /tmp/zstdw
+  python3 tools/lab/dump_sass.py /tmp/glcache "$out/sass_$build_name" --all --zstd /tmp/zstdw ${SASS_DUMP_ARGS:-}
 }
 
 # pack_sass BUILD...: each $out/sass_BUILD folder that sass wrote as one $out/sass_BUILD.tgz, the
