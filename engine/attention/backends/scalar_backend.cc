@@ -521,17 +521,19 @@ uint64_t PairStageLoops(const KernelChoice& choice, uint64_t rows, const TiledGr
   return StagerLoops(rows, l.row_words, choice.workgroup_size, VKF_STAGE_PAIR_BATCH_WORDS);
 }
 // S and dP (zeroing; the word loop: the owned rows' words, then per streamed row its words and
-// the products, word_dot_add looping over every vec4 of a word, twice; the scores' epilogue), then
-// the sums over `streamed` rows (the owned rows' scores, then per word of the lane the products,
-// one iteration per vec4 of the word).
-uint64_t TiledStepLoops(const TiledGradientLoops& l, uint64_t streamed) {
+// the products, word_dot_add looping over every vec4 of a word, twice; dQ's words come 4 a trip, an
+// unrolled loop in a loop, and a loop for the rest; the epilogue: per streamed row its scores, then
+// the store of each score tile), then the sums over `streamed` rows (each score tile's load, then
+// per word of the lane the products, one iteration per vec4 of the word). A score tile's store or
+// load is counted as one iteration per owned row (scalar/score_tile.glsl: 1 or 1/4).
+uint64_t TiledStepLoops(const TiledGradientLoops& l, uint64_t streamed, bool dkdv) {
+  const uint64_t score_tiles = dkdv ? 2 : 1;  // dK/dV: P^T and dS^T; dQ: dS
   const uint64_t zeros = l.rows * (1 + l.streamed_per_lane);
-  const uint64_t scores = l.streamed_per_lane * (1 + 2 * l.rows);  // a streamed row's scores, their store
-  // dQ's words come WORDS_PER_TRIP a trip: a trip and an unrolled one per word at most, and the loops' ends.
-  const uint64_t words =
-      l.row_words * (2 + l.rows + l.streamed_per_lane * (1 + l.rows * (1 + 2 * l.word_vec4s))) + 2;
-  const uint64_t sums = streamed * (1 + 2 * l.rows + l.lane_words * (1 + l.rows * (1 + l.word_vec4s)));  // up to 2 score loads
-  return zeros + scores + words + sums;
+  const uint64_t epilogue = l.streamed_per_lane * (1 + l.rows + score_tiles * l.rows);
+  const uint64_t word = 1 + l.rows + l.streamed_per_lane * (1 + l.rows * (1 + 2 * l.word_vec4s));
+  const uint64_t words = l.row_words * word + (dkdv ? 0 : l.row_words / 4 + 2);  // dQ: WORDS_PER_TRIP = 4
+  const uint64_t sums = streamed * (1 + score_tiles * l.rows + l.lane_words * (1 + l.rows * (1 + l.word_vec4s)));
+  return zeros + epilogue + words + sums;
 }
 
 }  // namespace
@@ -545,7 +547,7 @@ LoopCost ScalarDqLoopCost(const KernelChoice& choice, uint32_t head_dim) {
                  + l.rows * (1 + 6 * l.lane_vec4s)                      // zero, resume
                  + l.rows * (1 + 5 * l.lane_vec4s) + 8;                 // store dQ or the state; slack
     cost.per_step = PairStageLoops(choice, choice.block_kv, l)          // K, V tiles
-                    + TiledStepLoops(l, choice.block_kv) + l.rows + 1;  // dS, dQ += dS K; limits; the loop
+                    + TiledStepLoops(l, choice.block_kv, false) + l.rows + 1;  // dS, dQ += dS K; limits; the loop
     return cost;
   }
   const uint64_t head_vec4 = CeilDiv(head_dim, 4), lane_vec4s = CeilDiv(head_vec4, choice.threads_per_row);
@@ -568,7 +570,7 @@ LoopCost ScalarDkdvLoopCost(const KernelChoice& choice, uint32_t head_dim) {
                  + l.rows * (1 + 2 * 5 * l.lane_vec4s) + 1 + 8;         // store; heads loop; slack
     cost.per_step = PairStageLoops(choice, choice.block_q, l)           // Q, dO tiles
                     + CeilDiv(choice.block_q, choice.workgroup_size)     // LSE, delta
-                    + TiledStepLoops(l, choice.block_q) + l.rows + 2;  // P^T, dS^T, dV and dK sums; limits; loops
+                    + TiledStepLoops(l, choice.block_q, true) + l.rows + 2;  // P^T, dS^T, dV and dK sums; limits; loops
     return cost;
   }
   const uint64_t head_vec4 = CeilDiv(head_dim, 4), lane_vec4s = CeilDiv(head_vec4, choice.threads_per_row);

@@ -9,12 +9,25 @@
 # (the odd word's remainder as a loop), dq_w4 (4 words per iteration), dkdv_tscore / dq_tscore (the
 # score tiles transposed, so that the sums read an invocation's 4 rows of P^T, dS^T or dS as one
 # vec4), comboA (dkdv_sum4 + dq_w2), comboB (comboA with dkdv_tscore), comboC (comboB with dq_tscore).
+# Third run (`confirm`): cur 5d8d3cd (dkdv_tscore and dq_tscore where an invocation owns a multiple of
+# 4 rows, and dQ's words 4 a trip: scalar/score_tile.glsl), cur_w2 (cur with 2 words a trip),
+# comboC and dq_w4 from the second run. Fourth run (`final`): final, the commit after 5d8d3cd (the
+# same shaders; the loop count for drivers with a loop budget corrected); fwd_p4 (timing only, not
+# kept): cur with the forward's P tile by key, an invocation's 4 rows of a key one f16vec4
+# (/tmp/var/fwd_p4.comp in the session that wrote this: the backward's score tiles' idea applied to
+# the forward's P V).
 # Parts:
 #   first  the machine code of new's backward at D = 128 (sass_new.tgz); the rows below, two rounds:
 #          new's forward and backward at D = 128 and 64, the ablations' backward at D = 128, the
 #          levers' backward at D = 128 (also causal) and 64.
 #   levers new's forward and backward and the second run's levers: D = 128 (also causal, and at 32
 #          KB and 16 KB of shared memory) and D = 64, two rounds.
+#   confirm the same rows: new, cur and cur_w2 two rounds, comboC and dq_w4 one; the driver's
+#          statistics of new and cur; then cur's `[backward]` and `[scalar],[nonfinite]` with the
+#          scalar family forced, at once, each stopped after $TEST_TIMEOUT s (380).
+#   final  cur's and fwd_p4's scalar forward: D = 128 (also causal, at 32 KB and 16 KB) and D = 64,
+#          two rounds; then final's `[mask]` cases with the scalar family forced (stopped after
+#          $TEST_TIMEOUT s, 300).
 # Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-29-scalar-backward-time.sh first`.
 part=${1:-first}
 source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, sweep
@@ -38,6 +51,40 @@ case "$part" in
     sweep 2 "128 64" "new dq_w2 dq_w4 dkdv_tscore dq_tscore comboA comboB comboC" scalar_backward_rows \
       > "$out/levers.log" 2>&1
     cat "$out/levers.log"
+    ;;
+  confirm)
+    export FORWARD_BUILD=new
+    build=build-lab/cur  # the tests' binary
+    {
+      sweep 2 "128 64" "new cur cur_w2" scalar_backward_rows
+      sweep 1 "128 64" "comboC dq_w4" scalar_backward_rows
+      for v in new cur; do
+        echo "== statistics $v"
+        statistics "$v" scalar 128 bwd | grep -E "dkdv|dq"
+      done
+    } > "$out/confirm.log" 2>&1
+    cat "$out/confirm.log"
+    export TEST_TIMEOUT=${TEST_TIMEOUT:-380}
+    catch_tests cur-backward '"[backward]"' VKFLASH_KERNELS=scalar &
+    catch_tests cur-scalar '"[scalar],[nonfinite]"' VKFLASH_KERNELS=scalar &
+    wait
+    report cur-backward cur-scalar
+    ;;
+  final)
+    fwd_rows() {
+      local d=$1 h=$2
+      run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode fwd
+      if [ "$d" = 128 ]; then
+        run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode fwd --causal
+        VKFLASH_MAX_SHARED_BYTES=32768 run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode fwd
+        VKFLASH_MAX_SHARED_BYTES=16384 run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode fwd
+      fi
+    }
+    sweep 2 "128 64" "cur fwd_p4" fwd_rows > "$out/final.log" 2>&1
+    cat "$out/final.log"
+    build=build-lab/final
+    TEST_TIMEOUT=${TEST_TIMEOUT:-300} catch_tests final-mask '"[mask]"' VKFLASH_KERNELS=scalar
+    report final-mask
     ;;
   *)
     echo "unknown part '$part'" >&2
