@@ -28,6 +28,10 @@
 #   final  cur's and fwd_p4's scalar forward: D = 128 (also causal, at 32 KB and 16 KB) and D = 64,
 #          two rounds; then final's `[mask]` cases with the scalar family forced (stopped after
 #          $TEST_TIMEOUT s, 300).
+#   unroll the scalar forward of final and of three builds of it with its loops' trips changed in
+#          common/shader_interface.h: fs4 (S's loop 4 words a trip instead of 2), fpv8 (P V's 8 keys
+#          instead of 4), fs4pv8 (both); two rounds. Then final's `[cli][mask]` case with the scalar
+#          family forced, the CLI linked where it runs it.
 # Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-29-scalar-backward-time.sh first`.
 part=${1:-first}
 source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, sweep
@@ -35,6 +39,16 @@ bwd() { run --kernel scalar --b 4 --h "$2" --n 4096 --d "$1" --mode bwd "${@:3}"
 base_rows() { run --kernel scalar --b 4 --h "$2" --n 4096 --d "$1" --mode fwd; bwd "$1" "$2"; }
 ablation_rows() { bwd "$1" "$2"; }
 lever_rows() { bwd "$1" "$2"; [ "$1" = 128 ] && bwd "$1" "$2" --causal; }
+# The scalar forward at D (also causal, at 32 KB and 16 KB where D = 128).
+fwd_rows() {
+  local d=$1 h=$2
+  run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode fwd
+  if [ "$d" = 128 ]; then
+    run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode fwd --causal
+    VKFLASH_MAX_SHARED_BYTES=32768 run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode fwd
+    VKFLASH_MAX_SHARED_BYTES=16384 run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode fwd
+  fi
+}
 case "$part" in
   first)
     SASS_DUMP_ARGS=--hex sass new --kernel scalar --mode bwd --d 128 --b 1 --h 2 --n 512 > "$out/sass.txt" 2>&1
@@ -71,20 +85,19 @@ case "$part" in
     report cur-backward cur-scalar
     ;;
   final)
-    fwd_rows() {
-      local d=$1 h=$2
-      run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode fwd
-      if [ "$d" = 128 ]; then
-        run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode fwd --causal
-        VKFLASH_MAX_SHARED_BYTES=32768 run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode fwd
-        VKFLASH_MAX_SHARED_BYTES=16384 run --kernel scalar --b 4 --h "$h" --n 4096 --d "$d" --mode fwd
-      fi
-    }
     sweep 2 "128 64" "cur fwd_p4" fwd_rows > "$out/final.log" 2>&1
     cat "$out/final.log"
     build=build-lab/final
     TEST_TIMEOUT=${TEST_TIMEOUT:-300} catch_tests final-mask '"[mask]"' VKFLASH_KERNELS=scalar
     report final-mask
+    ;;
+  unroll)
+    sweep 2 "128 64" "final fs4 fpv8 fs4pv8" fwd_rows > "$out/unroll.log" 2>&1
+    cat "$out/unroll.log"
+    build=build-lab/final
+    link_cli
+    TEST_TIMEOUT=${TEST_TIMEOUT:-150} catch_tests final-cli-mask '"[cli][mask]"' VKFLASH_KERNELS=scalar
+    report final-cli-mask
     ;;
   *)
     echo "unknown part '$part'" >&2
