@@ -32,6 +32,8 @@
 #          common/shader_interface.h: fs4 (S's loop 4 words a trip instead of 2), fpv8 (P V's 8 keys
 #          instead of 4), fs4pv8 (both); two rounds. Then final's `[cli][mask]` case with the scalar
 #          family forced, the CLI linked where it runs it.
+#   ftests head's (fs4pv8 committed) `[forward]` and `[scalar],[nonfinite]` with the scalar family
+#          forced, at once, each stopped after $TEST_TIMEOUT s (240).
 # Carry [".gpu", ".gl", "build-lab"]; `bash tools/lab/runs/2026-11-29-scalar-backward-time.sh first`.
 part=${1:-first}
 source tools/lab/runs/run_env.sh  # the GPU environment, $out, run, sweep
@@ -98,6 +100,14 @@ case "$part" in
     link_cli
     TEST_TIMEOUT=${TEST_TIMEOUT:-150} catch_tests final-cli-mask '"[cli][mask]"' VKFLASH_KERNELS=scalar
     report final-cli-mask
+    ;;
+  ftests)
+    build=build-lab/head
+    export TEST_TIMEOUT=${TEST_TIMEOUT:-240}
+    catch_tests head-forward '"[forward]"' VKFLASH_KERNELS=scalar &
+    catch_tests head-scalar '"[scalar],[nonfinite]"' VKFLASH_KERNELS=scalar &
+    wait
+    report head-forward head-scalar
     ;;
   *)
     echo "unknown part '$part'" >&2
