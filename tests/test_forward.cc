@@ -183,7 +183,7 @@ TEST_CASE("the naive three-pass baseline agrees with the reference and with the 
 TEST_CASE("register-tiled scalar forward: float16 products, and float32 rows where a float16 sum could overflow",
           "[forward][scalar]") {
   // The table's tile; 64 keys per step (two float16 partials of P V per tile); 6 keys (P V's
-  // loop of 4 keys per iteration ends inside its last iteration).
+  // loop of VKF_TILED_FORWARD_PV_KEYS_PER_STEP = 8 keys per iteration ends inside its one iteration).
   struct Tile {
     const char* forced;
     uint32_t block_q, block_kv;  // the forced tile, which fits 32 KB with float16 math (0: the table's)

@@ -74,6 +74,10 @@ using uint = std::uint32_t;
 #define VKF_TILED_FORWARD_S_WORDS_PER_STEP 4
 #define VKF_TILED_FORWARD_PV_KEYS_PER_STEP 8
 #define VKF_TILED_FORWARD_FLOAT16_TERMS 16
+// The register-tiled dQ kernel's S and dP loop (scalar/attention_backward_dq_tiled.comp): head-dim
+// words per iteration (4: as fast as 2 at D = 128 on the H200, 4% faster causal, 0.7% at 16 KB;
+// both 1.2% faster than 1: docs/tuning-log.md, "where the scalar backward's time goes").
+#define VKF_TILED_DQ_WORDS_PER_TRIP 4
 // The register-tiled scalar kernels' stagers (scalar/register_tile.glsl), whose loops the same costs
 // count: global words an invocation reads before it stores them, for a stager of one tensor and
 // for each tensor of a stager of two.

@@ -69,7 +69,8 @@
 #define VKF_SMEM_TILED_SCORE_FLOATS(owned, score_stride, by_owned_row) \
   ((by_owned_row) * (owned) * (score_stride) + 1u - (by_owned_row))
 // vec4, by streamed row: 4 owned rows a vec4, the row stride odd (as VKF_ODD_STRIDE), so that the
-// 8 streamed rows a quarter of a warp writes at once hit different banks.
+// 8 streamed rows a quarter of a warp writes at once hit different banks (where a row group has 8
+// or more invocations, as the tables' tiles do).
 #define VKF_TILED_SCORE_ROW_VEC4S(owned) (((owned) / 4u) | 1u)
 #define VKF_SMEM_TILED_SCORE_VEC4S(streamed, row_vec4s, by_owned_row) \
   ((1u - (by_owned_row)) * (streamed) * (row_vec4s) + (by_owned_row))

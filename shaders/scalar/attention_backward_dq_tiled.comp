@@ -42,10 +42,9 @@ const uint STRIDE = VKF_ODD_STRIDE(ROW_WORDS);
 const uint GLOBAL_ROW_WORDS = HEAD_DIM / GLOBAL_COLS;
 const uint WORDS_PER_THREAD = ROW_WORDS / THREADS_PER_ROW;  // of dQ: words lane, lane + THREADS_PER_ROW, ...
 const uint VEC4_PER_THREAD = WORDS_PER_THREAD * WORD_VEC4S;  // ...as vec4 accumulators
-// Words of the head dim per trip of S and dP's loop: the driver does not unroll a loop whose trip count
-// is a specialization constant, and 4 words a trip made the backward 1.2% faster at D = 128
-// (docs/tuning-log.md, "where the scalar backward's time goes").
-const uint WORDS_PER_TRIP = 4;
+// Words of the head dim per trip of S and dP's loop, unrolled by hand: the driver does not unroll a
+// loop whose trip count is a specialization constant.
+const uint WORDS_PER_TRIP = VKF_TILED_DQ_WORDS_PER_TRIP;
 #include "scalar/score_tile.glsl"
 
 VKF_TENSOR_WORDS_IN(VKF_BWD_BINDING_Q, q_data);

@@ -303,11 +303,14 @@ uint32_t TiledBackwardSharedBytes(uint32_t head_dim, uint32_t owned, uint32_t st
   const uint32_t stride = VKF_ODD_STRIDE(VKF_TILED_ROW_WORDS(head_dim, half_words ? 8 : 4));
   // Two owned tensors and two streamed ones; dK/dV: P^T, dS^T and the step's LSE and delta, dQ: dS.
   const uint32_t words = 2 * VKF_SMEM_TILED_WORDS(owned, stride) + 2 * VKF_SMEM_TILED_WORDS(streamed, stride);
+  // Float arrays rounded up to 16 bytes: the driver starts each vec4 array at a multiple of 16
+  // (NVIDIA's reported 12 bytes more than the elements' sum for dK/dV at D = 128).
+  const auto float_bytes = [](uint32_t floats) { return 16 * CeilDiv(floats, 4u); };
   const uint32_t by_owned_row = VKF_TILED_SCORES_BY_OWNED_ROW(rows_per_thread);
   const uint32_t score_bytes =
-      4 * VKF_SMEM_TILED_SCORE_FLOATS(owned, VKF_TILED_SCORE_STRIDE(streamed), by_owned_row) +
+      float_bytes(VKF_SMEM_TILED_SCORE_FLOATS(owned, VKF_TILED_SCORE_STRIDE(streamed), by_owned_row)) +
       16 * VKF_SMEM_TILED_SCORE_VEC4S(streamed, VKF_TILED_SCORE_ROW_VEC4S(owned), by_owned_row);
-  return 16 * words + (dkdv ? 2 * score_bytes + 4 * 2 * VKF_SMEM_ROW_FLOATS(streamed) : score_bytes);
+  return 16 * words + (dkdv ? 2 * score_bytes + float_bytes(2 * VKF_SMEM_ROW_FLOATS(streamed)) : score_bytes);
 }
 
 uint32_t TiledForwardSharedBytes(uint32_t head_dim, uint32_t block_q, uint32_t block_kv, uint32_t workgroup_size,
@@ -470,11 +473,12 @@ LoopCost TiledForwardLoopCost(const KernelChoice& choice, uint32_t head_dim) {
   cost.fixed = StagerLoops(choice.block_q, global_words, choice.workgroup_size, VKF_STAGE_BATCH_WORDS)  // Q tile
                + 2 * rows * (1 + lane_vec4s)                                          // zero, resume
                + rows * (reduce + 5 * lane_vec4s + 1) + 8;                            // store O or the state; slack
-  // S: per pair of words one iteration, per word the rows' words, then per key its word (a loop
-  // over its vec4s where K is floats) and the rows' products (word_dot_add loops over the vec4s
-  // of a word); zero and scale S. Counted as if the driver unrolled no loop.
+  // S: one iteration per trip of VKF_TILED_FORWARD_S_WORDS_PER_STEP words; per word the rows'
+  // words, then per key its word (a loop over its vec4s where K is floats) and the rows' products
+  // (word_dot_add loops over the vec4s of a word); zero and scale S. Counted as if the driver
+  // unrolled no loop.
   const uint64_t word_vec4s = word_cols / 4, k_word_loops = float_k_tile ? word_vec4s : 0;
-  // The unrolled iterations of an odd last pair count too (the one past the end breaks).
+  // The unrolled iterations of a last partial trip count too (those past the end break).
   const uint64_t s_steps = CeilDiv(row_words, VKF_TILED_FORWARD_S_WORDS_PER_STEP);
   const uint64_t s = s_steps + s_steps * VKF_TILED_FORWARD_S_WORDS_PER_STEP *
                                    (1 + rows + keys * (1 + k_word_loops + rows * (1 + word_vec4s))) +
@@ -531,7 +535,7 @@ uint64_t TiledStepLoops(const TiledGradientLoops& l, uint64_t streamed, bool dkd
   const uint64_t zeros = l.rows * (1 + l.streamed_per_lane);
   const uint64_t epilogue = l.streamed_per_lane * (1 + l.rows + score_tiles * l.rows);
   const uint64_t word = 1 + l.rows + l.streamed_per_lane * (1 + l.rows * (1 + 2 * l.word_vec4s));
-  const uint64_t words = l.row_words * word + (dkdv ? 0 : l.row_words / 4 + 2);  // dQ: WORDS_PER_TRIP = 4
+  const uint64_t words = l.row_words * word + (dkdv ? 0 : l.row_words / VKF_TILED_DQ_WORDS_PER_TRIP + 2);
   const uint64_t sums = streamed * (1 + score_tiles * l.rows + l.lane_words * (1 + l.rows * (1 + l.word_vec4s)));
   return zeros + epilogue + words + sums;
 }

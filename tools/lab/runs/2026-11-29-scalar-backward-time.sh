@@ -9,12 +9,13 @@
 # (the odd word's remainder as a loop), dq_w4 (4 words per iteration), dkdv_tscore / dq_tscore (the
 # score tiles transposed, so that the sums read an invocation's 4 rows of P^T, dS^T or dS as one
 # vec4), comboA (dkdv_sum4 + dq_w2), comboB (comboA with dkdv_tscore), comboC (comboB with dq_tscore).
+# The shaders of these builds: tools/lab/runs/2026-11-29-scalar-backward-variants.py.
 # Third run (`confirm`): cur 5d8d3cd (dkdv_tscore and dq_tscore where an invocation owns a multiple of
 # 4 rows, and dQ's words 4 a trip: scalar/score_tile.glsl), cur_w2 (cur with 2 words a trip),
 # comboC and dq_w4 from the second run. Fourth run (`final`): final, the commit after 5d8d3cd (the
 # same shaders; the loop count for drivers with a loop budget corrected); fwd_p4 (timing only, not
 # kept): cur with the forward's P tile by key, an invocation's 4 rows of a key one f16vec4
-# (/tmp/var/fwd_p4.comp in the session that wrote this: the backward's score tiles' idea applied to
+# (tools/lab/runs/2026-11-29-scalar-forward-p4.patch: the backward's score tiles' idea applied to
 # the forward's P V).
 # Parts:
 #   first  the machine code of new's backward at D = 128 (sass_new.tgz); the rows below, two rounds:
@@ -55,7 +56,7 @@ case "$part" in
   first)
     SASS_DUMP_ARGS=--hex sass new --kernel scalar --mode bwd --d 128 --b 1 --h 2 --n 512 > "$out/sass.txt" 2>&1
     pack_sass new
-    for round in 1 2; do
+    for round in 1 2; do  # (first.log labels both rounds "round 1")
       sweep 1 "128 64" "new" base_rows
       sweep 1 "128" "nodq dkdv_noadd dq_noadd dkdv_onew dq_onew" ablation_rows
       sweep 1 "128 64" "dkdv_sum4 dq_sum4 both_sum4 dkdv_w2 dq_w2" lever_rows
