@@ -68,15 +68,14 @@ using uint = std::uint32_t;
 
 // The register-tiled scalar forward's loops (scalar/attention_forward_tiled.comp), which its
 // loop-budget cost counts (scalar_backend.cc): head-dim words of S per iteration, keys of the
-// float16 P V per iteration (4 and 8: 2.5-7% faster than 2 and 4 on the H200 at D = 64 and 128, causal
-// and at 32 and 16 KB; 8 keys alone 1.2% faster still at D = 128 only: docs/tuning-log.md), and keys
-// per float16 partial sum of P V.
+// float16 P V per iteration (both chosen by measurement: docs/tuning-log.md, "where the scalar
+// backward's time goes"), and keys per float16 partial sum of P V.
 #define VKF_TILED_FORWARD_S_WORDS_PER_STEP 4
 #define VKF_TILED_FORWARD_PV_KEYS_PER_STEP 8
 #define VKF_TILED_FORWARD_FLOAT16_TERMS 16
 // The register-tiled dQ kernel's S and dP loop (scalar/attention_backward_dq_tiled.comp): head-dim
-// words per iteration (4: as fast as 2 at D = 128 on the H200, 4% faster causal, 0.7% at 16 KB;
-// both 1.2% faster than 1: docs/tuning-log.md, "where the scalar backward's time goes").
+// words per iteration (4 against 1 and 2, by measurement: docs/tuning-log.md, "where the scalar
+// backward's time goes").
 #define VKF_TILED_DQ_WORDS_PER_TRIP 4
 // The register-tiled scalar kernels' stagers (scalar/register_tile.glsl), whose loops the same costs
 // count: global words an invocation reads before it stores them, for a stager of one tensor and
